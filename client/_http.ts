@@ -1,0 +1,352 @@
+/**
+ * The request layer shared by the provider clients: auth and version headers, query encoding,
+ * timeouts, retries with backoff, typed errors and per-request traces. Internal; the clients
+ * expose its options.
+ *
+ * @module
+ */
+import {
+  ProviderAbortError,
+  ProviderApiError,
+  ProviderConnectionError,
+  ProviderTimeoutError,
+} from "./errors.ts";
+
+/** The provider API version sent by default (the value the vendor's current SDK sends). */
+export const DEFAULT_PROVIDER_VERSION = "2026-10-21";
+
+/** One finished request attempt, as reported to `onTrace`. Never headers or bodies. */
+export interface ProviderTrace {
+  /** HTTP method. */
+  method: string;
+  /** Path without the base URL or query. */
+  path: string;
+  /** HTTP status, or undefined when no response arrived. */
+  status?: number;
+  /** Time from sending to the response headers (or failure), in ms. */
+  durationMs: number;
+  /** 0 for the first attempt, then 1, 2, … */
+  attempt: number;
+  /** The `request-id` response header. */
+  requestId?: string;
+  /** The error code when the attempt failed without a response. */
+  error?: string;
+}
+
+/** Receives one {@linkcode ProviderTrace} per request attempt. */
+export type ProviderTraceCallback = (trace: ProviderTrace) => void;
+
+/** A `fetch`-compatible function. */
+export type FetchLike = (input: Request | URL | string, init?: RequestInit) => Promise<Response>;
+
+/** Settings of a {@linkcode HttpTransport}. */
+export interface HttpTransportOptions {
+  /** Base URL of the provider API (required). */
+  baseUrl: string | undefined;
+  /** Sent as `x-api-key`. */
+  apiKey?: string;
+  /** Sent as `Authorization: Bearer`; wins over `apiKey`. */
+  authToken?: string;
+  /** Sent as `provider-version`. */
+  providerVersion?: string;
+  /** Beta values sent on every request (comma-joined into `provider-beta`, after per-call betas). */
+  betas?: readonly string[];
+  /** Unary timeout in ms (whole request). Default 60000. */
+  defaultTimeoutMs?: number;
+  /** Stream timeout to the first byte in ms. Default 600000. */
+  streamTimeoutMs?: number;
+  /** Retries after the first attempt. Default 2. */
+  maxRetries?: number;
+  /** The fetch to use. Default `globalThis.fetch`. */
+  fetchImpl?: FetchLike;
+  /** Trace callback. */
+  onTrace?: ProviderTraceCallback;
+}
+
+/** Query values: scalars, arrays (bracket form) and one level of range objects. */
+export type QueryValue =
+  | string
+  | number
+  | boolean
+  | undefined
+  | null
+  | readonly (string | number | boolean)[]
+  | Record<string, string | number | boolean | undefined>;
+
+/** One request. */
+export interface HttpRequest {
+  /** HTTP method. */
+  method: "GET" | "POST" | "DELETE" | "PATCH" | "PUT";
+  /** Path beginning with `/`. */
+  path: string;
+  /** Query parameters. */
+  query?: Record<string, QueryValue>;
+  /** JSON body; omitted means no body and no content type. */
+  body?: unknown;
+  /** Extra headers (caller betas go in `betas`). */
+  headers?: Record<string, string>;
+  /** Betas placed before the transport's own. */
+  betas?: readonly string[];
+  /** `application/json` unless set. */
+  accept?: string;
+  /** Caller abort. */
+  signal?: AbortSignal;
+  /** Treat as a stream: the timeout covers only the wait for the first byte. */
+  stream?: boolean;
+  /** Override of the unary timeout. */
+  timeoutMs?: number;
+}
+
+const SECOND = 1000;
+
+/**
+ * Encodes query parameters the way the provider expects: arrays as repeated `key[]=v`, range
+ * objects as `key[op]=v`, undefined and null skipped.
+ */
+export function encodeQuery(query: Record<string, QueryValue> | undefined): string {
+  if (!query) return "";
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value)) {
+      for (const item of value) params.append(`${key}[]`, String(item));
+    } else if (typeof value === "object") {
+      for (const [op, inner] of Object.entries(value)) {
+        if (inner !== undefined) params.append(`${key}[${op}]`, String(inner));
+      }
+    } else {
+      params.append(key, String(value));
+    }
+  }
+  const text = params.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+/** Parses `retry-after-ms` / `retry-after` into ms, or undefined when absent or unusable. */
+export function retryAfterMs(headers: Headers, now: number = Date.now()): number | undefined {
+  const ms = headers.get("retry-after-ms");
+  if (ms !== null) {
+    const value = Number.parseFloat(ms);
+    if (Number.isFinite(value) && value > 0 && value <= 2 ** 31 - 1) return value;
+  }
+  const after = headers.get("retry-after");
+  if (after === null) return undefined;
+  const seconds = Number.parseFloat(after);
+  let value = Number.isFinite(seconds) ? seconds * SECOND : Date.parse(after) - now;
+  if (!Number.isFinite(value)) return undefined;
+  value = Math.max(0, value);
+  return value <= 2 ** 31 - 1 ? value : undefined;
+}
+
+/** The default backoff before retry number `retriesDone + 1`, in ms. */
+export function backoffMs(retriesDone: number): number {
+  const base = Math.min(0.5 * 2 ** retriesDone, 8) * SECOND;
+  return base * (1 - Math.random() * 0.25);
+}
+
+function isRetryableStatus(response: Response): boolean {
+  const override = response.headers.get("x-should-retry");
+  if (override === "true") return true;
+  if (override === "false") return false;
+  const { status } = response;
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new ProviderAbortError({ cause: signal.reason }));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new ProviderAbortError({ cause: signal?.reason }));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+async function errorFromResponse(response: Response): Promise<ProviderApiError> {
+  const text = await response.text().catch(() => "");
+  let type = "api_error";
+  let message = text.slice(0, 1000) || `HTTP ${response.status}`;
+  let requestId = response.headers.get("request-id") ?? undefined;
+  let errorCode: string | undefined;
+  try {
+    const parsed = JSON.parse(text) as {
+      error?: { type?: unknown; message?: unknown; details?: { error_code?: unknown } };
+      request_id?: unknown;
+    };
+    if (parsed && typeof parsed === "object" && parsed.error) {
+      if (typeof parsed.error.type === "string") type = parsed.error.type;
+      if (typeof parsed.error.message === "string") message = parsed.error.message;
+      if (typeof parsed.error.details?.error_code === "string") {
+        errorCode = parsed.error.details.error_code;
+      }
+    }
+    if (!requestId && typeof parsed?.request_id === "string") requestId = parsed.request_id;
+  } catch {
+    // A non-JSON error body is kept as text.
+  }
+  return new ProviderApiError({
+    status: response.status,
+    type,
+    message,
+    requestId,
+    retryable: isRetryableStatus(response),
+    errorCode,
+  });
+}
+
+/**
+ * Sends requests to the provider with the shared rules. One instance per client.
+ */
+export class HttpTransport {
+  readonly #baseUrl: string;
+  readonly #headers: Record<string, string>;
+  readonly #betas: readonly string[];
+  readonly #defaultTimeoutMs: number;
+  readonly #streamTimeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #fetch: FetchLike;
+  readonly #onTrace: ProviderTraceCallback | undefined;
+
+  /** Validates the options; a missing `baseUrl` is a `TypeError`. */
+  constructor(options: HttpTransportOptions) {
+    if (typeof options.baseUrl !== "string" || options.baseUrl === "") {
+      throw new TypeError("baseUrl is required: pass the provider API base URL");
+    }
+    let parsed: URL;
+    try {
+      parsed = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError("baseUrl is not a valid URL");
+    }
+    this.#baseUrl = parsed.href.replace(/\/+$/, "");
+    const headers: Record<string, string> = {
+      "provider-version": options.providerVersion ?? DEFAULT_PROVIDER_VERSION,
+    };
+    if (options.authToken) headers["authorization"] = `Bearer ${options.authToken}`;
+    else if (options.apiKey) headers["x-api-key"] = options.apiKey;
+    this.#headers = headers;
+    this.#betas = options.betas ?? [];
+    this.#defaultTimeoutMs = options.defaultTimeoutMs ?? 60_000;
+    this.#streamTimeoutMs = options.streamTimeoutMs ?? 600_000;
+    this.#maxRetries = options.maxRetries ?? 2;
+    const fetchImpl = options.fetchImpl ?? globalThis.fetch;
+    this.#fetch = (input, init) => fetchImpl(input, init);
+    this.#onTrace = options.onTrace;
+  }
+
+  /** Sends a request and parses the JSON answer; 204 or an empty body yields undefined. */
+  async json<T>(request: HttpRequest): Promise<T> {
+    const { response, timer } = await this.#send(request);
+    try {
+      const text = await this.#readBody(response, request);
+      return (text === "" ? undefined : JSON.parse(text)) as T;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Sends a request and returns the response once its headers arrived, body unread. The timeout
+   * covers only the wait for the headers; the caller's signal still cancels the body.
+   */
+  async send(request: HttpRequest): Promise<Response> {
+    const { response, timer } = await this.#send(request);
+    clearTimeout(timer);
+    return response;
+  }
+
+  async #send(
+    request: HttpRequest,
+  ): Promise<{ response: Response; timer: ReturnType<typeof setTimeout> }> {
+    const url = this.#baseUrl + request.path + encodeQuery(request.query);
+    const headers = new Headers(this.#headers);
+    headers.set("accept", request.accept ?? "application/json");
+    const betas = [...(request.betas ?? []), ...this.#betas];
+    if (betas.length > 0) headers.set("provider-beta", betas.join(","));
+    for (const [name, value] of Object.entries(request.headers ?? {})) headers.set(name, value);
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      body = JSON.stringify(request.body);
+      headers.set("content-type", "application/json");
+    }
+    const timeoutMs = request.stream
+      ? this.#streamTimeoutMs
+      : request.timeoutMs ?? this.#defaultTimeoutMs;
+    for (let attempt = 0;; attempt++) {
+      request.signal?.throwIfAborted();
+      const started = performance.now();
+      const timeout = new AbortController();
+      const timer = setTimeout(
+        () => timeout.abort(new ProviderTimeoutError(timeoutMs)),
+        timeoutMs,
+      );
+      const signal = request.signal
+        ? AbortSignal.any([request.signal, timeout.signal])
+        : timeout.signal;
+      let response: Response;
+      try {
+        response = await this.#fetch(url, { method: request.method, headers, body, signal });
+      } catch (cause) {
+        clearTimeout(timer);
+        const error = request.signal?.aborted
+          ? new ProviderAbortError({ cause: request.signal.reason })
+          : timeout.signal.aborted
+          ? new ProviderTimeoutError(timeoutMs, { cause })
+          : new ProviderConnectionError(
+            `Connection to the provider failed: ${(cause as Error)?.message ?? cause}`,
+            { cause },
+          );
+        this.#trace(request, attempt, started, undefined, undefined, error.code);
+        if (error instanceof ProviderAbortError || attempt >= this.#maxRetries) throw error;
+        await sleep(backoffMs(attempt), request.signal);
+        continue;
+      }
+      const requestId = response.headers.get("request-id") ?? undefined;
+      this.#trace(request, attempt, started, response.status, requestId);
+      if (response.ok) return { response, timer };
+      clearTimeout(timer);
+      const error = await errorFromResponse(response);
+      if (!error.retryable || attempt >= this.#maxRetries) throw error;
+      await sleep(retryAfterMs(response.headers) ?? backoffMs(attempt), request.signal);
+    }
+  }
+
+  async #readBody(response: Response, request: HttpRequest): Promise<string> {
+    try {
+      return await response.text();
+    } catch (cause) {
+      if (request.signal?.aborted) throw new ProviderAbortError({ cause: request.signal.reason });
+      if (cause instanceof ProviderTimeoutError) throw cause;
+      throw new ProviderConnectionError("The provider response ended early", { cause });
+    }
+  }
+
+  #trace(
+    request: HttpRequest,
+    attempt: number,
+    started: number,
+    status: number | undefined,
+    requestId: string | undefined,
+    error?: string,
+  ): void {
+    if (!this.#onTrace) return;
+    try {
+      this.#onTrace({
+        method: request.method,
+        path: request.path,
+        status,
+        durationMs: performance.now() - started,
+        attempt,
+        requestId,
+        error,
+      });
+    } catch {
+      // A throwing trace callback must not break the request.
+    }
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The universal run contract every provider client implements: run states, the start body, the
+ * canonical stream events, batches and capabilities.
+ *
+ * @module
+ */
+
+/** Where a run is in its life. */
+export type RuntimeRunState =
+  | "queued"
+  | "running"
+  | "requires_action"
+  | "completed"
+  | "failed"
+  | "cancelled";
+
+/** One input item of a run: a role and its content (text or provider content blocks). */
+export interface RuntimeRunInput {
+  /** Who speaks. */
+  role: "user" | "assistant";
+  /** Text, or provider-shaped content blocks. */
+  content: string | Record<string, unknown>[];
+}
+
+/** What starts a run. */
+export interface RuntimeRunStartBody {
+  /** A prompt, or a conversation. */
+  input: string | RuntimeRunInput[];
+  /** Model id (the stateless client falls back to its `defaultModel`). */
+  model?: string;
+  /** System instructions. */
+  instructions?: string;
+  /** Output token cap (the stateless client falls back to its `defaultMaxTokens`). */
+  maxTokens?: number;
+  /** Provider-specific metadata (the managed-agents client reads `agent_id`, `environment_id`, …). */
+  metadata?: Record<string, unknown>;
+}
+
+/** Token usage of a run, where the provider reports it. */
+export type RuntimeUsage = Record<string, number>;
+
+/** The state of a run as a client reports it. */
+export interface RuntimeRunStatus {
+  /** Run id (message id or session id). */
+  runId: string;
+  /** `started` right after an asynchronous start; a run state otherwise. */
+  status: RuntimeRunState | "started";
+  /** Final text, when the run is complete and the client has it. */
+  output?: string;
+  /** Why the run stopped. */
+  stopReason?: string;
+  /** Token usage. */
+  usage?: RuntimeUsage;
+}
+
+/** Canonical stream events, each carrying the run id. */
+export type RunStreamEvent =
+  | { type: "run.started"; runId: string }
+  | { type: "message.delta"; runId: string; text: string }
+  | { type: "message.completed"; runId: string; text: string }
+  | {
+    type: "tool.call";
+    runId: string;
+    id: string;
+    name: string;
+    input: unknown;
+    needsConfirmation: boolean;
+  }
+  | { type: "tool.result"; runId: string; id?: string; isError: boolean }
+  | { type: "run.status"; runId: string; state: RuntimeRunState }
+  | { type: "run.completed"; runId: string; stopReason?: string; usage?: RuntimeUsage }
+  | { type: "run.failed"; runId: string; error: { type?: string; message: string } }
+  | { type: "run.cancelled"; runId: string };
+
+/** The `type` values of {@linkcode RunStreamEvent}. */
+export type RunStreamEventType = RunStreamEvent["type"];
+
+/** Callbacks of a streamed run. */
+export interface RunStreamHandlers {
+  /** Each canonical event in order. An async handler is awaited before the next event. */
+  onEvent?: (event: RunStreamEvent) => void | Promise<void>;
+}
+
+/** Options of a streamed run. */
+export interface RunStreamOptions {
+  /** Stops the stream and releases the connection. */
+  signal?: AbortSignal;
+}
+
+/** What a streamed run resolves to once its stream ends. */
+export interface RunStreamResult {
+  /** The run id, or null if the stream ended before it was known. */
+  runId: string | null;
+  /** The terminal event, or null when the stream ended without one. */
+  terminal: RunStreamEvent | null;
+}
+
+/**
+ * Whether an event ends a run: `run.completed`, `run.failed` or `run.cancelled`.
+ *
+ * @example
+ * ```ts
+ * import { isTerminalRunStreamEvent } from "@automation/runtime/client";
+ * console.log(isTerminalRunStreamEvent({ type: "run.cancelled", runId: "r1" })); // true
+ * ```
+ */
+export function isTerminalRunStreamEvent(event: RunStreamEvent): boolean {
+  return event.type === "run.completed" || event.type === "run.failed" ||
+    event.type === "run.cancelled";
+}
+
+/** The capability names a runtime client may advertise. */
+export type RuntimeCapabilityName =
+  | "runs"
+  | "streaming"
+  | "media"
+  | "wiki"
+  | "agentConfig"
+  | "teams"
+  | "kanban"
+  | "workspace"
+  | "operator"
+  | "discourse"
+  | "batch";
+
+/** Every capability name, in canonical order. */
+export const RUNTIME_CAPABILITY_NAMES: readonly RuntimeCapabilityName[] = Object.freeze(
+  [
+    "runs",
+    "streaming",
+    "media",
+    "wiki",
+    "agentConfig",
+    "teams",
+    "kanban",
+    "workspace",
+    "operator",
+    "discourse",
+    "batch",
+  ] as const,
+);
+
+/** A client's capabilities: each name to whether it is supported. */
+export type RuntimeCapabilities = Readonly<Record<RuntimeCapabilityName, boolean>>;
+
+/** One request of a batch. */
+export interface RuntimeBatchRequest {
+  /** Caller-chosen id, unique in the batch, echoed on its result. */
+  customId: string;
+  /** The run to perform. */
+  body: RuntimeRunStartBody;
+}
+
+/** The state of a submitted batch. */
+export interface RuntimeBatchStatus {
+  /** Batch id. */
+  batchId: string;
+  /** `in_progress`, `canceling` or `ended`. */
+  status: "in_progress" | "canceling" | "ended";
+  /** Request counts by outcome. */
+  counts: {
+    processing: number;
+    succeeded: number;
+    errored: number;
+    canceled: number;
+    expired: number;
+  };
+  /** Where results can be read once ended, when the provider says. */
+  resultsUrl?: string | null;
+  /** Creation time. */
+  createdAt?: string;
+  /** End time. */
+  endedAt?: string | null;
+}
+
+/** The outcome of one batch request. */
+export type RuntimeBatchResult =
+  | { customId: string; type: "succeeded"; run: RuntimeRunStatus }
+  | { customId: string; type: "errored"; error: { type?: string; message: string } }
+  | { customId: string; type: "canceled" }
+  | { customId: string; type: "expired" };
+
+/** The contract every provider client implements. */
+export interface RuntimeClient {
+  /** What this client supports. */
+  getRuntimeCapabilities(): RuntimeCapabilities;
+  /** Starts a run. */
+  startRun(body: RuntimeRunStartBody, options?: RunStreamOptions): Promise<RuntimeRunStatus>;
+  /** Starts a run and streams its canonical events. */
+  streamRun(
+    body: RuntimeRunStartBody,
+    handlers: RunStreamHandlers,
+    options?: RunStreamOptions,
+  ): Promise<RunStreamResult>;
+  /** Reads a run's state. */
+  getRun(runId: string, options?: RunStreamOptions): Promise<RuntimeRunStatus>;
+  /** Cancels a run. */
+  cancelRun(runId: string, options?: RunStreamOptions): Promise<RuntimeRunStatus>;
+  /** Submits a batch. */
+  submitBatch(
+    requests: RuntimeBatchRequest[],
+    options?: RunStreamOptions,
+  ): Promise<RuntimeBatchStatus>;
+  /** Reads a batch's state. */
+  getBatch(batchId: string, options?: RunStreamOptions): Promise<RuntimeBatchStatus>;
+  /** Cancels a batch. */
+  cancelBatch(batchId: string, options?: RunStreamOptions): Promise<RuntimeBatchStatus>;
+  /** Streams a batch's results. */
+  getBatchResults(
+    batchId: string,
+    options?: RunStreamOptions,
+  ): AsyncIterable<RuntimeBatchResult>;
+}

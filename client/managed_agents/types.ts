@@ -1,0 +1,454 @@
+/**
+ * Records the managed-agents provider returns and the parameters its operations take.
+ * Client parameter names are camelCase; the wire is snake_case (see `client.ts`). Records keep
+ * unknown fields, since the provider may send more than is listed here.
+ *
+ * @module
+ */
+
+/** A JSON object with unknown keys. */
+export type JsonObject = Record<string, unknown>;
+
+/** A persisted agent. Every update creates a new immutable version. */
+export interface ManagedAgentAgent {
+  /** Agent id (`agent_…`). */
+  id: string;
+  /** Version number, increased by each update. */
+  version?: number;
+  /** Display name. */
+  name?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** An environment sessions run in. */
+export interface ManagedAgentEnvironment {
+  /** Environment id (`env_…`). */
+  id: string;
+  /** Display name. */
+  name?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A session: one run of an agent in an environment. */
+export interface ManagedAgentSession {
+  /** Session id (`sesn_…`). */
+  id: string;
+  /** Live status (`running`, `idle`, `rescheduling`, `terminated`, …). */
+  status?: string;
+  /** Model in use, where the provider reports it. */
+  model?: string;
+  /** Usage counters. */
+  usage?: Record<string, unknown>;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A resource attached to a session (file, repository). */
+export interface ManagedAgentResource {
+  /** Resource id. */
+  id: string;
+  /** Resource type. */
+  type?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A multiagent thread of a session. */
+export interface ManagedAgentThread {
+  /** Thread id (`sthr_…`). */
+  id: string;
+  /** Thread status. */
+  status?: string;
+  /** Parent thread id, or null for the primary thread. */
+  parent_thread_id?: string | null;
+  /** Agent snapshot. */
+  agent?: JsonObject;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A memory store. */
+export interface ManagedAgentMemoryStore {
+  /** Store id (`memstore_…`). */
+  id: string;
+  /** Name. */
+  name?: string;
+  /** Description. */
+  description?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A memory in a store. */
+export interface ManagedAgentMemory {
+  /** Memory id (`mem_…`). */
+  id: string;
+  /** Path inside the store. */
+  path?: string;
+  /** Content (full view only). */
+  content?: string;
+  /** SHA-256 of the content, for preconditions. */
+  content_sha256?: string;
+  /** Current version id. */
+  memory_version_id?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** One version of a memory (audit trail). */
+export interface ManagedAgentMemoryVersion {
+  /** Version id (`memver_…`). */
+  id: string;
+  /** Memory the version belongs to. */
+  memory_id?: string;
+  /** Operation that made it. */
+  operation?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A vault of credentials. */
+export interface ManagedAgentVault {
+  /** Vault id (`vlt_…`). */
+  id: string;
+  /** Display name. */
+  display_name?: string;
+  /** Metadata. */
+  metadata?: JsonObject;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A credential in a vault (secrets are write-only and never returned). */
+export interface ManagedAgentCredential {
+  /** Credential id (`vcrd_…`). */
+  id: string;
+  /** Display name. */
+  display_name?: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** A scheduled deployment of an agent. */
+export interface ManagedAgentDeployment {
+  /** Deployment id (`depl_…`). */
+  id: string;
+  /** Status (`active`, `paused`, `archived`). */
+  status?: string;
+  /** Why it is paused, if it is. */
+  paused_reason?: unknown;
+  /** The parsed schedule, including `upcoming_runs_at`. */
+  schedule?: JsonObject;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** One trigger attempt of a deployment. */
+export interface ManagedAgentDeploymentRun {
+  /** Run id (`drun_…`). */
+  id: string;
+  /** Deployment it belongs to. */
+  deployment_id?: string;
+  /** Session it created, or null. */
+  session_id?: string | null;
+  /** Failure, or null. */
+  error?: { type?: string; message?: string } | null;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** Work-queue statistics of a self-hosted environment. */
+export interface ManagedAgentWorkQueueStats {
+  /** Id of the stats record. */
+  id: string;
+  /** Record type. */
+  type?: string;
+  /** Items queued. */
+  depth?: number;
+  /** Items pending. */
+  pending?: number;
+  /** Oldest queued item time, or null. */
+  oldest_queued_at?: string | null;
+  /** Workers polling, or null when unknown. */
+  workers_polling?: number | null;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
+}
+
+/** Parameters of `createAgent`. */
+export interface CreateManagedAgentParams {
+  /** Agent name. */
+  name: string;
+  /** Model id. */
+  model: string;
+  /** System prompt. */
+  system?: string;
+  /** Description. */
+  description?: string;
+  /** Tools (wire-shaped objects). */
+  tools?: JsonObject[];
+  /** MCP servers (wire-shaped objects). */
+  mcpServers?: JsonObject[];
+  /** Skills (wire-shaped objects). */
+  skills?: JsonObject[];
+  /** Multiagent configuration, such as `{type: "coordinator", ...}`. */
+  multiagent?: JsonObject;
+  /** String metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `updateAgent` (creates a new version). */
+export type UpdateManagedAgentParams = Partial<CreateManagedAgentParams> & {
+  /** Version the update is based on, when the provider asks for it. */
+  version?: number;
+};
+
+/** Parameters of `createEnvironment`. */
+export interface CreateManagedAgentEnvironmentParams {
+  /** Name. */
+  name: string;
+  /** Configuration (defaults to a cloud, unrestricted environment). */
+  config?: JsonObject;
+  /** Description. */
+  description?: string;
+  /** Metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `updateEnvironment` (applies to new containers only). */
+export interface UpdateManagedAgentEnvironmentParams {
+  /** Name. */
+  name?: string;
+  /** Configuration. */
+  config?: JsonObject;
+  /** Description. */
+  description?: string;
+  /** Metadata patch (`null` deletes a key). */
+  metadata?: Record<string, string | null>;
+}
+
+/** Parameters of `createSession`. */
+export interface CreateManagedAgentSessionParams {
+  /** Agent to run. */
+  agentId: string;
+  /** Pinned agent version; omitted means the latest at creation. */
+  agentVersion?: number;
+  /** Session-local overrides with wire-shaped keys (`model`, `system`, `tools`, `mcp_servers`, `skills`); `null` clears. */
+  agentOverrides?: JsonObject;
+  /** Environment to run in. */
+  environmentId: string;
+  /** Title. */
+  title?: string;
+  /** Resources to mount. */
+  resources?: JsonObject[];
+  /** Vaults the session may use. */
+  vaultIds?: string[];
+  /** Metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `updateSession` (session must be idle). */
+export interface UpdateManagedAgentSessionParams {
+  /** Title. */
+  title?: string;
+  /** Metadata patch. */
+  metadata?: Record<string, string | null>;
+  /** Full replacements of the session's tools and MCP servers. */
+  agent?: { tools?: JsonObject[]; mcp_servers?: JsonObject[] };
+  /** Full replacement of the vault ids. */
+  vaultIds?: string[];
+}
+
+/** Free-form update of a session resource (for example a rotated `authorization_token`). */
+export type UpdateSessionResourceParams = JsonObject;
+
+/** Parameters of `confirmTool`. */
+export interface ConfirmToolParams {
+  /** Id of the `agent.tool_use` event. */
+  toolUseId: string;
+  /** The decision. */
+  result: "allow" | "deny";
+  /** Message shown to the agent on deny. */
+  denyMessage?: string;
+  /** Thread the tool call ran on (not sent on the wire: the provider routes by tool-use id). */
+  sessionThreadId?: string;
+}
+
+/** Parameters of `respondCustomTool`. */
+export interface RespondCustomToolParams {
+  /** Id of the `agent.custom_tool_use` event. */
+  toolUseId: string;
+  /** Result content blocks. */
+  content: JsonObject[];
+  /** Whether the result is an error. */
+  isError?: boolean;
+  /** Thread the tool call ran on (not sent on the wire). */
+  sessionThreadId?: string;
+}
+
+/** What a custom tool handler returns. */
+export interface CustomToolResponse {
+  /** Result content blocks. */
+  content: JsonObject[];
+  /** Whether the result is an error. */
+  isError?: boolean;
+}
+
+/** What a tool confirmation handler returns. */
+export interface ToolConfirmationDecision {
+  /** The decision. */
+  result: "allow" | "deny";
+  /** Message shown to the agent on deny. */
+  denyMessage?: string;
+}
+
+/** A rubric an outcome is graded against. */
+export type ManagedAgentRubric =
+  | { type: "text"; content: string }
+  | { type: "file"; file_id: string };
+
+/** Parameters of `defineOutcome`. */
+export interface DefineOutcomeParams {
+  /** What done looks like. */
+  description: string;
+  /** How it is graded. */
+  rubric: ManagedAgentRubric;
+  /** Grade-and-revise iterations (default 3, at most 20). */
+  maxIterations?: number;
+}
+
+/** Parameters of `createMemoryStore`. */
+export interface CreateMemoryStoreParams {
+  /** Name. */
+  name: string;
+  /** Description. */
+  description?: string;
+  /** Metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `createMemory`. */
+export interface CreateMemoryParams {
+  /** Path in the store (409 `memory_path_conflict_error` when occupied). */
+  path: string;
+  /** Content. */
+  content: string;
+}
+
+/** Parameters of `updateMemory`. */
+export interface UpdateMemoryParams {
+  /** New content. */
+  content?: string;
+  /** New path. */
+  path?: string;
+  /** Only update when the content still has this digest. */
+  precondition?: { type: "content_sha256"; content_sha256: string };
+}
+
+/** Parameters of `listMemories`. */
+export interface ListMemoriesParams {
+  /** Only paths under this prefix. */
+  pathPrefix?: string;
+  /** Depth below the prefix. */
+  depth?: number;
+  /** `basic` (no content) or `full`. */
+  view?: "basic" | "full";
+}
+
+/** Parameters of `createVault`. */
+export interface CreateVaultParams {
+  /** Display name. */
+  displayName: string;
+  /** Metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `updateVault`. */
+export interface UpdateVaultParams {
+  /** Display name. */
+  displayName?: string;
+  /** Metadata patch. */
+  metadata?: Record<string, string | null>;
+}
+
+/** How a token endpoint authenticates the client. */
+export type ManagedAgentTokenEndpointAuth =
+  | { type: "none" }
+  | { type: "client_secret_basic"; client_secret: string }
+  | { type: "client_secret_post"; client_secret: string };
+
+/** The secret payload of a credential (write-only). */
+export type ManagedAgentCredentialAuth =
+  | {
+    type: "mcp_oauth";
+    mcp_server_url: string;
+    access_token: string;
+    expires_at?: string;
+    refresh?: {
+      token_endpoint: string;
+      client_id: string;
+      scope?: string;
+      refresh_token: string;
+      token_endpoint_auth: ManagedAgentTokenEndpointAuth;
+    };
+  }
+  | { type: "static_bearer"; mcp_server_url: string; token: string };
+
+/** Parameters of `createCredential` (one active credential per `mcp_server_url`). */
+export interface CreateCredentialParams {
+  /** Display name. */
+  displayName?: string;
+  /** Secret payload. */
+  auth: ManagedAgentCredentialAuth;
+}
+
+/** Parameters of `updateCredential` (`mcp_server_url`, `token_endpoint`, `client_id` are locked). */
+export interface UpdateCredentialParams {
+  /** Display name. */
+  displayName?: string;
+  /** Secret payload fields to replace. */
+  auth?: JsonObject;
+}
+
+/** A cron schedule (IANA time zone, at most minute granularity). */
+export interface ManagedAgentSchedule {
+  /** Schedule type. */
+  type: "cron";
+  /** Cron expression. */
+  expression: string;
+  /** IANA time zone name. */
+  timezone: string;
+}
+
+/** A session event as sent or received on the wire. */
+export type ManagedAgentEvent = JsonObject;
+
+/** Parameters of `createDeployment`. */
+export interface CreateManagedAgentDeploymentParams {
+  /** Name. */
+  name: string;
+  /** Agent to run. */
+  agentId: string;
+  /** Pinned version; omitted means the latest at each firing. */
+  agentVersion?: number;
+  /** Environment to run in. */
+  environmentId: string;
+  /** Events each run starts with (must include the starting `user.message`). */
+  initialEvents: ManagedAgentEvent[];
+  /** When it fires. */
+  schedule: ManagedAgentSchedule;
+  /** Resources to mount. */
+  resources?: JsonObject[];
+  /** Vaults the sessions may use. */
+  vaultIds?: string[];
+  /** Metadata. */
+  metadata?: Record<string, string>;
+}
+
+/** Parameters of `listDeploymentRuns`. */
+export interface ListDeploymentRunsParams {
+  /** Only failed runs (`has_error=true`). */
+  hasError?: boolean;
+}

@@ -1,0 +1,129 @@
+/**
+ * The one Server-Sent Events reader of the project. Every client reads provider streams through
+ * {@linkcode readSse}: bytes are decoded by `TextDecoderStream` (UTF-8 split anywhere, a leading
+ * BOM stripped) and framed by `eventsource-parser` (CR, LF and CRLF line ends, comments,
+ * multi-line data, unterminated last frame dropped), per the WHATWG event-stream rules.
+ *
+ * @module
+ */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+/** One dispatched SSE frame. */
+export interface SseMessage {
+  /** The `event:` field, or undefined when the frame had none. */
+  event?: string;
+  /** The joined `data:` lines. */
+  data: string;
+  /** The `id:` field, when the frame had one. */
+  id?: string;
+}
+
+/** Options of {@linkcode readSse}. */
+export interface ReadSseOptions {
+  /** Stops reading and cancels the body when aborted; the iterator then throws the reason. */
+  signal?: AbortSignal;
+  /**
+   * Largest line the parser buffers before failing, in characters (default 16 MiB), so a peer
+   * that never ends a line cannot exhaust memory.
+   */
+  maxBufferSize?: number;
+}
+
+/** Raised when an event stream breaks the framing rules (for example a line over the buffer limit). */
+export class SseParseError extends Error {
+  /** Stable error code. */
+  readonly code = "sseParseError" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import { SseParseError } from "@automation/runtime/client";
+   * const error = new SseParseError("line longer than 16777216 characters");
+   * console.log(error.code); // "sseParseError"
+   * ```
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "SseParseError";
+  }
+}
+
+const DEFAULT_MAX_BUFFER = 16 * 1024 * 1024;
+
+/**
+ * Reads an event-stream body and yields its frames in order. Breaking out of the loop, an abort
+ * or an error cancels the body, which releases the connection.
+ *
+ * @example
+ * ```ts
+ * import { readSse } from "@automation/runtime/client";
+ * const body = new Response("event: ping\ndata: {}\n\n").body!;
+ * for await (const message of readSse(body)) {
+ *   console.log(message.event, message.data); // "ping" "{}"
+ * }
+ * ```
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  options: ReadSseOptions = {},
+): AsyncGenerator<SseMessage, void, undefined> {
+  const { signal } = options;
+  signal?.throwIfAborted();
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const pending: SseMessage[] = [];
+  let parseError: Error | undefined;
+  const parser = createParser({
+    onEvent(message: EventSourceMessage) {
+      pending.push(message);
+    },
+    onError(error: Error) {
+      // Bogus `retry:` values are ignored per WHATWG; only buffer overflows are fatal.
+      if ((error as { type?: string }).type === "max-buffer-size-exceeded") parseError = error;
+    },
+    maxBufferSize: options.maxBufferSize ?? DEFAULT_MAX_BUFFER,
+  });
+  const onAbort = (): void => {
+    reader.cancel(signal?.reason).catch(() => {});
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let finished = false;
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      signal?.throwIfAborted();
+      if (done) {
+        finished = true;
+        return;
+      }
+      parser.feed(value);
+      if (parseError) throw new SseParseError(parseError.message, { cause: parseError });
+      if (pending.length === 0) continue;
+      // Yield from a snapshot so frames parsed while the consumer runs keep their order.
+      const batch = pending.splice(0, pending.length);
+      for (const message of batch) yield message;
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    if (!finished) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
+
+/**
+ * Parses the `data` of a frame as JSON, or returns undefined when it is not JSON.
+ *
+ * @example
+ * ```ts
+ * import { parseSseJson } from "@automation/runtime/client";
+ * console.log(parseSseJson({ data: '{"type":"ping"}' })); // { type: "ping" }
+ * ```
+ */
+export function parseSseJson(message: Pick<SseMessage, "data">): unknown {
+  if (message.data === "") return undefined;
+  try {
+    return JSON.parse(message.data);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The one storage interface the service talks to. Every backend (Deno KV, PostgreSQL) implements
+ * it and passes the contract suite in `tests/store/contract.ts`.
+ *
+ * Nothing secret is stored in plaintext: principals are found by the SHA-256 digest of their
+ * bearer, and idempotency records hold a digest of the request body. All records live under a
+ * namespace derived from the bootstrap credential, so rotating the bootstrap (`init --force`)
+ * orphans every record minted under the old one.
+ *
+ * @module
+ */
+
+/** A capability a principal may hold. */
+export type Capability = "session:read" | "session:write" | "authority:admin";
+
+/** Every known capability name, in canonical order. */
+export const CAPABILITIES: readonly Capability[] = Object.freeze(
+  [
+    "session:read",
+    "session:write",
+    "authority:admin",
+  ] as const,
+);
+
+/** A principal as the store keeps it: no bearer, only its digest. */
+export interface PrincipalRecord {
+  /** Lower-case UUID. */
+  principalId: string;
+  /** Lower-case hex SHA-256 of the bearer. */
+  bearerDigest: string;
+  /** Granted capabilities. */
+  capabilities: readonly Capability[];
+  /** RFC 3339 expiry. */
+  expiresAt: string;
+  /** Principal id of the issuer. */
+  issuerId: string;
+  /** RFC 3339 creation time. */
+  createdAt: string;
+  /** RFC 3339 revocation time, or null while valid. */
+  revokedAt: string | null;
+  /**
+   * Random per-principal nonce (base64url). The bearer is derived from a key that never touches
+   * the store and this nonce, so an idempotent replay can rebuild the same bearer.
+   */
+  nonce: string;
+}
+
+/** A recorded handler response, replayed for a repeated idempotency key. */
+export interface StoredResponse {
+  /** HTTP status. */
+  status: number;
+  /** Response body text (JSON). Never holds a bearer: see the principals route. */
+  body: string;
+}
+
+/** What a claim on an idempotency key found. */
+export type IdempotencyClaim =
+  /** The caller owns the key now and must complete or release it with `token`. */
+  | { state: "claimed"; token: string }
+  /** Another request holds the key and has not finished. */
+  | { state: "inFlight" }
+  /** The key was used with a different request body. */
+  | { state: "conflict" }
+  /** The key finished earlier with this response. */
+  | { state: "completed"; response: StoredResponse };
+
+/** Parameters of {@linkcode Store.claimIdempotency}. */
+export interface IdempotencyClaimParams {
+  /** Opaque scope key: a digest over (principal, method, path, key). */
+  scope: string;
+  /** Lower-case hex SHA-256 of the raw request body. */
+  requestDigest: string;
+  /** Current time, ms since epoch. */
+  now: number;
+  /**
+   * How long an unfinished claim blocks others, in ms; after that a new claim takes it over
+   * (the first holder crashed).
+   */
+  leaseMs: number;
+  /** When the record may be purged, ms since epoch (24 h after the claim). */
+  expiresAt: number;
+}
+
+/** Completion of a claimed idempotency key, written atomically with the handler's effect. */
+export interface IdempotencyCompletion {
+  /** Scope of the claim. */
+  scope: string;
+  /** Token returned by the claim. */
+  token: string;
+  /** The response to record. */
+  response: StoredResponse;
+  /** When the record may be purged, ms since epoch. */
+  expiresAt: number;
+}
+
+/** Result of {@linkcode Store.createPrincipal}. */
+export type CreatePrincipalResult = "created" | "exists";
+
+/** Result of {@linkcode Store.revokePrincipal}. */
+export type RevokePrincipalResult = "revoked" | "alreadyRevoked" | "notFound";
+
+/**
+ * The storage interface. Implementations must be safe under concurrent calls from several
+ * processes sharing the backend: creation and claims are atomic (unique constraints or atomic
+ * checks), never read-then-write.
+ */
+export interface Store {
+  /** Backend name for logs, such as `kv` or `postgres`. */
+  readonly kind: string;
+  /** Finds a principal by bearer digest (revoked ones included; the caller checks). */
+  findPrincipalByDigest(bearerDigest: string): Promise<PrincipalRecord | null>;
+  /** Reads one principal by id. */
+  getPrincipal(principalId: string): Promise<PrincipalRecord | null>;
+  /** Lists every principal of the namespace, oldest first. */
+  listPrincipals(): Promise<PrincipalRecord[]>;
+  /**
+   * Creates a principal unless the id (or digest) exists. When `completion` is given, the
+   * idempotency record is completed in the same atomic step, so an acknowledged creation is
+   * never left with an unfinished claim.
+   */
+  createPrincipal(
+    record: PrincipalRecord,
+    completion?: IdempotencyCompletion,
+  ): Promise<CreatePrincipalResult>;
+  /** Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. */
+  revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult>;
+  /** Claims an idempotency key atomically. */
+  claimIdempotency(params: IdempotencyClaimParams): Promise<IdempotencyClaim>;
+  /** Records the response of a claimed key. Ignored when the token no longer owns the claim. */
+  completeIdempotency(completion: IdempotencyCompletion): Promise<void>;
+  /** Drops an unfinished claim so the request can be retried (5xx, shared-check failures). */
+  releaseIdempotency(scope: string, token: string): Promise<void>;
+  /** Deletes idempotency records that expired before `now`; returns how many went. */
+  deleteExpired(now: number): Promise<number>;
+  /** Releases connections and files. */
+  close(): Promise<void>;
+}
+
+/** Raised by a backend that cannot reach its storage; the server answers 503 `storeUnavailable`. */
+export class StoreUnavailableError extends Error {
+  /** Stable error code. */
+  readonly code = "storeUnavailable" as const;
+  /**
+   * Creates the error; `message` must not contain connection strings or passwords.
+   *
+   * @example
+   * ```ts
+   * import { StoreUnavailableError } from "./types.ts";
+   * throw new StoreUnavailableError("database unreachable");
+   * ```
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "StoreUnavailableError";
+  }
+}
