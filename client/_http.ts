@@ -144,11 +144,21 @@ export function backoffMs(retriesDone: number): number {
   return base * (1 - Math.random() * 0.25);
 }
 
-function isRetryableStatus(response: Response): boolean {
+/**
+ * Error types whose 409 is a verdict on the request, not a race: repeating it cannot succeed, so
+ * they are not retried even when the provider omits `x-should-retry: false`.
+ */
+const FINAL_CONFLICT_TYPES: ReadonlySet<string> = new Set([
+  "memory_path_conflict_error",
+  "memory_precondition_failed_error",
+]);
+
+function isRetryableStatus(response: Response, type?: string): boolean {
   const override = response.headers.get("x-should-retry");
   if (override === "true") return true;
   if (override === "false") return false;
   const { status } = response;
+  if (status === 409 && type !== undefined && FINAL_CONFLICT_TYPES.has(type)) return false;
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
@@ -173,12 +183,14 @@ async function errorFromResponse(response: Response): Promise<ProviderApiError> 
   let message = text.slice(0, 1000) || `HTTP ${response.status}`;
   let requestId = response.headers.get("request-id") ?? undefined;
   let errorCode: string | undefined;
+  let providerError: Record<string, unknown> | undefined;
   try {
     const parsed = JSON.parse(text) as {
       error?: { type?: unknown; message?: unknown; details?: { error_code?: unknown } };
       request_id?: unknown;
     };
-    if (parsed && typeof parsed === "object" && parsed.error) {
+    if (parsed && typeof parsed === "object" && parsed.error && typeof parsed.error === "object") {
+      providerError = parsed.error as Record<string, unknown>;
       if (typeof parsed.error.type === "string") type = parsed.error.type;
       if (typeof parsed.error.message === "string") message = parsed.error.message;
       if (typeof parsed.error.details?.error_code === "string") {
@@ -194,8 +206,9 @@ async function errorFromResponse(response: Response): Promise<ProviderApiError> 
     type,
     message,
     requestId,
-    retryable: isRetryableStatus(response),
+    retryable: isRetryableStatus(response, type),
     errorCode,
+    providerError,
   });
 }
 
@@ -278,7 +291,7 @@ export class HttpTransport {
       ? this.#streamTimeoutMs
       : request.timeoutMs ?? this.#defaultTimeoutMs;
     for (let attempt = 0;; attempt++) {
-      request.signal?.throwIfAborted();
+      if (request.signal?.aborted) throw new ProviderAbortError({ cause: request.signal.reason });
       const started = performance.now();
       const timeout = new AbortController();
       const timer = setTimeout(

@@ -22,6 +22,8 @@ export interface ProviderApiErrorInit {
   retryable: boolean;
   /** `error.details.error_code`, when the provider refines the type. */
   errorCode?: string;
+  /** The provider's `error` object as sent (type, message and any further fields). */
+  providerError?: Record<string, unknown>;
 }
 
 /** The provider answered with an error status or an error frame. */
@@ -38,6 +40,8 @@ export class ProviderApiError extends Error {
   readonly retryable: boolean;
   /** `error.details.error_code`, when present. */
   readonly errorCode: string | undefined;
+  /** The provider's `error` object as sent, when the body had one. */
+  readonly providerError: Record<string, unknown> | undefined;
   /**
    * Creates the error from what the provider sent.
    *
@@ -61,6 +65,7 @@ export class ProviderApiError extends Error {
     this.requestId = init.requestId;
     this.retryable = init.retryable;
     this.errorCode = init.errorCode;
+    this.providerError = init.providerError;
   }
 }
 

@@ -7,6 +7,7 @@
  * @module
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { ProviderAbortError, ProviderConnectionError } from "./errors.ts";
 
 /** One dispatched SSE frame. */
 export interface SseMessage {
@@ -20,7 +21,10 @@ export interface SseMessage {
 
 /** Options of {@linkcode readSse}. */
 export interface ReadSseOptions {
-  /** Stops reading and cancels the body when aborted; the iterator then throws the reason. */
+  /**
+   * Stops reading and cancels the body when aborted; the iterator then throws a
+   * `ProviderAbortError` whose `cause` is the signal's reason.
+   */
   signal?: AbortSignal;
   /**
    * Largest line the parser buffers before failing, in characters (default 16 MiB), so a peer
@@ -53,7 +57,9 @@ const DEFAULT_MAX_BUFFER = 16 * 1024 * 1024;
 
 /**
  * Reads an event-stream body and yields its frames in order. Breaking out of the loop, an abort
- * or an error cancels the body, which releases the connection.
+ * or an error cancels the body, which releases the connection. An abort throws
+ * `ProviderAbortError`; a body that breaks (connection reset, stream dropped mid-frame) throws
+ * `ProviderConnectionError`; a line over the buffer limit throws {@linkcode SseParseError}.
  *
  * @example
  * ```ts
@@ -69,7 +75,7 @@ export async function* readSse(
   options: ReadSseOptions = {},
 ): AsyncGenerator<SseMessage, void, undefined> {
   const { signal } = options;
-  signal?.throwIfAborted();
+  if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   const pending: SseMessage[] = [];
   let parseError: Error | undefined;
@@ -90,8 +96,15 @@ export async function* readSse(
   let finished = false;
   try {
     while (true) {
-      const { value, done } = await reader.read();
-      signal?.throwIfAborted();
+      let chunk: ReadableStreamReadResult<string>;
+      try {
+        chunk = await reader.read();
+      } catch (cause) {
+        if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
+        throw new ProviderConnectionError("The event stream broke before it ended", { cause });
+      }
+      if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
+      const { value, done } = chunk;
       if (done) {
         finished = true;
         return;

@@ -6,3 +6,58 @@
  */
 export * from "./store/types.ts";
 export * from "./bootstrap/credential.ts";
+export { createRuntimeServer, type RuntimeServer, type RuntimeServerOptions } from "./server.ts";
+export {
+  formatBaseUrl,
+  type RunningRuntime,
+  serveRuntime,
+  type ServeRuntimeOptions,
+} from "./serve.ts";
+export type { RuntimeServices } from "./services.ts";
+export { type Chain, compose, type Next, type Step } from "./chain.ts";
+export {
+  type AuthenticatedPrincipal,
+  type IdempotencyState,
+  isValidCorrelationId,
+  RequestContext,
+} from "./context.ts";
+export {
+  ERROR_CODES,
+  type ErrorBody,
+  errorBody,
+  type ErrorCode,
+  type ErrorCodeInfo,
+  type ErrorLayer,
+  InterfaceError,
+  type InterfaceErrorOptions,
+  internalError,
+  toResponse,
+} from "./errors.ts";
+export {
+  createJsonLogger,
+  type JsonLoggerOptions,
+  type LogFields,
+  type RequestLogRecord,
+  type RuntimeLogger,
+} from "./log.ts";
+export {
+  type BodySchema,
+  type RouteDefinition,
+  type RouteKind,
+  type RouteMatch,
+  Router,
+} from "./router.ts";
+export { Authenticator, type AuthenticatorOptions, bearerDigest } from "./authenticator.ts";
+export { INTERFACE_VERSION, SUPPORTED_INTERFACE_VERSIONS } from "./rules/interface_version.ts";
+export { DEFAULT_MAX_BODY_BYTES, readLimitedBody } from "./rules/body.ts";
+export { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota } from "./rules/quota.ts";
+export { IDEMPOTENCY_TTL_MS } from "./rules/idempotency.ts";
+export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./routes/principals.ts";
+export {
+  type KvStoreOptions,
+  openKvStore,
+  openStore,
+  type OpenStoreOptions,
+  StoreLocationError,
+} from "./store/mod.ts";
+export { parseRfc3339 } from "./time.ts";

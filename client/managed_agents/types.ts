@@ -87,8 +87,8 @@ export interface ManagedAgentMemory {
   id: string;
   /** Path inside the store. */
   path?: string;
-  /** Content (full view only). */
-  content?: string;
+  /** Content (null under the `basic` view). */
+  content?: string | null;
   /** SHA-256 of the content, for preconditions. */
   content_sha256?: string;
   /** Current version id. */
@@ -159,10 +159,10 @@ export interface ManagedAgentDeploymentRun {
   [key: string]: unknown;
 }
 
-/** Work-queue statistics of a self-hosted environment. */
+/** Work-queue statistics of a self-hosted environment (the wire record carries no id). */
 export interface ManagedAgentWorkQueueStats {
-  /** Id of the stats record. */
-  id: string;
+  /** Id of the stats record, if the provider sends one. */
+  id?: string;
   /** Record type. */
   type?: string;
   /** Items queued. */
@@ -451,4 +451,139 @@ export interface CreateManagedAgentDeploymentParams {
 export interface ListDeploymentRunsParams {
   /** Only failed runs (`has_error=true`). */
   hasError?: boolean;
+}
+
+/** Per-call options: every operation takes an `AbortSignal`. */
+export interface ManagedAgentRequestOptions {
+  /** Cancels the request (and a stream's body). */
+  signal?: AbortSignal;
+}
+
+/** A `created_at` range filter, sent as `created_at[gte]=…` and so on. */
+export interface ManagedAgentCreatedAtRange {
+  /** After this time (exclusive). */
+  gt?: string;
+  /** At or after this time. */
+  gte?: string;
+  /** Before this time (exclusive). */
+  lt?: string;
+  /** At or before this time. */
+  lte?: string;
+}
+
+/**
+ * The provider's page parameters. A list walks every page from `page` on; `limit` is the page
+ * size (how many records each request asks for), not a cap on the result.
+ */
+export interface ManagedAgentListOptions extends ManagedAgentRequestOptions {
+  /** Records per page (provider default when omitted). */
+  limit?: number;
+  /** Cursor of the page to start from (a `next_page` value). */
+  page?: string;
+}
+
+/** Parameters of `listAgents`. */
+export interface ListManagedAgentsParams extends ManagedAgentListOptions {
+  /** Include archived agents. */
+  includeArchived?: boolean;
+  /** Creation time filter. */
+  createdAt?: Pick<ManagedAgentCreatedAtRange, "gte" | "lte">;
+}
+
+/** Parameters of `getAgent`. */
+export interface GetManagedAgentOptions extends ManagedAgentRequestOptions {
+  /** A specific version (latest when omitted). */
+  version?: number;
+}
+
+/** Parameters of `listEnvironments`. */
+export interface ListManagedAgentEnvironmentsParams extends ManagedAgentListOptions {
+  /** Include archived environments. */
+  includeArchived?: boolean;
+}
+
+/** Parameters of `listSessions`. */
+export interface ListManagedAgentSessionsParams extends ManagedAgentListOptions {
+  /** Only sessions of this agent. */
+  agentId?: string;
+  /** Only sessions pinned to this agent version. */
+  agentVersion?: number;
+  /** Only sessions created by this deployment. */
+  deploymentId?: string;
+  /** Only sessions using this memory store. */
+  memoryStoreId?: string;
+  /** Only sessions in these statuses. */
+  statuses?: string[];
+  /** Include archived sessions. */
+  includeArchived?: boolean;
+  /** Sort by creation time (`desc` by default). */
+  order?: "asc" | "desc";
+  /** Creation time filter. */
+  createdAt?: ManagedAgentCreatedAtRange;
+}
+
+/** Parameters of `listEvents`. */
+export interface ListSessionEventsParams extends ManagedAgentListOptions {
+  /** Sort by processing time (`asc` by default). */
+  order?: "asc" | "desc";
+  /** Only these event types. */
+  types?: string[];
+  /** Processing time filter. */
+  createdAt?: ManagedAgentCreatedAtRange;
+}
+
+/** Parameters of `listThreads`. */
+export interface ListManagedAgentThreadsParams extends ManagedAgentListOptions {
+  /** Only threads in these statuses. */
+  statuses?: string[];
+}
+
+/** Parameters of `listMemoryStores`. */
+export interface ListMemoryStoresParams extends ManagedAgentListOptions {
+  /** Include archived stores. */
+  includeArchived?: boolean;
+  /** Creation time filter. */
+  createdAt?: Pick<ManagedAgentCreatedAtRange, "gte" | "lte">;
+}
+
+/** Parameters of `updateMemoryStore`. */
+export interface UpdateMemoryStoreParams {
+  /** Name. */
+  name?: string;
+  /** Description. */
+  description?: string;
+  /** Metadata patch (`null` deletes a key). */
+  metadata?: Record<string, string | null>;
+}
+
+/** Parameters of `listDeployments`. */
+export interface ListManagedAgentDeploymentsParams extends ManagedAgentListOptions {
+  /** Only deployments of this agent. */
+  agentId?: string;
+  /** `active` or `paused`. */
+  status?: "active" | "paused";
+  /** Include archived deployments. */
+  includeArchived?: boolean;
+  /** Creation time filter. */
+  createdAt?: Pick<ManagedAgentCreatedAtRange, "gte" | "lte">;
+}
+
+/** Options of `interruptSession`. */
+export interface InterruptSessionOptions extends ManagedAgentRequestOptions {
+  /** Interrupt only this thread (all non-archived threads when omitted). */
+  sessionThreadId?: string;
+}
+
+/** Options of `stopWork`. */
+export interface StopWorkOptions extends ManagedAgentRequestOptions {
+  /** Stop at once instead of gracefully. */
+  force?: boolean;
+}
+
+/** The answer of `validateMcpOauthCredential`. */
+export interface ManagedAgentCredentialValidation {
+  /** `valid`, `invalid` or `unknown`. */
+  status: string;
+  /** Further fields the provider sends. */
+  [key: string]: unknown;
 }

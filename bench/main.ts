@@ -1,0 +1,214 @@
+/**
+ * `deno task bench`: the server benchmarks (wrk against the service and its peers), the startup
+ * benchmark, then every standalone client benchmark script in `bench/` as a subprocess; prints
+ * one combined report with the measured ratios next to their targets. Absolute figures move from
+ * machine to machine; the ratios are measured in one run on one machine.
+ *
+ * Flags:
+ * - `--only server,startup,client`: run only these parts (comma-separated);
+ * - `--quick`: one short round (a smoke run, figures are noisier);
+ * - `--rounds N`, `--seconds N`: rounds and seconds per server case;
+ * - `--runs N`: measured starts in the startup benchmark.
+ *
+ * Exits 1 when a target is missed or a benchmark fails.
+ *
+ * @module
+ */
+import { formatServerTable, runServerBench, type ServerBenchResult } from "./server_bench.ts";
+import { runStartupBench, type StartupBenchResult } from "./startup_bench.ts";
+
+const PARTS = ["server", "startup", "client"] as const;
+type Part = typeof PARTS[number];
+
+/** Scripts of this folder that are not client benchmarks. */
+const NOT_CLIENT = new Set(["main.ts", "server_bench.ts", "startup_bench.ts"]);
+
+/** One measured ratio against its target. */
+export interface TargetCheck {
+  /** What is compared. */
+  name: string;
+  /** Measured ratio. */
+  ratio: number;
+  /** `min`: the ratio must be at least `bound`; `max`: at most. */
+  kind: "min" | "max";
+  /** The target. */
+  bound: number;
+}
+
+/**
+ * The issue's targets, computed from one run's figures.
+ *
+ * @example
+ * ```ts ignore
+ * import { targetChecks } from "./main.ts";
+ * for (const check of targetChecks(server, startup)) console.log(check.name, check.ratio);
+ * ```
+ */
+export function targetChecks(
+  server: ServerBenchResult | undefined,
+  startup: StartupBenchResult | undefined,
+): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  if (server) {
+    const c = server.cases;
+    checks.push(
+      {
+        name: "authenticated reads / bare Deno.serve",
+        ratio: c.oursRead.rps / c.bare.rps,
+        kind: "min",
+        bound: 0.6,
+      },
+      {
+        name: "authenticated reads / Hono bearer-auth",
+        ratio: c.oursRead.rps / c.hono.rps,
+        kind: "min",
+        bound: 1.0,
+      },
+      {
+        name: "issuance / bare + 1 KV commit",
+        ratio: c.oursIssue.rps / c.kvCommit.rps,
+        kind: "min",
+        bound: 0.6,
+      },
+      {
+        name: "read p99 / bare p99",
+        ratio: c.oursRead.p99Ms / c.bare.p99Ms,
+        kind: "max",
+        bound: 2.0,
+      },
+    );
+  }
+  if (startup) {
+    checks.push({
+      name: "startup to first 200 / bare",
+      ratio: startup.oursMs / startup.bareMs,
+      kind: "max",
+      bound: 1.5,
+    });
+  }
+  return checks;
+}
+
+function passes(check: TargetCheck): boolean {
+  return check.kind === "min" ? check.ratio >= check.bound : check.ratio <= check.bound;
+}
+
+function formatChecks(checks: TargetCheck[]): string {
+  const lines = [`${"ratio".padEnd(42)}${"measured".padStart(10)}${"target".padStart(10)}  result`];
+  for (const check of checks) {
+    lines.push(
+      check.name.padEnd(42) + `${check.ratio.toFixed(2)}x`.padStart(10) +
+        `${check.kind === "min" ? ">=" : "<="} ${check.bound.toFixed(1)}x`.padStart(10) +
+        `  ${passes(check) ? "ok" : "MISSED"}`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const index = args.indexOf(name);
+  return index === -1 ? undefined : args[index + 1];
+}
+
+function numberFlag(args: string[], name: string): number | undefined {
+  const raw = flag(args, name);
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TypeError(`${name} must be a positive integer`);
+  }
+  return value;
+}
+
+async function clientScripts(): Promise<string[]> {
+  const dir = new URL(".", import.meta.url);
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (
+      entry.isFile && entry.name.endsWith(".ts") && !entry.name.startsWith("_") &&
+      !entry.name.endsWith("_test.ts") && !NOT_CLIENT.has(entry.name)
+    ) names.push(entry.name);
+  }
+  return names.sort();
+}
+
+async function runClientScript(
+  name: string,
+  quick: boolean,
+): Promise<{ ok: boolean; text: string }> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", name, ...(quick ? ["--quick"] : [])],
+    cwd: new URL(".", import.meta.url).pathname,
+    env: quick ? { BENCH_QUICK: "1" } : {},
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  return { ok: output.success, text: new TextDecoder().decode(output.stdout).trimEnd() };
+}
+
+/**
+ * Runs the selected benchmarks and prints the combined report; returns the exit code.
+ *
+ * @example
+ * ```ts ignore
+ * import { main } from "./main.ts";
+ * Deno.exit(await main(["--only", "server", "--quick"]));
+ * ```
+ */
+export async function main(args: string[]): Promise<number> {
+  const only = flag(args, "--only");
+  const parts = new Set<Part>(only === undefined ? PARTS : only.split(",") as Part[]);
+  for (const part of parts) {
+    if (!PARTS.includes(part)) throw new TypeError(`Unknown part ${part}: use ${PARTS.join(", ")}`);
+  }
+  const quick = args.includes("--quick");
+  const report: string[] = [];
+  let failed = false;
+  let server: ServerBenchResult | undefined;
+  let startup: StartupBenchResult | undefined;
+  if (parts.has("server")) {
+    server = await runServerBench({
+      rounds: numberFlag(args, "--rounds") ?? (quick ? 1 : undefined),
+      seconds: numberFlag(args, "--seconds") ?? (quick ? 3 : undefined),
+      warmupSeconds: quick ? 1 : undefined,
+    });
+    report.push(formatServerTable(server));
+    if (Object.values(server.cases).some((item) => item.errors > 0)) {
+      report.push("note: some responses were errors (see the errors column)");
+      failed = true;
+    }
+  }
+  if (parts.has("startup")) {
+    startup = await runStartupBench({
+      runs: numberFlag(args, "--runs") ?? (quick ? 3 : undefined),
+    });
+    report.push(
+      `Startup, spawn to first 200 on /healthz (median of ${startup.bareRuns.length}): ` +
+        `bare Deno.serve ${startup.bareMs.toFixed(1)} ms, ours ${startup.oursMs.toFixed(1)} ms`,
+    );
+  }
+  const checks = targetChecks(server, startup);
+  if (checks.length > 0) {
+    report.push(formatChecks(checks));
+    if (!checks.every(passes)) failed = true;
+  }
+  if (parts.has("client")) {
+    for (const name of await clientScripts()) {
+      console.error(`running bench/${name}`);
+      const { ok, text } = await runClientScript(name, quick);
+      report.push(`bench/${name}${ok ? "" : " (FAILED)"}\n${text}`);
+      if (!ok) failed = true;
+    }
+  }
+  console.log(`\n${report.join("\n\n")}`);
+  return failed ? 1 : 0;
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(2);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Startup benchmark: time from process start to the first 200 on `GET /healthz`, for the
+ * service's `serve` (Deno KV store, bootstrap from the environment) and for a bare `Deno.serve`
+ * script, each pinned to CPU 0 while the poller runs on CPU 1. Runs alternate between the two
+ * after one unmeasured warm-up each; the figure is the median.
+ *
+ * Run alone: `deno run -A bench/startup_bench.ts [--runs N]`
+ *
+ * @module
+ */
+import {
+  benchBootstrap,
+  pinSelf,
+  SERVE_PERMISSIONS,
+  type ServerSpec,
+  spawnServer,
+  stopChild,
+  waitFor200,
+} from "./_process.ts";
+
+/** Options of {@linkcode runStartupBench}. */
+export interface StartupBenchOptions {
+  /** Measured starts of each (default 11). */
+  runs?: number;
+  /** Progress lines go here (default stderr). */
+  progress?: (line: string) => void;
+}
+
+/** Result of {@linkcode runStartupBench}. */
+export interface StartupBenchResult {
+  /** Median ms from spawn to the first 200 of the bare script. */
+  bareMs: number;
+  /** Median ms from spawn to the first 200 of `serve`. */
+  oursMs: number;
+  /** Every measured start of the bare script, ms. */
+  bareRuns: number[];
+  /** Every measured start of `serve`, ms. */
+  oursRuns: number[];
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+async function timeStart(spec: ServerSpec): Promise<number> {
+  const since = performance.now();
+  const { child, port } = spawnServer(spec);
+  try {
+    return await waitFor200(`http://127.0.0.1:${port}/healthz`, { since, exited: child.status });
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/**
+ * Measures both startups.
+ *
+ * @example
+ * ```ts ignore
+ * import { runStartupBench } from "./startup_bench.ts";
+ * const { bareMs, oursMs } = await runStartupBench({ runs: 5 });
+ * console.log(oursMs / bareMs);
+ * ```
+ */
+export async function runStartupBench(
+  options: StartupBenchOptions = {},
+): Promise<StartupBenchResult> {
+  const runs = options.runs ?? 11;
+  const progress = options.progress ?? ((line: string) => console.error(line));
+  await pinSelf();
+  const home = await Deno.makeTempDir({ prefix: "automation-runtime-startup-" });
+  try {
+    const bare: ServerSpec = {
+      name: "bare",
+      args: ["--allow-net", "bench/peers/bare.ts", "{port}"],
+    };
+    const ours: ServerSpec = {
+      name: "ours",
+      args: [
+        ...SERVE_PERMISSIONS,
+        "cli/main.ts",
+        "serve",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+      ],
+      env: { ...benchBootstrap(), HOME: home, XDG_CONFIG_HOME: home },
+    };
+    progress("startup: warming up");
+    await timeStart(bare);
+    await timeStart(ours);
+    const bareRuns: number[] = [];
+    const oursRuns: number[] = [];
+    for (let run = 1; run <= runs; run++) {
+      progress(`startup: run ${run}/${runs}`);
+      bareRuns.push(await timeStart(bare));
+      oursRuns.push(await timeStart(ours));
+    }
+    return { bareMs: median(bareRuns), oursMs: median(oursRuns), bareRuns, oursRuns };
+  } finally {
+    await Deno.remove(home, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) {
+  const index = Deno.args.indexOf("--runs");
+  const result = await runStartupBench({
+    runs: index === -1 ? undefined : Number(Deno.args[index + 1]),
+  });
+  console.log(
+    `startup to first 200 on /healthz (median of ${result.bareRuns.length}): ` +
+      `bare ${result.bareMs.toFixed(1)} ms, ours ${result.oursMs.toFixed(1)} ms, ` +
+      `ratio ${(result.oursMs / result.bareMs).toFixed(2)}x`,
+  );
+}

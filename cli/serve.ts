@@ -1,0 +1,235 @@
+/**
+ * `automation-runtime serve`: resolves the bootstrap credential, opens the store and serves the
+ * runtime until SIGINT or SIGTERM, then lets requests in flight finish.
+ *
+ * @module
+ */
+import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
+import { createJsonLogger } from "../server/log.ts";
+import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
+import { type RunningRuntime, serveRuntime } from "../server/serve.ts";
+import { openStore } from "../server/store/mod.ts";
+import type { Store } from "../server/store/types.ts";
+import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import { printOut, reportError } from "./_output.ts";
+
+/** How long a graceful shutdown waits for requests in flight, in ms. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Environment variable naming the store when `--store` is absent. */
+export const STORE_VARIABLE = "AUTOMATION_RUNTIME_STORE";
+
+/** Environment variable listing the MCP allowed origins when the flag is absent. */
+export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
+
+/** Environment variable listing the MCP allowed hosts when the flag is absent. */
+export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
+
+const USAGE = `Usage: automation-runtime serve [options]
+
+Serves the automation runtime HTTP API.
+
+Options:
+  --hostname H         address to bind (default 127.0.0.1)
+  --port P             port to bind, 0 for a free one (default 7777)
+  --store URL          postgres://… URL or KV file path (default: $${STORE_VARIABLE},
+                       else store.kv beside the secret file)
+  --max-body-bytes N   request body limit (default ${DEFAULT_MAX_BODY_BYTES})
+  --mcp-allowed-origins LIST
+                       browser origins allowed on /v1/mcp, comma-separated exact origins
+                       and/or "loopback" (default: $${MCP_ORIGINS_VARIABLE}, else loopback)
+  --mcp-allowed-hosts LIST
+                       Host names allowed on /v1/mcp: names, "loopback" or "*" (default:
+                       $${MCP_HOSTS_VARIABLE}, else loopback on a loopback bind, any otherwise)
+  -h, --help           show this help
+
+The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
+secret file ($RUNTIME_BOOTSTRAP_ENV or the default path), else (loopback binds only) it is
+generated once. Stop with SIGINT or SIGTERM; requests in flight finish first.`;
+
+interface ServeFlags {
+  hostname: string;
+  port: number;
+  store: string | undefined;
+  maxBodyBytes: number;
+  mcpAllowedOrigins: string[] | undefined;
+  mcpAllowedHosts: string[] | undefined;
+  help: boolean;
+}
+
+function parseList(
+  value: string | undefined,
+  variable: string,
+  flag: string,
+  parse: (list: string) => string[],
+): string[] | undefined {
+  const fromEnv = value === undefined;
+  const list = value ?? Deno.env.get(variable);
+  if (list === undefined) return undefined;
+  try {
+    return parse(list);
+  } catch (error) {
+    const message = (error as Error).message;
+    if (fromEnv) throw new Error(`${variable}: ${message}`);
+    throw new UsageError("serve", `--${flag}: ${message}`);
+  }
+}
+
+function parseFlags(args: string[]): ServeFlags {
+  const parsed = parseArgs(args, {
+    command: "serve",
+    string: [
+      "hostname",
+      "port",
+      "store",
+      "max-body-bytes",
+      "mcp-allowed-origins",
+      "mcp-allowed-hosts",
+    ],
+  });
+  const strings = parsed.strings;
+  const hostname = strings.get("hostname") ?? "127.0.0.1";
+  if (hostname.trim() === "") throw new UsageError("serve", "--hostname must not be empty");
+  const port = strings.get("port");
+  const maxBodyBytes = strings.get("max-body-bytes");
+  return {
+    hostname,
+    port: port === undefined
+      ? 7777
+      : parseIntegerFlag(port, { command: "serve", flag: "port", min: 0, max: 65535 }),
+    store: strings.get("store"),
+    maxBodyBytes: maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : parseIntegerFlag(
+      maxBodyBytes,
+      { command: "serve", flag: "max-body-bytes", min: 1, max: 2 ** 31 - 1 },
+    ),
+    mcpAllowedOrigins: parsed.help ? undefined : parseList(
+      strings.get("mcp-allowed-origins"),
+      MCP_ORIGINS_VARIABLE,
+      "mcp-allowed-origins",
+      parseAllowedOrigins,
+    ),
+    mcpAllowedHosts: parsed.help ? undefined : parseList(
+      strings.get("mcp-allowed-hosts"),
+      MCP_HOSTS_VARIABLE,
+      "mcp-allowed-hosts",
+      parseAllowedHosts,
+    ),
+    help: parsed.help,
+  };
+}
+
+function storeBeside(secretFilePath: string): string {
+  const slash = Math.max(secretFilePath.lastIndexOf("/"), secretFilePath.lastIndexOf("\\"));
+  return slash === -1 ? "store.kv" : `${secretFilePath.slice(0, slash + 1)}store.kv`;
+}
+
+function waitForSignal(): { promise: Promise<string>; dispose(): void } {
+  const signals: Deno.Signal[] = Deno.build.os === "windows"
+    ? ["SIGINT", "SIGBREAK"]
+    : ["SIGINT", "SIGTERM"];
+  const received = Promise.withResolvers<string>();
+  const listeners = signals.map((signal) => {
+    const listener = () => received.resolve(signal);
+    Deno.addSignalListener(signal, listener);
+    return [signal, listener] as const;
+  });
+  return {
+    promise: received.promise,
+    dispose() {
+      for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
+    },
+  };
+}
+
+/**
+ * Runs `serve` with its arguments (without the subcommand). Resolves with the exit code: 0 after
+ * a clean shutdown, 1 on a runtime failure, 2 on a usage error. Errors are one line on stderr.
+ *
+ * @example
+ * ```ts ignore
+ * import { serveCommand } from "./serve.ts";
+ * Deno.exit(await serveCommand(["--port", "0"]));
+ * ```
+ */
+export async function serveCommand(args: string[]): Promise<number> {
+  let flags: ServeFlags;
+  let resolved;
+  try {
+    flags = parseFlags(args);
+    if (flags.help) {
+      printOut(USAGE);
+      return 0;
+    }
+    resolved = await resolveBootstrap({ hostname: flags.hostname });
+  } catch (error) {
+    return reportError(error);
+  }
+
+  const logger = createJsonLogger();
+  const credential = resolved.credential;
+  let store: Store;
+  try {
+    store = await openStore({
+      location: flags.store ?? Deno.env.get(STORE_VARIABLE),
+      namespace: credential.namespace,
+      defaultKvPath: storeBeside(resolved.secretFilePath),
+    });
+  } catch (error) {
+    return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
+  }
+
+  const signal = waitForSignal();
+  let running: RunningRuntime;
+  try {
+    running = await serveRuntime({
+      bootstrap: credential,
+      store,
+      hostname: flags.hostname,
+      port: flags.port,
+      maxBodyBytes: flags.maxBodyBytes,
+      mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
+      logger,
+    });
+  } catch (error) {
+    signal.dispose();
+    await store.close();
+    const reason = error instanceof Deno.errors.AddrInUse
+      ? `Address ${flags.hostname}:${flags.port} is already in use`
+      : `Cannot listen on ${flags.hostname}:${flags.port}: ${(error as Error).message}`;
+    return reportError(new Error(reason));
+  }
+
+  logger.info("listening", {
+    url: running.url,
+    hostname: running.addr.hostname,
+    port: running.addr.port,
+    store: store.kind,
+    bootstrapSource: credential.source,
+    bootstrapPrincipalId: credential.principalId,
+    bootstrapExpiresAt: credential.expiresAt,
+  });
+
+  const received = await Promise.race([signal.promise, running.finished.then(() => null)]);
+  logger.info("shutting down", { signal: received ?? undefined, graceMs: SHUTDOWN_GRACE_MS });
+  // Requests in flight finish; a client that never completes its request (or a second signal)
+  // cannot hold the process beyond the grace period.
+  const again = waitForSignal();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    running.shutdown().then(() => "stopped" as const),
+    again.promise.then(() => "forced" as const),
+    new Promise<"timeout">((resolve) => timer = setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS)),
+  ]);
+  clearTimeout(timer);
+  signal.dispose();
+  again.dispose();
+  if (outcome === "stopped") {
+    await store.close();
+    logger.info("stopped");
+  } else {
+    logger.info("stopped without waiting for open connections", { reason: outcome });
+  }
+  logger.flush();
+  return 0;
+}

@@ -1,0 +1,101 @@
+/**
+ * The one capability declaration of the provider clients. Which contract features each client
+ * kind supports is written once, in {@linkcode PROVIDER_CAPABILITY_DECLARATION}; every other view
+ * derives from it: {@linkcode PROVIDER_RUNTIME_SUPPORT}, each client's `getRuntimeCapabilities()`
+ * and what the registry's provider modules advertise.
+ *
+ * @module
+ */
+import {
+  RUNTIME_CAPABILITY_NAMES,
+  type RuntimeCapabilities,
+  type RuntimeCapabilityName,
+} from "./contract.ts";
+
+/** The kinds of provider module a registry can host. */
+export type ProviderModuleKind = "provider-sdk" | "provider-managed-agents";
+
+/**
+ * Builds a frozen capability map from the names a client supports: every one of the eleven
+ * capability names is present, `true` when listed and `false` otherwise. An unknown name is a
+ * `TypeError`, so a typo cannot silently advertise nothing.
+ *
+ * @example
+ * ```ts
+ * import { declareCapabilities } from "@automation/runtime/client";
+ * const capabilities = declareCapabilities(["runs", "streaming"]);
+ * console.log(capabilities.runs, capabilities.batch); // true false
+ * console.log(Object.isFrozen(capabilities)); // true
+ * ```
+ */
+export function declareCapabilities(
+  supported: readonly RuntimeCapabilityName[],
+): RuntimeCapabilities {
+  const known = new Set<string>(RUNTIME_CAPABILITY_NAMES);
+  for (const name of supported) {
+    if (!known.has(name)) throw new TypeError(`Unknown capability name: ${String(name)}`);
+  }
+  const wanted = new Set<string>(supported);
+  const map = {} as Record<RuntimeCapabilityName, boolean>;
+  for (const name of RUNTIME_CAPABILITY_NAMES) map[name] = wanted.has(name);
+  return Object.freeze(map);
+}
+
+/**
+ * The capability declaration: for each provider client kind, the contract features it serves.
+ *
+ * - `provider-sdk` ({@linkcode ProviderApiClient}, stateless messages API): runs, streaming and
+ *   message batches.
+ * - `provider-managed-agents` (`ProviderManagedAgentClient`, sessions): runs and streaming.
+ *
+ * Teams, kanban, workspace and the other names are served by neither.
+ *
+ * @example
+ * ```ts
+ * import { PROVIDER_CAPABILITY_DECLARATION } from "@automation/runtime/client";
+ * console.log(PROVIDER_CAPABILITY_DECLARATION["provider-sdk"]); // ["runs", "streaming", "batch"]
+ * ```
+ */
+export const PROVIDER_CAPABILITY_DECLARATION: Readonly<
+  Record<ProviderModuleKind, readonly RuntimeCapabilityName[]>
+> = Object.freeze({
+  "provider-sdk": Object.freeze(["runs", "streaming", "batch"] as const),
+  "provider-managed-agents": Object.freeze(["runs", "streaming"] as const),
+});
+
+const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Object.freeze({
+  "provider-sdk": declareCapabilities(PROVIDER_CAPABILITY_DECLARATION["provider-sdk"]),
+  "provider-managed-agents": declareCapabilities(
+    PROVIDER_CAPABILITY_DECLARATION["provider-managed-agents"],
+  ),
+});
+
+/**
+ * The frozen capability map of a provider client kind, from
+ * {@linkcode PROVIDER_CAPABILITY_DECLARATION}. The same object is returned on every call.
+ *
+ * @example
+ * ```ts
+ * import { providerCapabilities } from "@automation/runtime/client";
+ * const capabilities = providerCapabilities("provider-managed-agents");
+ * console.log(capabilities.streaming, capabilities.batch); // true false
+ * ```
+ */
+export function providerCapabilities(kind: ProviderModuleKind): RuntimeCapabilities {
+  const capabilities = BY_KIND[kind];
+  if (!capabilities) throw new TypeError(`Unknown provider module kind: ${String(kind)}`);
+  return capabilities;
+}
+
+/**
+ * What the stateless provider client (`ProviderApiClient`, kind `provider-sdk`) supports: a
+ * frozen map from each of the eleven capability names to a boolean. `runs`, `streaming` and
+ * `batch` are `true`; the rest are `false`.
+ *
+ * @example
+ * ```ts
+ * import { PROVIDER_RUNTIME_SUPPORT } from "@automation/runtime/client";
+ * console.log(PROVIDER_RUNTIME_SUPPORT.batch, PROVIDER_RUNTIME_SUPPORT.teams); // true false
+ * ```
+ */
+export const PROVIDER_RUNTIME_SUPPORT: RuntimeCapabilities = providerCapabilities("provider-sdk");

@@ -1,0 +1,592 @@
+/**
+ * Session events in parsed form. {@linkcode parseSessionEvent} turns a raw event object (from the
+ * SSE stream or the event list) into a {@linkcode ManagedAgentSessionEvent} discriminated by
+ * `kind`; an unknown wire type becomes kind `other` and is never dropped. Lifecycle events accept
+ * the dotted form (`session.status_idle`) and the namespace-stripped form (`status_idle`), so a
+ * terminal event is never missed; text and tool events match the dotted form only, so an echoed
+ * `user.message` is never taken for agent output.
+ *
+ * @module
+ */
+import { readSse, type SseMessage } from "../sse.ts";
+
+/** A raw event object as the provider sends it. */
+export type RawSessionEvent = Record<string, unknown>;
+
+/** Session and thread status values (`deleted` when the session was deleted under the stream). */
+export type ManagedAgentStatusKind = "running" | "idle" | "rescheduling" | "terminated" | "deleted";
+
+/** Grader verdicts of an outcome iteration (other strings possible). */
+export type ManagedAgentOutcomeResult =
+  | "satisfied"
+  | "needs_revision"
+  | "max_iterations_reached"
+  | "failed"
+  | "interrupted"
+  | (string & Record<never, never>);
+
+/** Why a session or thread went idle (`requires_action` lists the blocking event ids). */
+export interface ManagedAgentStopReason {
+  /** `end_turn`, `requires_action`, `retries_exhausted`, `budget_reached`, `refusal`, … */
+  type?: string;
+  /** Further fields (for `requires_action`: `event_ids`). */
+  [key: string]: unknown;
+}
+
+/** Fields every parsed event carries. */
+export interface ManagedAgentSessionEventBase {
+  /** The wire `type` (for example `agent.message`). */
+  type: string;
+  /** Event id, when the provider assigned one. */
+  id?: string;
+  /** When the provider processed the event. */
+  processedAt?: string;
+  /** The raw event object, unchanged. */
+  raw: RawSessionEvent;
+}
+
+/** Agent text output (`agent.message`). */
+export interface ManagedAgentMessageEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "message";
+  /** The text blocks of the message, joined. */
+  text: string;
+}
+
+/** A built-in or MCP tool call (`agent.tool_use`, `agent.mcp_tool_use`). */
+export interface ManagedAgentToolUseEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "tool_use";
+  /** Event id, answered by `confirmTool` when the call waits for a confirmation. */
+  id: string;
+  /** Tool name. */
+  name: string;
+  /** Tool input. */
+  input: unknown;
+  /** `allow`, `ask` (paused until a `user.tool_confirmation`) or `deny`. */
+  evaluatedPermission?: string;
+  /** `agent` for toolset tools, `mcp` for MCP server tools. */
+  source: "agent" | "mcp";
+  /** The MCP server, for `mcp` calls. */
+  mcpServerName?: string;
+  /** Set when the call was cross-posted from a sub-agent thread. */
+  sessionThreadId?: string;
+}
+
+/** A client-side custom tool call (`agent.custom_tool_use`), answered by `respondCustomTool`. */
+export interface ManagedAgentCustomToolUseEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "custom_tool_use";
+  /** Event id. */
+  id: string;
+  /** Tool name. */
+  name: string;
+  /** Tool input. */
+  input: unknown;
+  /** Set when the call was cross-posted from a sub-agent thread. */
+  sessionThreadId?: string;
+}
+
+/** A tool result (`agent.tool_result`, `agent.mcp_tool_result`). */
+export interface ManagedAgentToolResultEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "tool_result";
+  /** Whether the tool failed. */
+  isError: boolean;
+  /** `agent` or `mcp`. */
+  source: "agent" | "mcp";
+  /** Id of the tool-use event this answers. */
+  toolUseId?: string;
+}
+
+/** A session lifecycle change (`session.status_*`, `session.deleted`). */
+export interface ManagedAgentStatusEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "status";
+  /** The new status. */
+  status: ManagedAgentStatusKind;
+  /** Why the session went idle. */
+  stopReason?: ManagedAgentStopReason;
+}
+
+/** A session error (`session.error`) or an error frame of the stream (`error`). */
+export interface ManagedAgentErrorEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "error";
+  /** What went wrong. */
+  message: string;
+  /** The error's type (for example `model_overloaded_error`). */
+  errorType?: string;
+  /** `retrying`, `exhausted` or `terminal`, when the provider says. */
+  retryStatus?: string;
+}
+
+/** A grader iteration started (`span.outcome_evaluation_start`). */
+export interface ManagedAgentOutcomeStartEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "outcome_start";
+  /** Outcome id. */
+  outcomeId: string;
+  /** Iteration, 0-based. */
+  iteration: number;
+}
+
+/** A grader iteration is under way (`span.outcome_evaluation_ongoing`). */
+export interface ManagedAgentOutcomeProgressEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "outcome_progress";
+  /** Outcome id. */
+  outcomeId: string;
+}
+
+/** A grader iteration finished (`span.outcome_evaluation_end`). */
+export interface ManagedAgentOutcomeEndEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "outcome_end";
+  /** Outcome id. */
+  outcomeId: string;
+  /** Iteration, 0-based. */
+  iteration: number;
+  /** The verdict. */
+  result: ManagedAgentOutcomeResult;
+  /** The grader's explanation. */
+  explanation?: string;
+}
+
+/** A sub-agent thread was created (`session.thread_created`). */
+export interface ManagedAgentThreadCreatedEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "thread_created";
+  /** The new thread. */
+  threadId?: string;
+  /** The agent running in it. */
+  agentName?: string;
+}
+
+/** A thread changed status (`session.thread_status_*`). */
+export interface ManagedAgentThreadStatusEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "thread_status";
+  /** The thread. */
+  threadId?: string;
+  /** The agent running in it. */
+  agentName?: string;
+  /** The new status. */
+  status: ManagedAgentStatusKind;
+  /** Why the thread went idle. */
+  stopReason?: ManagedAgentStopReason;
+}
+
+/** A message between threads (`agent.thread_message_sent`, `agent.thread_message_received`). */
+export interface ManagedAgentThreadMessageEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "thread_message";
+  /** `sent` to or `received` from the other thread. */
+  direction: "sent" | "received";
+  /** The other thread. */
+  threadId?: string;
+  /** The other thread's agent. */
+  agentName?: string;
+  /** The text blocks, joined. */
+  text: string;
+}
+
+/** Any other event (echoes, thinking, spans, usage, workflow runs and unknown types). */
+export interface ManagedAgentOtherEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "other";
+}
+
+/** A parsed session event, discriminated by `kind`. */
+export type ManagedAgentSessionEvent =
+  | ManagedAgentMessageEvent
+  | ManagedAgentToolUseEvent
+  | ManagedAgentCustomToolUseEvent
+  | ManagedAgentToolResultEvent
+  | ManagedAgentStatusEvent
+  | ManagedAgentErrorEvent
+  | ManagedAgentOutcomeStartEvent
+  | ManagedAgentOutcomeProgressEvent
+  | ManagedAgentOutcomeEndEvent
+  | ManagedAgentThreadCreatedEvent
+  | ManagedAgentThreadStatusEvent
+  | ManagedAgentThreadMessageEvent
+  | ManagedAgentOtherEvent;
+
+/** The `kind` values of {@linkcode ManagedAgentSessionEvent}. */
+export type ManagedAgentSessionEventKind = ManagedAgentSessionEvent["kind"];
+
+const LIFECYCLE_STATUS: Readonly<Record<string, ManagedAgentStatusKind>> = Object.freeze({
+  status_running: "running",
+  status_idle: "idle",
+  status_rescheduled: "rescheduling",
+  status_rescheduling: "rescheduling",
+  status_terminated: "terminated",
+  deleted: "deleted",
+});
+
+const THREAD_STATUS: Readonly<Record<string, ManagedAgentStatusKind>> = Object.freeze({
+  thread_status_running: "running",
+  thread_status_idle: "idle",
+  thread_status_rescheduled: "rescheduling",
+  thread_status_terminated: "terminated",
+});
+
+/**
+ * The lifecycle name of a wire type: `status_idle` for both `session.status_idle` and the
+ * namespace-stripped `status_idle`; undefined for types of other namespaces.
+ */
+function sessionLifecycleName(type: string): string | undefined {
+  if (type.startsWith("session.")) return type.slice(8);
+  return type.includes(".") ? undefined : type;
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function obj(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}
+
+/** Joins the `text` of the text blocks of a content array (or returns a string content). */
+function joinText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let text = "";
+  for (const block of content) {
+    const b = obj(block);
+    if (b && b.type === "text" && typeof b.text === "string") text += b.text;
+  }
+  return text;
+}
+
+function stopReasonOf(raw: RawSessionEvent): ManagedAgentStopReason | undefined {
+  const reason = raw.stop_reason;
+  if (typeof reason === "string") return { type: reason };
+  return obj(reason) as ManagedAgentStopReason | undefined;
+}
+
+/**
+ * Parses a raw event object (from the stream or the event list) into a typed event. Returns null
+ * only when the value is not an object with a string `type`; unknown types become kind `other`.
+ *
+ * @example
+ * ```ts
+ * import { parseSessionEvent } from "@automation/runtime/client";
+ * const event = parseSessionEvent({
+ *   type: "agent.message",
+ *   id: "sevt_1",
+ *   content: [{ type: "text", text: "Hello" }],
+ * });
+ * console.log(event?.kind, event?.kind === "message" && event.text); // "message" "Hello"
+ * ```
+ */
+export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null {
+  const event = obj(raw);
+  if (!event || typeof event.type !== "string") return null;
+  const type = event.type;
+  const base: ManagedAgentSessionEventBase = { type, raw: event };
+  const id = str(event.id);
+  if (id !== undefined) base.id = id;
+  const processedAt = str(event.processed_at);
+  if (processedAt !== undefined) base.processedAt = processedAt;
+  const threadId = str(event.session_thread_id);
+
+  switch (type) {
+    case "agent.message":
+      return { ...base, kind: "message", text: joinText(event.content) };
+    case "agent.tool_use":
+    case "agent.mcp_tool_use": {
+      const parsed: ManagedAgentToolUseEvent = {
+        ...base,
+        kind: "tool_use",
+        id: id ?? "",
+        name: str(event.name) ?? "",
+        input: event.input ?? {},
+        source: type === "agent.tool_use" ? "agent" : "mcp",
+      };
+      const permission = str(event.evaluated_permission) ??
+        str(obj(obj(event.evaluation)?.evaluated_permission)?.type);
+      if (permission !== undefined) parsed.evaluatedPermission = permission;
+      const server = str(event.mcp_server_name);
+      if (server !== undefined) parsed.mcpServerName = server;
+      if (threadId !== undefined) parsed.sessionThreadId = threadId;
+      return parsed;
+    }
+    case "agent.custom_tool_use": {
+      const parsed: ManagedAgentCustomToolUseEvent = {
+        ...base,
+        kind: "custom_tool_use",
+        id: id ?? "",
+        name: str(event.name) ?? "",
+        input: event.input ?? {},
+      };
+      if (threadId !== undefined) parsed.sessionThreadId = threadId;
+      return parsed;
+    }
+    case "agent.tool_result":
+    case "agent.mcp_tool_result": {
+      const parsed: ManagedAgentToolResultEvent = {
+        ...base,
+        kind: "tool_result",
+        isError: event.is_error === true,
+        source: type === "agent.tool_result" ? "agent" : "mcp",
+      };
+      const toolUseId = str(event.tool_use_id) ?? str(event.mcp_tool_use_id);
+      if (toolUseId !== undefined) parsed.toolUseId = toolUseId;
+      return parsed;
+    }
+    case "agent.thread_message_sent":
+    case "agent.thread_message_received": {
+      const sent = type === "agent.thread_message_sent";
+      const parsed: ManagedAgentThreadMessageEvent = {
+        ...base,
+        kind: "thread_message",
+        direction: sent ? "sent" : "received",
+        text: joinText(event.content),
+      };
+      const other = str(sent ? event.to_session_thread_id : event.from_session_thread_id);
+      if (other !== undefined) parsed.threadId = other;
+      const agentName = str(sent ? event.to_agent_name : event.from_agent_name);
+      if (agentName !== undefined) parsed.agentName = agentName;
+      return parsed;
+    }
+    case "span.outcome_evaluation_start":
+      return {
+        ...base,
+        kind: "outcome_start",
+        outcomeId: str(event.outcome_id) ?? "",
+        iteration: typeof event.iteration === "number" ? event.iteration : 0,
+      };
+    case "span.outcome_evaluation_ongoing":
+      return { ...base, kind: "outcome_progress", outcomeId: str(event.outcome_id) ?? "" };
+    case "span.outcome_evaluation_end": {
+      const parsed: ManagedAgentOutcomeEndEvent = {
+        ...base,
+        kind: "outcome_end",
+        outcomeId: str(event.outcome_id) ?? "",
+        iteration: typeof event.iteration === "number" ? event.iteration : 0,
+        result: str(event.result) ?? "failed",
+      };
+      const explanation = str(event.explanation);
+      if (explanation !== undefined) parsed.explanation = explanation;
+      return parsed;
+    }
+  }
+
+  const lifecycle = sessionLifecycleName(type);
+  if (lifecycle !== undefined) {
+    const status = LIFECYCLE_STATUS[lifecycle];
+    if (status !== undefined) {
+      const parsed: ManagedAgentStatusEvent = { ...base, kind: "status", status };
+      const stopReason = stopReasonOf(event);
+      if (stopReason !== undefined) parsed.stopReason = stopReason;
+      return parsed;
+    }
+    if (lifecycle === "error") {
+      const error = obj(event.error);
+      const parsed: ManagedAgentErrorEvent = {
+        ...base,
+        kind: "error",
+        message: str(error?.message) ?? str(event.message) ?? "The session reported an error",
+      };
+      const errorType = str(error?.type);
+      if (errorType !== undefined) parsed.errorType = errorType;
+      const retryStatus = str(obj(error?.retry_status)?.type) ?? str(error?.retry_status);
+      if (retryStatus !== undefined) parsed.retryStatus = retryStatus;
+      return parsed;
+    }
+    if (lifecycle === "thread_created") {
+      const parsed: ManagedAgentThreadCreatedEvent = { ...base, kind: "thread_created" };
+      if (threadId !== undefined) parsed.threadId = threadId;
+      const agentName = str(event.agent_name);
+      if (agentName !== undefined) parsed.agentName = agentName;
+      return parsed;
+    }
+    const threadStatus = THREAD_STATUS[lifecycle];
+    if (threadStatus !== undefined) {
+      const parsed: ManagedAgentThreadStatusEvent = {
+        ...base,
+        kind: "thread_status",
+        status: threadStatus,
+      };
+      if (threadId !== undefined) parsed.threadId = threadId;
+      const agentName = str(event.agent_name);
+      if (agentName !== undefined) parsed.agentName = agentName;
+      const stopReason = stopReasonOf(event);
+      if (stopReason !== undefined) parsed.stopReason = stopReason;
+      return parsed;
+    }
+  }
+  return { ...base, kind: "other" };
+}
+
+/**
+ * Parses one SSE frame into a typed event. The kind is read from `data.type`, so a frame without
+ * an `event:` line is read too. Returns null for an empty or non-JSON `data`.
+ *
+ * @example
+ * ```ts
+ * import { parseSessionEventData } from "@automation/runtime/client";
+ * const event = parseSessionEventData({
+ *   data: '{"type":"session.status_idle","stop_reason":{"type":"end_turn"}}',
+ * });
+ * console.log(event?.kind); // "status"
+ * ```
+ */
+export function parseSessionEventData(
+  message: Pick<SseMessage, "data"> & { event?: string },
+): ManagedAgentSessionEvent | null {
+  if (message.data === "") return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(message.data);
+  } catch {
+    return null;
+  }
+  const event = obj(value);
+  if (event && typeof event.type !== "string" && message.event) {
+    // A frame whose data carries no type is read by its event name.
+    return parseSessionEvent({ ...event, type: message.event });
+  }
+  return parseSessionEvent(value);
+}
+
+/**
+ * Whether an event ends the session's run: a `terminated` (or `deleted`) status, or an `idle`
+ * status whose stop reason is not `requires_action`.
+ *
+ * @example
+ * ```ts
+ * import { isTerminalSessionEvent, parseSessionEvent } from "@automation/runtime/client";
+ * const idle = parseSessionEvent({
+ *   type: "session.status_idle",
+ *   stop_reason: { type: "requires_action", event_ids: ["sevt_1"] },
+ * });
+ * console.log(isTerminalSessionEvent(idle)); // false
+ * ```
+ */
+export function isTerminalSessionEvent(
+  event: ManagedAgentSessionEvent | null | undefined,
+): boolean {
+  if (!event || event.kind !== "status") return false;
+  if (event.status === "terminated" || event.status === "deleted") return true;
+  return event.status === "idle" && event.stopReason?.type !== "requires_action";
+}
+
+/**
+ * Whether a tool call is paused awaiting a `user.tool_confirmation` (an `always_ask` policy or an
+ * `ask` verdict of the automatic policy).
+ *
+ * @example
+ * ```ts
+ * import { parseSessionEvent, sessionEventNeedsConfirmation } from "@automation/runtime/client";
+ * const call = parseSessionEvent({
+ *   type: "agent.tool_use",
+ *   id: "sevt_1",
+ *   name: "bash",
+ *   input: { command: "ls" },
+ *   evaluated_permission: "ask",
+ * });
+ * console.log(sessionEventNeedsConfirmation(call)); // true
+ * ```
+ */
+export function sessionEventNeedsConfirmation(
+  event: ManagedAgentSessionEvent | null | undefined,
+): event is ManagedAgentToolUseEvent {
+  return !!event && event.kind === "tool_use" && event.evaluatedPermission === "ask";
+}
+
+/**
+ * Whether an event is a client-side custom tool call, to be answered with `respondCustomTool`.
+ *
+ * @example
+ * ```ts
+ * import { isCustomToolUseEvent, parseSessionEvent } from "@automation/runtime/client";
+ * const call = parseSessionEvent({ type: "agent.custom_tool_use", id: "sevt_2", name: "lookup", input: {} });
+ * console.log(isCustomToolUseEvent(call)); // true
+ * ```
+ */
+export function isCustomToolUseEvent(
+  event: ManagedAgentSessionEvent | null | undefined,
+): event is ManagedAgentCustomToolUseEvent {
+  return !!event && event.kind === "custom_tool_use";
+}
+
+/**
+ * Whether an event is a finished grader iteration of an outcome.
+ *
+ * @example
+ * ```ts
+ * import { isOutcomeEndEvent, parseSessionEvent } from "@automation/runtime/client";
+ * const end = parseSessionEvent({
+ *   type: "span.outcome_evaluation_end",
+ *   outcome_id: "outc_1",
+ *   iteration: 0,
+ *   result: "satisfied",
+ * });
+ * console.log(isOutcomeEndEvent(end)); // true
+ * ```
+ */
+export function isOutcomeEndEvent(
+  event: ManagedAgentSessionEvent | null | undefined,
+): event is ManagedAgentOutcomeEndEvent {
+  return !!event && event.kind === "outcome_end";
+}
+
+/**
+ * Whether an event is a thread created, thread status or thread message event.
+ *
+ * @example
+ * ```ts
+ * import { isThreadEvent, parseSessionEvent } from "@automation/runtime/client";
+ * const created = parseSessionEvent({
+ *   type: "session.thread_created",
+ *   session_thread_id: "sthr_2",
+ *   agent_name: "researcher",
+ * });
+ * console.log(isThreadEvent(created)); // true
+ * ```
+ */
+export function isThreadEvent(
+  event: ManagedAgentSessionEvent | null | undefined,
+): event is
+  | ManagedAgentThreadCreatedEvent
+  | ManagedAgentThreadStatusEvent
+  | ManagedAgentThreadMessageEvent {
+  return !!event &&
+    (event.kind === "thread_created" || event.kind === "thread_status" ||
+      event.kind === "thread_message");
+}
+
+/** Options of {@linkcode readSessionEvents}. */
+export interface ReadSessionEventsOptions {
+  /** Stops reading and releases the connection when aborted. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Reads a session event stream (for example the body from `openEventStream`) and yields each
+ * parsed event in order. Frames that are not JSON objects with a `type` are skipped.
+ *
+ * @example
+ * ```ts
+ * import { readSessionEvents } from "@automation/runtime/client";
+ * const body = new Response(
+ *   'event: agent.message\ndata: {"type":"agent.message","content":[{"type":"text","text":"hi"}]}\n\n',
+ * ).body!;
+ * for await (const event of readSessionEvents(body)) console.log(event.kind); // "message"
+ * ```
+ */
+export async function* readSessionEvents(
+  body: ReadableStream<Uint8Array>,
+  options: ReadSessionEventsOptions = {},
+): AsyncGenerator<ManagedAgentSessionEvent, void, undefined> {
+  for await (const message of readSse(body, { signal: options.signal })) {
+    const event = parseSessionEventData(message);
+    if (event) yield event;
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Retry timing of the SDK: which answers may be retried, `Retry-After`, backoff and an abortable
+ * sleep. Web standards only.
+ *
+ * @module
+ */
+
+/** Statuses that may succeed when the same request is sent again. */
+const RETRYABLE_STATUSES = new Set([408, 429, 503]);
+
+/**
+ * Whether an answer may be retried: 408, 429, 503, and 409 when the service says the same
+ * idempotency key is still in flight.
+ *
+ * @example
+ * ```ts
+ * import { isRetryableAnswer } from "./_retry.ts";
+ * console.log(isRetryableAnswer(409, "idempotencyInFlight")); // true
+ * console.log(isRetryableAnswer(409, "principalExists")); // false
+ * ```
+ */
+export function isRetryableAnswer(status: number, code: string): boolean {
+  return RETRYABLE_STATUSES.has(status) || (status === 409 && code === "idempotencyInFlight");
+}
+
+/**
+ * Parses `Retry-After` (seconds or an HTTP date) into ms, or null when absent or invalid.
+ *
+ * @example
+ * ```ts
+ * import { parseRetryAfter } from "./_retry.ts";
+ * console.log(parseRetryAfter("2")); // 2000
+ * ```
+ */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, date - now);
+}
+
+/**
+ * Exponential backoff with jitter: about 0.5 s, 1 s, 2 s … capped at 8 s.
+ *
+ * @example
+ * ```ts
+ * import { backoffDelay } from "./_retry.ts";
+ * console.log(backoffDelay(0) <= 500); // true
+ * ```
+ */
+export function backoffDelay(attempt: number): number {
+  const base = Math.min(8000, 500 * 2 ** attempt);
+  return Math.round(base * (0.75 + Math.random() * 0.25));
+}
+
+/**
+ * Waits `ms`, or rejects with the signal's reason once it aborts; the timer never outlives it.
+ *
+ * @example
+ * ```ts
+ * import { sleep } from "./_retry.ts";
+ * await sleep(10, AbortSignal.timeout(1000));
+ * ```
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

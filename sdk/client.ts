@@ -1,0 +1,435 @@
+/**
+ * {@linkcode RuntimeServiceClient}: the TypeScript client of the runtime service. Web standards
+ * only (fetch, AbortSignal, WebCrypto), so it runs in Deno, Node 20+ and browsers.
+ *
+ * @module
+ */
+import { RuntimeServiceError } from "./errors.ts";
+import { backoffDelay, isRetryableAnswer, parseRetryAfter, sleep } from "./_retry.ts";
+import {
+  type CallOptions,
+  type CreatePrincipalParams,
+  type HealthStatus,
+  type IssuedPrincipal,
+  type MutatingCallOptions,
+  type PrincipalSummary,
+  RUNTIME_INTERFACE_VERSION,
+  type RuntimeInfo,
+} from "./types.ts";
+
+/** Options of {@linkcode RuntimeServiceClient}. */
+export interface RuntimeServiceClientOptions {
+  /** Base URL of the service, such as `http://127.0.0.1:7777`. No credentials, query or fragment. */
+  baseUrl: string | URL;
+  /** The caller's bearer. Sent only in the `authorization` header. */
+  token: string;
+  /** The fetch to use (default: the global `fetch`). */
+  fetch?: typeof fetch;
+  /** Default deadline of each call in ms, retries included; 1 to 300000 (default 60000). */
+  deadlineMs?: number;
+  /** Retries of a call after the first attempt (default 2, 0 to 10). */
+  maxRetries?: number;
+}
+
+const MAX_DEADLINE_MS = 300_000;
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/;
+
+interface RequestSpec {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  body?: unknown;
+  authenticated: boolean;
+  idempotencyKey?: string;
+  options: CallOptions;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+/**
+ * Client of the runtime service. Every call sets `authorization`, `x-interface-version`
+ * (`2026-07-23`), a fresh `x-correlation-id` and `x-deadline` (60 s ahead by default); mutating
+ * calls send an `idempotency-key` (yours, or a random UUID kept identical across retries). Calls
+ * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503, honouring
+ * `Retry-After`, within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
+ *
+ * @example
+ * ```ts ignore
+ * import { RuntimeServiceClient } from "@automation/runtime/sdk";
+ * const client = new RuntimeServiceClient({
+ *   baseUrl: "http://127.0.0.1:7777",
+ *   token: Deno.env.get("AUTOMATION_RUNTIME_TOKEN")!,
+ * });
+ * const issued = await client.createPrincipal({
+ *   capabilities: ["session:read"],
+ *   expiresAt: new Date(Date.now() + 86_400_000),
+ * });
+ * console.log(issued.principalId); // keep issued.bearer somewhere safe: it is shown once
+ * await client.revokePrincipal(issued.principalId);
+ * ```
+ */
+export class RuntimeServiceClient {
+  #baseUrl: URL;
+  #token: string;
+  #fetch: typeof fetch;
+  #deadlineMs: number;
+  #maxRetries: number;
+
+  /**
+   * Creates a client. Throws a `TypeError` when `baseUrl` or `token` is missing or malformed and a
+   * `RangeError` when `deadlineMs` or `maxRetries` is out of range.
+   *
+   * @example
+   * ```ts
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   deadlineMs: 10_000,
+   * });
+   * ```
+   */
+  constructor(options: RuntimeServiceClientOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("RuntimeServiceClient needs an options object");
+    }
+    this.#baseUrl = checkBaseUrl(options.baseUrl);
+    if (typeof options.token !== "string" || options.token === "") {
+      throw new TypeError("RuntimeServiceClient needs a token");
+    }
+    if (!/^[\x21-\x7e]+$/.test(options.token)) {
+      throw new TypeError("The token must be printable ASCII without spaces");
+    }
+    this.#token = options.token;
+    const customFetch = options.fetch;
+    this.#fetch = customFetch ?? ((input, init) => fetch(input, init));
+    this.#deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
+    const maxRetries = options.maxRetries ?? 2;
+    if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+      throw new RangeError("maxRetries must be an integer from 0 to 10");
+    }
+    this.#maxRetries = maxRetries;
+  }
+
+  /**
+   * Checks that the service is up (`GET /healthz`, unauthenticated: the bearer is not sent).
+   *
+   * @example
+   * ```ts ignore
+   * const { ok } = await client.health();
+   * ```
+   */
+  async health(options: CallOptions = {}): Promise<HealthStatus> {
+    const answer = await this.#request({
+      method: "GET",
+      path: "/healthz",
+      authenticated: false,
+      options,
+    });
+    return answer.body as HealthStatus;
+  }
+
+  /**
+   * Describes the service and the calling principal (`GET /v1/runtime`).
+   *
+   * @example
+   * ```ts ignore
+   * const info = await client.runtime();
+   * ```
+   */
+  async runtime(options: CallOptions = {}): Promise<RuntimeInfo> {
+    const answer = await this.#request({
+      method: "GET",
+      path: "/v1/runtime",
+      authenticated: true,
+      options,
+    });
+    return answer.body as RuntimeInfo;
+  }
+
+  /**
+   * Issues a scoped principal (`POST /v1/principals`, needs `authority:admin`). The answer holds
+   * the principal's one-time bearer; it cannot be retrieved again.
+   *
+   * @example
+   * ```ts ignore
+   * const issued = await client.createPrincipal(
+   *   { capabilities: ["session:read", "session:write"], expiresAt: "2026-08-01T00:00:00Z" },
+   *   { idempotencyKey: "issue-worker-7" },
+   * );
+   * ```
+   */
+  async createPrincipal(
+    params: CreatePrincipalParams,
+    options: MutatingCallOptions = {},
+  ): Promise<IssuedPrincipal> {
+    if (params === null || typeof params !== "object") {
+      throw new TypeError("createPrincipal needs a params object");
+    }
+    const expiresAt = params.expiresAt instanceof Date
+      ? params.expiresAt.toISOString()
+      : params.expiresAt;
+    const body = {
+      principalId: params.principalId ?? crypto.randomUUID(),
+      capabilities: [...params.capabilities],
+      expiresAt,
+    };
+    const answer = await this.#request({
+      method: "POST",
+      path: "/v1/principals",
+      body,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return answer.body as IssuedPrincipal;
+  }
+
+  /**
+   * Revokes a principal (`DELETE /v1/principals/{id}`, needs `authority:admin`). Revoking an
+   * already revoked principal succeeds again; an unknown id rejects with code `notFound`.
+   *
+   * @example
+   * ```ts ignore
+   * await client.revokePrincipal("0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1");
+   * ```
+   */
+  async revokePrincipal(principalId: string, options: MutatingCallOptions = {}): Promise<void> {
+    if (typeof principalId !== "string" || principalId === "") {
+      throw new TypeError("revokePrincipal needs a principal id");
+    }
+    await this.#request({
+      method: "DELETE",
+      path: `/v1/principals/${encodeURIComponent(principalId)}`,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+  }
+
+  /**
+   * Lists the principals (`GET /v1/principals`, needs `authority:admin`), without bearers.
+   *
+   * @example
+   * ```ts ignore
+   * for (const principal of await client.listPrincipals()) {
+   *   console.log(principal.principalId, principal.revokedAt ?? "valid");
+   * }
+   * ```
+   */
+  async listPrincipals(options: CallOptions = {}): Promise<PrincipalSummary[]> {
+    const answer = await this.#request({
+      method: "GET",
+      path: "/v1/principals",
+      authenticated: true,
+      options,
+    });
+    const body = answer.body as { principals?: unknown } | null;
+    if (body === null || typeof body !== "object" || !Array.isArray(body.principals)) {
+      throw new RuntimeServiceError({
+        status: answer.status,
+        code: "invalidResponse",
+        layer: "transport",
+        message: "The principal list answer has no principals array",
+        correlationId: answer.headers.get("x-correlation-id") ?? "",
+      });
+    }
+    return body.principals as PrincipalSummary[];
+  }
+
+  async #request(spec: RequestSpec): Promise<Answer> {
+    const { signal } = spec.options;
+    signal?.throwIfAborted();
+    const deadlineMs = checkDeadline(spec.options.deadlineMs ?? this.#deadlineMs);
+    const correlationId = crypto.randomUUID();
+    const deadline = Date.now() + deadlineMs;
+    const headers = new Headers({
+      accept: "application/json",
+      "x-interface-version": RUNTIME_INTERFACE_VERSION,
+      "x-correlation-id": correlationId,
+      "x-deadline": new Date(deadline).toISOString(),
+    });
+    if (spec.authenticated) headers.set("authorization", `Bearer ${this.#token}`);
+    if (spec.idempotencyKey !== undefined) headers.set("idempotency-key", spec.idempotencyKey);
+    let payload: string | undefined;
+    if (spec.body !== undefined) {
+      headers.set("content-type", "application/json");
+      payload = JSON.stringify(spec.body);
+    }
+    const url = new URL(this.#baseUrl.pathname.replace(/\/$/, "") + spec.path, this.#baseUrl);
+
+    // Only requests that are safe to send twice are retried: reads, DELETE (idempotent) and
+    // anything carrying an idempotency key, which the service deduplicates.
+    const retrySafe = spec.method === "GET" || spec.method === "DELETE" ||
+      spec.idempotencyKey !== undefined;
+    for (let attempt = 0;; attempt++) {
+      const canRetry = retrySafe && attempt < this.#maxRetries;
+      let failure: RuntimeServiceError;
+      let waitMs: number | null = null;
+      try {
+        const answer = await this.#attempt(url, spec.method, headers, payload, deadline, signal);
+        if (answer.status >= 200 && answer.status < 300) {
+          if (answer.body === NO_BODY) {
+            throw new RuntimeServiceError({
+              status: answer.status,
+              code: "invalidResponse",
+              layer: "transport",
+              message:
+                `The runtime service answered HTTP ${answer.status} with a body that is not JSON`,
+              correlationId,
+            });
+          }
+          return answer;
+        }
+        failure = toServiceError(answer, correlationId);
+        if (!canRetry || !isRetryableAnswer(answer.status, failure.code)) throw failure;
+        waitMs = parseRetryAfter(answer.headers.get("retry-after"));
+      } catch (error) {
+        if (!(error instanceof RetryableFailure)) throw error;
+        if (!canRetry) throw error.failure;
+        failure = error.failure;
+      }
+      const delay = waitMs ?? backoffDelay(attempt);
+      if (Date.now() + delay >= deadline) throw failure;
+      await sleep(delay, signal);
+    }
+  }
+
+  async #attempt(
+    url: URL,
+    method: string,
+    headers: Headers,
+    payload: string | undefined,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer> {
+    const remaining = deadline - Date.now();
+    const correlationId = headers.get("x-correlation-id") ?? "";
+    if (remaining <= 0) throw deadlineError(correlationId);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, remaining);
+    try {
+      const response = await this.#fetch(url, {
+        method,
+        headers,
+        body: payload,
+        signal: controller.signal,
+        redirect: "manual",
+      });
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, body: parseBody(text) };
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) throw deadlineError(correlationId);
+      throw new RetryableFailure(
+        new RuntimeServiceError({
+          status: 0,
+          code: "connectionFailed",
+          layer: "transport",
+          message: `Cannot reach the runtime service at ${url.origin}`,
+          correlationId,
+          cause: error,
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** A failure before any answer that a retry may cure (connection errors). */
+class RetryableFailure extends Error {
+  readonly failure: RuntimeServiceError;
+  constructor(failure: RuntimeServiceError) {
+    super(failure.message);
+    this.failure = failure;
+  }
+}
+
+const NO_BODY = Symbol("no body");
+
+function parseBody(text: string): unknown {
+  if (text === "") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return NO_BODY;
+  }
+}
+
+function toServiceError(answer: Answer, correlationId: string): RuntimeServiceError {
+  const error = (answer.body as { error?: Record<string, unknown> } | null)?.error;
+  const echoed = answer.headers.get("x-correlation-id") ?? correlationId;
+  if (error === null || typeof error !== "object" || typeof error.code !== "string") {
+    return new RuntimeServiceError({
+      status: answer.status,
+      code: "invalidResponse",
+      layer: "transport",
+      message: `The runtime service answered HTTP ${answer.status} without an error body`,
+      correlationId: echoed,
+    });
+  }
+  const { code, layer, message, correlationId: reported, ...details } = error;
+  return new RuntimeServiceError({
+    status: answer.status,
+    code,
+    layer: typeof layer === "string" ? layer : "interface",
+    message: typeof message === "string" ? message : `HTTP ${answer.status}`,
+    correlationId: typeof reported === "string" ? reported : echoed,
+    details,
+  });
+}
+
+function deadlineError(correlationId: string): RuntimeServiceError {
+  return new RuntimeServiceError({
+    status: 0,
+    code: "deadlineExceeded",
+    layer: "client",
+    message: "The call's deadline passed before the runtime service answered",
+    correlationId,
+  });
+}
+
+function checkBaseUrl(baseUrl: string | URL): URL {
+  if (baseUrl === undefined || baseUrl === null || baseUrl === "") {
+    throw new TypeError("RuntimeServiceClient needs a baseUrl");
+  }
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError("baseUrl is not a valid URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError("baseUrl must be an http or https URL");
+  }
+  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
+    throw new TypeError("baseUrl must not carry credentials, a query or a fragment");
+  }
+  return url;
+}
+
+function checkDeadline(deadlineMs: number): number {
+  if (!Number.isFinite(deadlineMs) || deadlineMs < 1 || deadlineMs > MAX_DEADLINE_MS) {
+    throw new RangeError("deadlineMs must be from 1 to 300000");
+  }
+  return deadlineMs;
+}
+
+function idempotencyKeyOf(options: MutatingCallOptions): string {
+  const key = options.idempotencyKey ?? crypto.randomUUID();
+  if (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key)) {
+    throw new TypeError("idempotencyKey must be 1 to 128 printable ASCII characters");
+  }
+  return key;
+}

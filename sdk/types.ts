@@ -1,0 +1,85 @@
+/**
+ * Request and response shapes of the runtime service API.
+ *
+ * @module
+ */
+
+/** The value of `x-interface-version` this SDK speaks. */
+export const RUNTIME_INTERFACE_VERSION = "2026-07-23";
+
+/** A capability a principal may hold. */
+export type RuntimeCapability = "session:read" | "session:write" | "authority:admin";
+
+/** A principal as the service describes it (never with a bearer, except at creation). */
+export interface RuntimePrincipal {
+  /** Lower-case UUID. */
+  principalId: string;
+  /** Granted capabilities. */
+  capabilities: RuntimeCapability[];
+  /** RFC 3339 UTC expiry. */
+  expiresAt: string;
+}
+
+/** The 201 answer of {@linkcode RuntimeServiceClient.createPrincipal}: the only time the bearer is shown. */
+export interface IssuedPrincipal extends RuntimePrincipal {
+  /** The one-time bearer of the new principal (`art_…`). Capture it at once. */
+  bearer: string;
+}
+
+/** A principal in the answer of {@linkcode RuntimeServiceClient.listPrincipals} (no bearer). */
+export interface PrincipalSummary extends RuntimePrincipal {
+  /** Principal id of the issuer. */
+  issuerId: string;
+  /** RFC 3339 creation time. */
+  createdAt: string;
+  /** RFC 3339 revocation time, present once the principal was revoked. */
+  revokedAt?: string;
+}
+
+/** Parameters of {@linkcode RuntimeServiceClient.createPrincipal}. */
+export interface CreatePrincipalParams {
+  /** Capabilities to grant: non-empty, a subset of the caller's, never `authority:admin`. */
+  capabilities: readonly RuntimeCapability[];
+  /** Expiry: at most 90 days ahead and not after the caller's own expiry. */
+  expiresAt: string | Date;
+  /**
+   * Lower-case UUID of the new principal (default: a random UUID, generated once per call so
+   * retries send the identical body). Pass one when you reuse an `idempotencyKey` across calls.
+   */
+  principalId?: string;
+}
+
+/** Options every call takes. */
+export interface CallOptions {
+  /** Aborts the call (and its retries); the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Deadline of this call in ms, sent as `x-deadline` (default: the client's `deadlineMs`). */
+  deadlineMs?: number;
+}
+
+/** Options of mutating calls. */
+export interface MutatingCallOptions extends CallOptions {
+  /**
+   * The `idempotency-key` (1 to 128 printable ASCII characters). Default: a random UUID per
+   * call, identical across its retries.
+   */
+  idempotencyKey?: string;
+}
+
+/** Answer of {@linkcode RuntimeServiceClient.health}. */
+export interface HealthStatus {
+  /** True when the service is up. */
+  ok: boolean;
+}
+
+/** Answer of {@linkcode RuntimeServiceClient.runtime}: the interface version and the caller. */
+export interface RuntimeInfo {
+  /** The interface version the service speaks. */
+  interfaceVersion: string;
+  /** The calling principal. */
+  principalId: string;
+  /** The caller's capabilities. */
+  capabilities: RuntimeCapability[];
+  /** The caller's expiry, RFC 3339. */
+  expiresAt: string;
+}

@@ -1,0 +1,170 @@
+/**
+ * Bearer authentication: the bootstrap digest compared in constant time first, then the store
+ * looked up by the SHA-256 digest of the bearer, with an optional in-process cache that keeps
+ * revocation immediate by forgetting a principal the moment it is revoked here.
+ *
+ * @module
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { BootstrapCredential } from "./bootstrap/credential.ts";
+import type { AuthenticatedPrincipal } from "./context.ts";
+import { InterfaceError } from "./errors.ts";
+import type { PrincipalRecord, Store } from "./store/types.ts";
+import { parseRfc3339 } from "./time.ts";
+
+/** Options of {@linkcode Authenticator}. */
+export interface AuthenticatorOptions {
+  /** The enrolled bootstrap credential. */
+  bootstrap: BootstrapCredential;
+  /** The principal store. */
+  store: Store;
+  /**
+   * Keep principals found in the store in memory (default true). Only safe when this process is
+   * the only one that revokes in the store; turn it off for a store shared by several replicas.
+   */
+  cache?: boolean;
+  /** Most cached principals before the cache is emptied (default 10000). */
+  cacheSize?: number;
+}
+
+const BEARER = /^bearer +([\x21-\x7e]{1,4096}) *$/i;
+const MALFORMED = "Authorization must be one `Bearer <token>` header";
+
+function authenticationFailed(message: string): InterfaceError {
+  return new InterfaceError("authenticationFailed", message, {
+    headers: { "www-authenticate": "Bearer" },
+  });
+}
+
+function tokenExpired(): InterfaceError {
+  return new InterfaceError("tokenExpired", "Bearer credential has expired", {
+    headers: { "www-authenticate": 'Bearer error="invalid_token"' },
+  });
+}
+
+/**
+ * Computes the lower-case hex SHA-256 digest under which a bearer is stored.
+ *
+ * @example
+ * ```ts
+ * import { bearerDigest } from "./authenticator.ts";
+ * console.log(bearerDigest("art_example").length); // 64
+ * ```
+ */
+export function bearerDigest(bearer: string): string {
+  return createHash("sha256").update(bearer).digest("hex");
+}
+
+/**
+ * Resolves the `Authorization` header of a request to a principal, or throws the
+ * {@linkcode InterfaceError} to answer (401 `authenticationFailed` or `tokenExpired`).
+ *
+ * @example
+ * ```ts ignore
+ * import { Authenticator } from "./authenticator.ts";
+ * const authenticator = new Authenticator({ bootstrap, store });
+ * const principal = await authenticator.authenticate(request.headers.get("authorization"), Date.now());
+ * ```
+ */
+export class Authenticator {
+  #bootstrapDigest: Uint8Array;
+  #bootstrap: AuthenticatedPrincipal;
+  #store: Store;
+  #cache: Map<string, AuthenticatedPrincipal> | null;
+  #cacheSize: number;
+
+  /**
+   * Creates the authenticator.
+   *
+   * @example
+   * ```ts ignore
+   * import { Authenticator } from "./authenticator.ts";
+   * const authenticator = new Authenticator({ bootstrap, store, cache: false });
+   * ```
+   */
+  constructor(options: AuthenticatorOptions) {
+    const bootstrap = options.bootstrap;
+    this.#bootstrapDigest = bootstrap.tokenDigest;
+    this.#bootstrap = Object.freeze({
+      principalId: bootstrap.principalId,
+      capabilities: bootstrap.capabilities,
+      expiresAt: bootstrap.expiresAt,
+      expiresAtMs: parseRfc3339(bootstrap.expiresAt) ?? Number.NaN,
+      bootstrap: true,
+    });
+    this.#store = options.store;
+    this.#cache = options.cache === false ? null : new Map();
+    this.#cacheSize = options.cacheSize ?? 10_000;
+  }
+
+  /** The bootstrap principal. */
+  get bootstrapPrincipal(): AuthenticatedPrincipal {
+    return this.#bootstrap;
+  }
+
+  /**
+   * Authenticates an `Authorization` header value at time `now` (ms). Answers synchronously
+   * when the bootstrap or a cached principal matches, else with a promise.
+   *
+   * @example
+   * ```ts ignore
+   * const principal = await authenticator.authenticate("Bearer art_...", Date.now());
+   * ```
+   */
+  authenticate(
+    authorization: string | null,
+    now: number,
+  ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
+    if (authorization === null) throw authenticationFailed("Authorization header is required");
+    const match = BEARER.exec(authorization);
+    if (match === null) throw authenticationFailed(MALFORMED);
+    const digest = createHash("sha256").update(match[1]).digest();
+    if (timingSafeEqual(digest, this.#bootstrapDigest)) {
+      if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
+      return this.#bootstrap;
+    }
+    const hex = digest.toString("hex");
+    const cached = this.#cache?.get(hex);
+    if (cached !== undefined) return checkExpiry(cached, now);
+    return this.#store.findPrincipalByDigest(hex).then((record) => this.#admit(hex, record, now));
+  }
+
+  /**
+   * Forgets a principal held in the cache; called on revocation so the next request with its
+   * bearer reaches the store.
+   *
+   * @example
+   * ```ts ignore
+   * authenticator.forget("6f1c3d1e-8a6b-4a0e-9d7e-2f4b5c6d7e8f");
+   * ```
+   */
+  forget(principalId: string): void {
+    if (this.#cache === null) return;
+    for (const [digest, principal] of this.#cache) {
+      if (principal.principalId === principalId) this.#cache.delete(digest);
+    }
+  }
+
+  #admit(hex: string, record: PrincipalRecord | null, now: number): AuthenticatedPrincipal {
+    if (record === null || record.revokedAt !== null || record.bearerDigest !== hex) {
+      throw authenticationFailed("Bearer credential is not valid");
+    }
+    const principal: AuthenticatedPrincipal = Object.freeze({
+      principalId: record.principalId,
+      capabilities: Object.freeze([...record.capabilities]),
+      expiresAt: record.expiresAt,
+      expiresAtMs: parseRfc3339(record.expiresAt) ?? Number.NaN,
+      bootstrap: false,
+    });
+    if (this.#cache !== null) {
+      if (this.#cache.size >= this.#cacheSize) this.#cache.clear();
+      this.#cache.set(hex, principal);
+    }
+    return checkExpiry(principal, now);
+  }
+}
+
+function checkExpiry(principal: AuthenticatedPrincipal, now: number): AuthenticatedPrincipal {
+  if (!(now < principal.expiresAtMs)) throw tokenExpired();
+  return principal;
+}

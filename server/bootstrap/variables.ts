@@ -1,0 +1,233 @@
+/**
+ * The four `AUTOMATION_RUNTIME_BOOTSTRAP_*` variables: their names, validation, generation and
+ * the dotenv text of the secret file.
+ *
+ * @module
+ */
+import { CAPABILITIES, type Capability } from "../store/types.ts";
+import { parseRfc3339 } from "../time.ts";
+import { BootstrapError } from "./errors.ts";
+
+/** Prefix shared by every bootstrap variable. */
+export const BOOTSTRAP_PREFIX = "AUTOMATION_RUNTIME_BOOTSTRAP_";
+
+/** Names of the four bootstrap variables. */
+export const BOOTSTRAP_VARIABLES = Object.freeze(
+  {
+    token: "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN",
+    principal: "AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL",
+    capabilities: "AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES",
+    expiresAt: "AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT",
+  } as const,
+);
+
+/** The four variable names in the order they are written and reported. */
+export const BOOTSTRAP_VARIABLE_NAMES: readonly string[] = Object.freeze(
+  Object.values(BOOTSTRAP_VARIABLES),
+);
+
+/** Default capabilities of a generated bootstrap principal. */
+export const DEFAULT_BOOTSTRAP_CAPABILITIES: readonly Capability[] = Object.freeze(
+  [
+    "session:read",
+    "session:write",
+    "authority:admin",
+  ] as const,
+);
+
+/** Default lifetime of a generated bootstrap credential, in days. */
+export const DEFAULT_TTL_DAYS = 30;
+
+/** The validated content of the four bootstrap variables. */
+export interface BootstrapValues {
+  /** Plaintext bearer. */
+  token: string;
+  /** Lower-case UUID of the bootstrap principal. */
+  principalId: string;
+  /** Its capabilities, unique, in the order given. */
+  capabilities: Capability[];
+  /** Expiry, normalised to RFC 3339 UTC with milliseconds. */
+  expiresAt: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Checks a bootstrap bearer: 32 to 512 characters, each 0x21 to 0x7E except `,`. Returns a reason
+ * for the error message, or null when the bearer is acceptable. The reason never quotes the bearer.
+ *
+ * @example
+ * ```ts
+ * import { checkBearerSyntax } from "./variables.ts";
+ * console.log(checkBearerSyntax("short")); // "is not high entropy (32 to 512 characters required)"
+ * ```
+ */
+export function checkBearerSyntax(token: string): string | null {
+  if (token.length < 32 || token.length > 512) {
+    return "is not high entropy (32 to 512 characters required)";
+  }
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    if (code < 0x21 || code > 0x7e || code === 0x2c) {
+      return `has an invalid character at position ${
+        i + 1
+      } (printable ASCII without spaces or commas required)`;
+    }
+  }
+  return null;
+}
+
+/**
+ * Parses a comma-separated capability list; blanks around names are ignored and repeats are
+ * dropped. Returns the reason of the failure as a string when the list is empty or names an
+ * unknown capability.
+ *
+ * @example
+ * ```ts
+ * import { parseCapabilityList } from "./variables.ts";
+ * console.log(parseCapabilityList("session:read, authority:admin"));
+ * // ["session:read", "authority:admin"]
+ * ```
+ */
+export function parseCapabilityList(text: string): Capability[] | string {
+  const names = text.split(",").map((name) => name.trim());
+  if (names.some((name) => name === "")) {
+    return `must be a comma-separated list of ${CAPABILITIES.join(", ")}`;
+  }
+  const result: Capability[] = [];
+  for (const name of names) {
+    if (!(CAPABILITIES as readonly string[]).includes(name)) {
+      return `names an unknown capability "${name.slice(0, 40)}" (known: ${
+        CAPABILITIES.join(", ")
+      })`;
+    }
+    if (!result.includes(name as Capability)) result.push(name as Capability);
+  }
+  return result;
+}
+
+/** Options of {@linkcode parseBootstrapValues}. */
+export interface ParseBootstrapValuesOptions {
+  /** Where the values came from, for messages: `the environment` or `/path/to/bootstrap.env`. */
+  origin: string;
+}
+
+/**
+ * Validates the four raw bootstrap values (all present). Throws a {@linkcode BootstrapError}
+ * with code `invalidValue` naming the variable and the origin, never the secret.
+ *
+ * @example
+ * ```ts
+ * import { parseBootstrapValues } from "./variables.ts";
+ * const values = parseBootstrapValues({
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: "art_" + "a".repeat(43),
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: "0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: "authority:admin",
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: "2030-01-01T00:00:00Z",
+ * }, { origin: "the environment" });
+ * console.log(values.capabilities); // ["authority:admin"]
+ * ```
+ */
+export function parseBootstrapValues(
+  raw: Readonly<Record<string, string>>,
+  options: ParseBootstrapValuesOptions,
+): BootstrapValues {
+  const fail = (name: string, reason: string): never => {
+    throw new BootstrapError("invalidValue", `${name} in ${options.origin} ${reason}`);
+  };
+  const token = raw[BOOTSTRAP_VARIABLES.token];
+  const tokenProblem = checkBearerSyntax(token);
+  if (tokenProblem !== null) fail(BOOTSTRAP_VARIABLES.token, tokenProblem);
+
+  const principalId = raw[BOOTSTRAP_VARIABLES.principal];
+  if (!UUID.test(principalId)) fail(BOOTSTRAP_VARIABLES.principal, "is not a lower-case UUID");
+
+  const capabilities = parseCapabilityList(raw[BOOTSTRAP_VARIABLES.capabilities]);
+  if (typeof capabilities === "string") fail(BOOTSTRAP_VARIABLES.capabilities, capabilities);
+
+  const expiresMs = parseRfc3339(raw[BOOTSTRAP_VARIABLES.expiresAt]);
+  if (expiresMs === null) fail(BOOTSTRAP_VARIABLES.expiresAt, "is not an RFC 3339 timestamp");
+
+  return {
+    token,
+    principalId,
+    capabilities: capabilities as Capability[],
+    expiresAt: new Date(expiresMs as number).toISOString(),
+  };
+}
+
+/**
+ * Generates a bearer: `art_` followed by base64url (no padding) of 32 random bytes.
+ *
+ * @example
+ * ```ts
+ * import { generateBearer } from "./variables.ts";
+ * console.log(generateBearer().length); // 47
+ * ```
+ */
+export function generateBearer(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return "art_" + btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** Options of {@linkcode generateBootstrapValues}. */
+export interface GenerateBootstrapOptions {
+  /** Lifetime in days (default 30). */
+  ttlDays?: number;
+  /** Capabilities (default `session:read,session:write,authority:admin`). */
+  capabilities?: readonly Capability[];
+  /** Current time in ms (default `Date.now()`). */
+  now?: number;
+}
+
+/**
+ * Generates a fresh bootstrap: a new bearer, a random principal, the capabilities and an expiry
+ * `ttlDays` from now.
+ *
+ * @example
+ * ```ts
+ * import { generateBootstrapValues } from "./variables.ts";
+ * const values = generateBootstrapValues({ ttlDays: 7 });
+ * console.log(values.token.startsWith("art_")); // true
+ * ```
+ */
+export function generateBootstrapValues(options: GenerateBootstrapOptions = {}): BootstrapValues {
+  const ttlDays = options.ttlDays ?? DEFAULT_TTL_DAYS;
+  const now = options.now ?? Date.now();
+  return {
+    token: generateBearer(),
+    principalId: crypto.randomUUID(),
+    capabilities: [...(options.capabilities ?? DEFAULT_BOOTSTRAP_CAPABILITIES)],
+    expiresAt: new Date(now + ttlDays * 86_400_000).toISOString(),
+  };
+}
+
+/**
+ * Renders bootstrap values as the dotenv text of the secret file. Only generated bearers
+ * (base64url) are written, so no value needs quoting.
+ *
+ * @example
+ * ```ts
+ * import { formatSecretFile, generateBootstrapValues } from "./variables.ts";
+ * const text = formatSecretFile(generateBootstrapValues());
+ * console.log(text.includes("AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN=art_")); // true
+ * ```
+ */
+export function formatSecretFile(values: BootstrapValues): string {
+  for (const value of [values.token, values.principalId, values.expiresAt]) {
+    if (!/^[A-Za-z0-9_:.\-]+$/.test(value)) {
+      throw new TypeError("Only generated bootstrap values can be written to the secret file");
+    }
+  }
+  return [
+    "# automation-runtime bootstrap credential. Keep it private (mode 0600); never commit it.",
+    "# Rotate it with `automation-runtime init --force`.",
+    `${BOOTSTRAP_VARIABLES.token}=${values.token}`,
+    `${BOOTSTRAP_VARIABLES.principal}=${values.principalId}`,
+    `${BOOTSTRAP_VARIABLES.capabilities}=${values.capabilities.join(",")}`,
+    `${BOOTSTRAP_VARIABLES.expiresAt}=${values.expiresAt}`,
+    "",
+  ].join("\n");
+}

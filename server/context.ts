@@ -1,0 +1,156 @@
+/**
+ * The per-request context: the request's path, the security-sensitive headers read once, and
+ * what the rules establish on the way (principal, deadline, body, idempotency claim).
+ *
+ * @module
+ */
+import type { Capability } from "./store/types.ts";
+
+/** The caller once authenticated. */
+export interface AuthenticatedPrincipal {
+  /** Lower-case UUID. */
+  readonly principalId: string;
+  /** Granted capabilities. */
+  readonly capabilities: readonly Capability[];
+  /** RFC 3339 expiry. */
+  readonly expiresAt: string;
+  /** Expiry in ms since the epoch. */
+  readonly expiresAtMs: number;
+  /** Whether this is the bootstrap principal. */
+  readonly bootstrap: boolean;
+}
+
+/** The idempotency claim a mutating request holds while its handler runs. */
+export interface IdempotencyState {
+  /** Scope key of the claim (digest of principal, method, path and key). */
+  readonly scope: string;
+  /** Token proving ownership of the claim. */
+  readonly token: string;
+  /** When the record may be purged, ms since the epoch. */
+  readonly expiresAt: number;
+  /** Set by a handler that recorded its response itself, atomically with its effect. */
+  completed: boolean;
+}
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * Whether a value is a valid `x-correlation-id`: a UUID, at most 64 bytes.
+ *
+ * @example
+ * ```ts
+ * import { isValidCorrelationId } from "./context.ts";
+ * console.log(isValidCorrelationId(crypto.randomUUID())); // true
+ * console.log(isValidCorrelationId("abc")); // false
+ * ```
+ */
+export function isValidCorrelationId(value: string): boolean {
+  return value.length <= 64 && UUID.test(value);
+}
+
+/**
+ * Everything the steps of one request share. Headers are read once, here.
+ *
+ * @example
+ * ```ts
+ * import { RequestContext } from "./context.ts";
+ * const context = new RequestContext(new Request("http://localhost/v1/runtime?x=1"), Date.now());
+ * console.log(context.path, context.query); // "/v1/runtime" "?x=1"
+ * ```
+ */
+export class RequestContext {
+  /** The request. */
+  readonly request: Request;
+  /** Its method. */
+  readonly method: string;
+  /** Its path, without the query. */
+  readonly path: string;
+  /** Its query string including the `?`, or the empty string. */
+  readonly query: string;
+  /** Wall-clock time the request arrived, ms since the epoch. */
+  readonly receivedAt: number;
+  /** Monotonic start time for the duration in the log line. */
+  readonly startedAt: number;
+  /** Raw `authorization` header, or null. */
+  readonly authorization: string | null;
+  /** Raw `x-interface-version` header, or null. */
+  readonly interfaceVersion: string | null;
+  /** Raw `x-correlation-id` header, or null. */
+  readonly correlationHeader: string | null;
+  /** Raw `x-deadline` header, or null. */
+  readonly deadlineHeader: string | null;
+  /** Raw `idempotency-key` header, or null. */
+  readonly idempotencyKey: string | null;
+  /** Raw `cookie` header, or null. */
+  readonly cookie: string | null;
+  /** Path parameters of the matched route. */
+  params: Readonly<Record<string, string>> = NO_PARAMS;
+  /** The authenticated caller, once the authenticate rule ran. */
+  principal: AuthenticatedPrincipal | null = null;
+  /** The request's deadline in ms since the epoch, once the deadline rule ran. */
+  deadline = 0;
+  /** The raw request body, once the body rule ran. */
+  bodyBytes: Uint8Array | null = null;
+  /** The parsed and validated JSON body, once the JSON rule ran. */
+  body: unknown = undefined;
+  /** The idempotency claim of a mutating request, once claimed. */
+  idempotency: IdempotencyState | null = null;
+  #correlationId: string | null | undefined = undefined;
+  #generatedCorrelationId: string | undefined = undefined;
+
+  /**
+   * Reads the request line and the security-sensitive headers.
+   *
+   * @example
+   * ```ts
+   * import { RequestContext } from "./context.ts";
+   * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
+   * console.log(context.method); // "GET"
+   * ```
+   */
+  constructor(request: Request, now: number) {
+    this.request = request;
+    this.method = request.method;
+    this.receivedAt = now;
+    this.startedAt = performance.now();
+    const url = request.url;
+    const scheme = url.indexOf("://");
+    let start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);
+    if (start === -1) start = url.length;
+    const question = url.indexOf("?", start);
+    if (question === -1) {
+      this.path = start === url.length ? "/" : url.slice(start);
+      this.query = "";
+    } else {
+      this.path = question === start ? "/" : url.slice(start, question);
+      this.query = url.slice(question);
+    }
+    const headers = request.headers;
+    this.authorization = headers.get("authorization");
+    this.interfaceVersion = headers.get("x-interface-version");
+    this.correlationHeader = headers.get("x-correlation-id");
+    this.deadlineHeader = headers.get("x-deadline");
+    this.idempotencyKey = headers.get("idempotency-key");
+    this.cookie = headers.get("cookie");
+  }
+
+  /** The request's correlation id when it is a valid one, else null. */
+  get correlationId(): string | null {
+    if (this.#correlationId === undefined) {
+      const raw = this.correlationHeader;
+      this.#correlationId = raw !== null && isValidCorrelationId(raw) ? raw : null;
+    }
+    return this.#correlationId;
+  }
+
+  /** The correlation id reported to the caller and the log: the request's, else a generated one. */
+  get responseCorrelationId(): string {
+    return this.correlationId ?? (this.#generatedCorrelationId ??= crypto.randomUUID());
+  }
+
+  /** The correlation id for the log line: the request's when valid, any generated one, or null. */
+  get loggedCorrelationId(): string | null {
+    return this.correlationId ?? this.#generatedCorrelationId ?? null;
+  }
+}

@@ -1,0 +1,433 @@
+/**
+ * The MCP streamable HTTP endpoint at `/v1/mcp` (revision 2025-11-25 and the older revisions
+ * the SDK negotiates): POST carries JSON-RPC messages (answered as SSE, or JSON when
+ * configured), GET opens the session's SSE channel (resumable with `Last-Event-ID`), DELETE
+ * ends the session. The SDK's `WebStandardStreamableHTTPServerTransport` speaks the protocol;
+ * this module puts the runtime's own rules in front of it, in this order:
+ *
+ * | # | condition | status | body |
+ * |---|---|---|---|
+ * | 1 | `Origin` present and not allowed, or `Host` not allowed (DNS rebinding) | 403 | `originNotAllowed` |
+ * | 2 | method other than GET, POST, DELETE (OPTIONS answers CORS preflights) | 405 | `methodNotAllowed` |
+ * | 3 | a security-sensitive header sent twice, or a bearer in the query or a cookie | 400 | `duplicateHeader` |
+ * | 4 | missing, unknown, revoked or expired bearer | 401 | `authenticationFailed` / `tokenExpired` |
+ * | 5 | `x-correlation-id` / `x-deadline` present but invalid | 400 / 408 | as `/v1/*` |
+ * | 6 | too many requests in flight / sessions for the principal | 429 | `resourceExhausted` |
+ * | 7 | no `Mcp-Session-Id` on GET or DELETE | 400 | JSON-RPC error |
+ * | 8 | unknown session, or one created by another principal | 404 | JSON-RPC error |
+ * | 9 | `MCP-Protocol-Version` other than the one negotiated | 400 | JSON-RPC error |
+ * | 10 | body over the limit (POST) | 413 | `payloadTooLarge` |
+ * | 11 | the transport's own checks: `Accept`, `Content-Type`, JSON-RPC shape, unsupported protocol version | 406 / 415 / 400 | JSON-RPC error |
+ *
+ * Rows 1 to 6 and 10 answer with the runtime's error body `{"error": {"code", ...}}`; the
+ * session and protocol rows answer with a JSON-RPC error object, as MCP clients expect.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import {
+  isInitializeRequest,
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
+import { compose, type Next, type Step } from "../chain.ts";
+import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
+import { InterfaceError, toResponse } from "../errors.ts";
+import type { RouteDefinition } from "../router.ts";
+import { authenticateStep } from "../rules/authenticate.ts";
+import { readLimitedBody } from "../rules/body.ts";
+import { correlationStep } from "../rules/correlation.ts";
+import { deadlineStep } from "../rules/deadline.ts";
+import { duplicatesStep } from "../rules/duplicates.ts";
+import { quotaStep } from "../rules/quota.ts";
+import type { RuntimeServices } from "../services.ts";
+import { parseRfc3339 } from "../time.ts";
+import { SessionEventStore } from "./event_store.ts";
+import { OriginPolicy, type OriginPolicyOptions } from "./origin.ts";
+import { createProtocolServer, requestAuthInfo } from "./protocol.ts";
+import { type McpSessionHandle, McpSessionRegistry, type ReserveRefusal } from "./sessions.ts";
+import { McpToolset } from "./tools.ts";
+
+/** Path of the MCP endpoint. */
+export const MCP_PATH = "/v1/mcp";
+
+/** Methods the endpoint serves. */
+const SERVED = ["GET", "POST", "DELETE"];
+
+/** Methods routed to the endpoint, so that its origin check answers before a 405. */
+const ROUTED = [...SERVED, "OPTIONS", "PUT", "PATCH", "HEAD"];
+
+const ALLOW = SERVED.join(", ");
+
+const CORS_REQUEST_HEADERS = [
+  "authorization",
+  "content-type",
+  "accept",
+  "last-event-id",
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "x-correlation-id",
+  "x-deadline",
+].join(", ");
+
+const CORS_EXPOSED_HEADERS = [
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "www-authenticate",
+  "x-correlation-id",
+  "x-deadline",
+  "retry-after",
+].join(", ");
+
+/** Options of the MCP endpoint. */
+export interface McpOptions extends OriginPolicyOptions {
+  /** Idle time after which a session ends, in ms (default 15 min). */
+  idleTimeoutMs?: number;
+  /** Most sessions at once (default 1024). */
+  maxSessions?: number;
+  /** Most sessions one principal may hold (default 32). */
+  maxSessionsPerPrincipal?: number;
+  /** Answer POSTs with one JSON body instead of an SSE stream (default false). */
+  jsonResponse?: boolean;
+  /** Events kept per session for `Last-Event-ID` resumption (default 512). */
+  maxEventsPerSession?: number;
+  /** Interval of SSE keep-alive comments, in ms (default 15000; 0 turns them off). */
+  keepAliveMs?: number;
+  /** Reconnection delay suggested to clients in the SSE `retry` field, in ms (default unset). */
+  retryIntervalMs?: number;
+  /** How often idle, expired and revoked sessions are swept, in ms (default ≤ 30 s). */
+  sweepIntervalMs?: number;
+}
+
+/** The mounted endpoint. */
+export interface McpEndpoint {
+  /** The routes to add to the server's router (`kind: "custom"`). */
+  readonly routes: readonly RouteDefinition[];
+  /** Number of live sessions. */
+  readonly sessionCount: number;
+  /** Ends every session and its streams; later sessions are refused. */
+  close(): Promise<void>;
+}
+
+interface McpSession extends McpSessionHandle {
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  /** The protocol revision negotiated by `initialize`. */
+  readonly protocolVersion: string;
+}
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+function sessionNotFound(): Response {
+  return jsonRpcError(404, -32001, "Session not found");
+}
+
+function sessionRefusal(reason: ReserveRefusal): InterfaceError {
+  if (reason === "closed") {
+    return new InterfaceError("resourceExhausted", "The runtime is shutting down", {
+      status: 503,
+      headers: { "retry-after": "1" },
+    });
+  }
+  const message = reason === "principalFull"
+    ? "Too many MCP sessions for this principal; end one with DELETE first"
+    : "Too many MCP sessions on this runtime";
+  return new InterfaceError("resourceExhausted", message, { headers: { "retry-after": "60" } });
+}
+
+function newSessionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  let text = "";
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * The protocol revision an `initialize` body asks for, as the SDK's server settles it: the
+ * requested one when supported, else the latest. Null when the body is not an initialize
+ * request (the transport then answers the error).
+ */
+function negotiatedVersion(bytes: Uint8Array): string | null {
+  let message: unknown;
+  try {
+    message = JSON.parse(decoder.decode(bytes));
+  } catch {
+    return null;
+  }
+  if (!isInitializeRequest(message)) return null;
+  const requested = message.params.protocolVersion;
+  return SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+}
+
+/** Copies a request with an already-read body, for the transport to parse. */
+function withBody(request: Request, bytes: Uint8Array): Request {
+  const headers = new Headers(request.headers);
+  headers.delete("content-length");
+  headers.delete("transfer-encoding");
+  const body = bytes as Uint8Array<ArrayBuffer>;
+  return new Request(request.url, { method: request.method, headers, body });
+}
+
+/** Calls `done` once the response body has been sent, failed or been cancelled. */
+function onBodyEnd(response: Response, done: () => void): Response {
+  const body = response.body;
+  if (body === null) {
+    done();
+    return response;
+  }
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          controller.close();
+          done();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        controller.error(error);
+        done();
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+function whenPresent(
+  present: (context: RequestContext) => boolean,
+  step: Step<RequestContext>,
+): Step<RequestContext> {
+  return (context, next) => present(context) ? step(context, next) : next();
+}
+
+/**
+ * Creates the MCP endpoint over a server's shared parts.
+ *
+ * @example
+ * ```ts ignore
+ * import { createMcpEndpoint } from "./endpoint.ts";
+ * const mcp = createMcpEndpoint(services, { allowedOrigins: ["loopback"] });
+ * for (const route of mcp.routes) router.add(route.method, route.path, route);
+ * // on shutdown:
+ * await mcp.close();
+ * ```
+ */
+export function createMcpEndpoint(
+  services: RuntimeServices,
+  options: McpOptions = {},
+): McpEndpoint {
+  const policy = new OriginPolicy(options);
+  const sessions: McpSessionRegistry<McpSession> = new McpSessionRegistry<McpSession>({
+    idleTimeoutMs: options.idleTimeoutMs,
+    maxSessions: options.maxSessions,
+    maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
+    sweepIntervalMs: options.sweepIntervalMs,
+    now: services.now,
+    isPrincipalValid,
+  });
+  const tools = new McpToolset(services, {
+    onPrincipalRevoked: (principalId) => sessions.closePrincipal(principalId),
+  });
+  const maxBytes = services.maxBodyBytes;
+
+  async function isPrincipalValid(principalId: string): Promise<boolean> {
+    const now = services.now();
+    const bootstrap = services.authenticator.bootstrapPrincipal;
+    if (principalId === bootstrap.principalId) return now < bootstrap.expiresAtMs;
+    const record = await services.store.getPrincipal(principalId);
+    if (record === null || record.revokedAt !== null) return false;
+    return now < (parseRfc3339(record.expiresAt) ?? Number.NaN);
+  }
+
+  /** Rule 1 and 2, CORS, and rendering of the runtime's own refusals. */
+  async function guard(context: RequestContext, next: Next): Promise<Response> {
+    const refusal = policy.check(context.request);
+    if (refusal !== null) return toResponse(refusal, context.responseCorrelationId);
+    const origin = context.request.headers.get("origin");
+    let response: Response;
+    try {
+      if (context.method === "OPTIONS") {
+        response = preflight(origin !== null);
+      } else if (!SERVED.includes(context.method)) {
+        throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
+          headers: { allow: ALLOW },
+          extra: { allowedMethods: SERVED },
+        });
+      } else {
+        response = await next();
+      }
+    } catch (error) {
+      if (!(error instanceof InterfaceError)) throw error;
+      response = toResponse(error, context.responseCorrelationId);
+    }
+    return decorate(response, context, origin);
+  }
+
+  function preflight(cors: boolean): Response {
+    const headers = new Headers({ allow: `${ALLOW}, OPTIONS` });
+    if (cors) {
+      headers.set("access-control-allow-methods", ALLOW);
+      headers.set("access-control-allow-headers", CORS_REQUEST_HEADERS);
+      headers.set("access-control-max-age", "600");
+    }
+    return new Response(null, { status: 204, headers });
+  }
+
+  function decorate(response: Response, context: RequestContext, origin: string | null): Response {
+    const headers = response.headers;
+    if (origin !== null) {
+      headers.set("access-control-allow-origin", origin);
+      headers.set("access-control-expose-headers", CORS_EXPOSED_HEADERS);
+      headers.append("vary", "origin");
+    }
+    if (context.deadline > 0 && context.deadlineHeader !== null) {
+      headers.set("x-deadline", context.deadlineHeader);
+    }
+    return response;
+  }
+
+  async function readBody(context: RequestContext): Promise<Uint8Array> {
+    const elapsed = performance.now() - context.startedAt;
+    const timeoutMs = context.deadline > 0
+      ? context.deadline - context.receivedAt - elapsed
+      : undefined;
+    return await readLimitedBody(context.request, { maxBytes, timeoutMs });
+  }
+
+  function callOf(context: RequestContext, principal: AuthenticatedPrincipal) {
+    return requestAuthInfo({
+      principal,
+      correlationId: context.correlationId,
+      deadline: context.deadline,
+    });
+  }
+
+  /** Rules 7 to 11 and the hand-over to the session's transport. */
+  async function dispatch(context: RequestContext): Promise<Response> {
+    const principal = context.principal!;
+    const request = context.request;
+    const sessionId = request.headers.get("mcp-session-id");
+    if (sessionId === null) {
+      if (context.method !== "POST") {
+        return jsonRpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+      }
+      return await open(context, principal);
+    }
+    const session = sessions.lookup(sessionId, principal.principalId);
+    if (session === undefined) return sessionNotFound();
+    const version = request.headers.get("mcp-protocol-version");
+    if (
+      version !== null && version !== session.protocolVersion &&
+      SUPPORTED_PROTOCOL_VERSIONS.includes(version)
+    ) {
+      return jsonRpcError(
+        400,
+        -32000,
+        `Bad Request: MCP-Protocol-Version ${version} differs from the negotiated ` +
+          session.protocolVersion,
+      );
+    }
+    const release = sessions.hold(session.id);
+    try {
+      const forwarded = context.method === "POST"
+        ? withBody(request, await readBody(context))
+        : request;
+      const response = await session.transport.handleRequest(forwarded, {
+        authInfo: callOf(context, principal),
+      });
+      return onBodyEnd(response, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** A POST without a session: an `initialize` opens one; anything else the transport refuses. */
+  async function open(context: RequestContext, principal: AuthenticatedPrincipal) {
+    const reservation = sessions.reserve(principal.principalId);
+    if (typeof reservation === "string") throw sessionRefusal(reservation);
+    let session: McpSession | undefined;
+    let protocol: ReturnType<typeof createProtocolServer> | undefined;
+    try {
+      const bytes = await readBody(context);
+      const protocolVersion = negotiatedVersion(bytes) ?? LATEST_PROTOCOL_VERSION;
+      const server = protocol = createProtocolServer(tools);
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: newSessionId,
+        enableJsonResponse: options.jsonResponse ?? false,
+        eventStore: new SessionEventStore({ maxEvents: options.maxEventsPerSession }),
+        keepAliveMs: options.keepAliveMs,
+        retryInterval: options.retryIntervalMs,
+        maxRequestBodySize: maxBytes,
+        onsessioninitialized: (id) => {
+          session = {
+            id,
+            principalId: principal.principalId,
+            expiresAtMs: principal.expiresAtMs,
+            transport,
+            protocolVersion,
+            close: () => server.close(),
+          };
+          reservation.commit(session);
+        },
+      });
+      server.onclose = () => {
+        if (session !== undefined) sessions.delete(session.id);
+      };
+      await server.connect(transport);
+      const response = await transport.handleRequest(withBody(context.request, bytes), {
+        authInfo: callOf(context, principal),
+      });
+      if (session === undefined) return response;
+      return onBodyEnd(response, sessions.hold(session.id));
+    } finally {
+      if (session === undefined) {
+        reservation.cancel();
+        await protocol?.close();
+      }
+    }
+  }
+
+  const chain = compose<RequestContext>(
+    guard,
+    duplicatesStep(),
+    authenticateStep(services.authenticator),
+    whenPresent((context) => context.correlationHeader !== null, correlationStep()),
+    whenPresent((context) => context.deadlineHeader !== null, deadlineStep()),
+    quotaStep(services.quota),
+    dispatch,
+  );
+
+  const routes: RouteDefinition[] = ROUTED.map((method) => ({
+    method,
+    path: MCP_PATH,
+    kind: "custom",
+    handle: chain,
+  }));
+
+  return {
+    routes,
+    get sessionCount(): number {
+      return sessions.size;
+    },
+    close: () => sessions.close(),
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Route definitions and the tiny router that finds one by method and path. Paths are literal
+ * segments and `:name` parameters; a path that exists under other methods yields `allow`.
+ *
+ * @module
+ */
+import type { RequestContext } from "./context.ts";
+import type { Capability, StoredResponse } from "./store/types.ts";
+
+/** A request body schema: anything with zod's `safeParse`. */
+export interface BodySchema {
+  /** Validates a parsed JSON value. */
+  safeParse(value: unknown): {
+    success: boolean;
+    data?: unknown;
+    error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] };
+  };
+}
+
+/**
+ * Which rules a route runs: `public` none (such as `/healthz`), `shared` every shared request
+ * rule of `/v1/*`, `custom` none, because the handler applies its own (such as MCP).
+ */
+export type RouteKind = "public" | "shared" | "custom";
+
+/** One route. */
+export interface RouteDefinition {
+  /** HTTP method, upper case. */
+  readonly method: string;
+  /** Path pattern, such as `/v1/principals/:principalId`. */
+  readonly path: string;
+  /** Which rules apply. */
+  readonly kind: RouteKind;
+  /** Capability the caller needs (shared routes). */
+  readonly capability?: Capability;
+  /** A mutating request that requires an `idempotency-key` and is replayed by it. */
+  readonly idempotent?: boolean;
+  /** Schema of the JSON body; when set, the content-type, body and JSON rules run. */
+  readonly body?: BodySchema;
+  /** Answers the request. */
+  handle(context: RequestContext): Response | Promise<Response>;
+  /** Rebuilds a recorded response on replay (default: the recorded status and body as JSON). */
+  replay?(stored: StoredResponse, context: RequestContext): Response | Promise<Response>;
+}
+
+/** What {@linkcode Router.match} found. */
+export type RouteMatch<T> =
+  | { readonly value: T; readonly params: Readonly<Record<string, string>> }
+  | { readonly allow: readonly string[] }
+  | null;
+
+interface Pattern<T> {
+  readonly segments: readonly string[];
+  readonly methods: Map<string, T>;
+}
+
+/**
+ * Maps (method, path) to values.
+ *
+ * @example
+ * ```ts
+ * import { Router } from "./router.ts";
+ * const router = new Router<string>();
+ * router.add("GET", "/v1/principals/:principalId", "get one");
+ * const match = router.match("GET", "/v1/principals/abc");
+ * console.log(match !== null && "params" in match ? match.params.principalId : null); // "abc"
+ * ```
+ */
+export class Router<T> {
+  #static = new Map<string, Map<string, T>>();
+  #patterns: Pattern<T>[] = [];
+
+  /**
+   * Adds a route; a later one for the same method and path replaces the earlier.
+   *
+   * @example
+   * ```ts
+   * import { Router } from "./router.ts";
+   * new Router<number>().add("GET", "/healthz", 1);
+   * ```
+   */
+  add(method: string, path: string, value: T): void {
+    if (!path.includes("/:")) {
+      let methods = this.#static.get(path);
+      if (methods === undefined) this.#static.set(path, methods = new Map());
+      methods.set(method, value);
+      return;
+    }
+    const segments = path.split("/");
+    let pattern = this.#patterns.find((p) => p.segments.join("/") === segments.join("/"));
+    if (pattern === undefined) {
+      pattern = { segments, methods: new Map() };
+      this.#patterns.push(pattern);
+    }
+    pattern.methods.set(method, value);
+  }
+
+  /**
+   * Finds the value for a method and path, the allowed methods when only the method is wrong,
+   * or null when nothing matches the path.
+   *
+   * @example
+   * ```ts
+   * import { Router } from "./router.ts";
+   * const router = new Router<number>();
+   * router.add("GET", "/healthz", 1);
+   * console.log(router.match("POST", "/healthz")); // { allow: ["GET"] }
+   * ```
+   */
+  match(method: string, path: string): RouteMatch<T> {
+    const methods = this.#static.get(path);
+    if (methods !== undefined) {
+      const value = methods.get(method);
+      return value === undefined ? { allow: [...methods.keys()] } : { value, params: {} };
+    }
+    if (this.#patterns.length === 0) return null;
+    const parts = path.split("/");
+    for (const pattern of this.#patterns) {
+      const params = matchSegments(pattern.segments, parts);
+      if (params === null) continue;
+      const value = pattern.methods.get(method);
+      return value === undefined ? { allow: [...pattern.methods.keys()] } : { value, params };
+    }
+    return null;
+  }
+}
+
+function matchSegments(
+  segments: readonly string[],
+  parts: readonly string[],
+): Record<string, string> | null {
+  if (segments.length !== parts.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i];
+    const part = parts[i];
+    if (segment.startsWith(":")) {
+      if (part === "") return null;
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+      params[segment.slice(1)] = decoded;
+    } else if (segment !== part) {
+      return null;
+    }
+  }
+  return params;
+}

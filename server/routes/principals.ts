@@ -1,0 +1,253 @@
+/**
+ * Scoped principals: `POST /v1/principals` issues one with a one-time bearer,
+ * `DELETE /v1/principals/{id}` revokes it, `GET /v1/principals` lists them. All need
+ * `authority:admin`.
+ *
+ * A bearer is never stored: it is derived as HMAC-SHA256(bootstrap authority key, principal id
+ * and a stored random nonce), and only its SHA-256 digest is kept. The recorded idempotent answer
+ * of a 201 leaves the bearer out; a replay derives it again, so the caller gets the identical body.
+ *
+ * @module
+ */
+import { createHash, createHmac } from "node:crypto";
+import { z } from "zod";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+import type { RouteDefinition } from "../router.ts";
+import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
+import type { RuntimeServices } from "../services.ts";
+import {
+  CAPABILITIES,
+  type Capability,
+  type PrincipalRecord,
+  type StoredResponse,
+} from "../store/types.ts";
+import { parseRfc3339 } from "../time.ts";
+
+/** Longest lifetime of an issued principal: 90 days, in ms. */
+export const MAX_PRINCIPAL_TTL_MS = 90 * 86_400_000;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Body of `POST /v1/principals`. */
+export interface CreatePrincipalBody {
+  /** Canonical lower-case UUID. */
+  principalId: string;
+  /** Non-empty, unique, known capabilities. */
+  capabilities: Capability[];
+  /** RFC 3339 expiry. */
+  expiresAt: string;
+}
+
+/** Schema of {@linkcode CreatePrincipalBody}: the shape only; the authority rules come after. */
+export const createPrincipalSchema: z.ZodType<CreatePrincipalBody> = z.object({
+  principalId: z.string().regex(UUID, "Must be a lower-case UUID"),
+  capabilities: z.array(z.enum(CAPABILITIES as [Capability, ...Capability[]]))
+    .min(1, "Must name at least one capability")
+    .refine((list) => new Set(list).size === list.length, "Must not repeat a capability"),
+  expiresAt: z.string().refine(
+    (value) => parseRfc3339(value) !== null,
+    "Must be an RFC 3339 timestamp",
+  ),
+}).strict();
+
+/**
+ * Derives the bearer of a principal from the bootstrap authority key and its nonce:
+ * `art_` + base64url(HMAC-SHA256(key, principal id, nonce)), 32 bytes.
+ *
+ * @example
+ * ```ts
+ * import { derivePrincipalBearer } from "./principals.ts";
+ * const key = crypto.getRandomValues(new Uint8Array(32));
+ * const bearer = derivePrincipalBearer(key, crypto.randomUUID(), "nonce");
+ * console.log(bearer.startsWith("art_"), bearer.length); // true 47
+ * ```
+ */
+export function derivePrincipalBearer(
+  authorityKey: Uint8Array,
+  principalId: string,
+  nonce: string,
+): string {
+  const mac = createHmac("sha256", authorityKey)
+    .update(`automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`)
+    .digest("base64url");
+  return `art_${mac}`;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+const SECRET_HEADERS = { "content-type": "application/json", "cache-control": "no-store" };
+
+function randomNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  let text = "";
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function checkGrant(
+  body: CreatePrincipalBody,
+  caller: NonNullable<RequestContext["principal"]>,
+  now: number,
+): ValidationDetail[] {
+  const details: ValidationDetail[] = [];
+  if (body.capabilities.includes("authority:admin")) {
+    details.push({ path: "capabilities", message: "Must not include authority:admin" });
+  }
+  const missing = body.capabilities.filter((name) => !caller.capabilities.includes(name));
+  if (missing.length > 0) {
+    details.push({
+      path: "capabilities",
+      message: `Must be a subset of the caller's capabilities; not held: ${missing.join(", ")}`,
+    });
+  }
+  const expiresAt = parseRfc3339(body.expiresAt)!;
+  if (expiresAt <= now) {
+    details.push({ path: "expiresAt", message: "Must be in the future" });
+  } else if (expiresAt - now > MAX_PRINCIPAL_TTL_MS) {
+    details.push({ path: "expiresAt", message: "Must be at most 90 days ahead" });
+  }
+  if (expiresAt > caller.expiresAtMs) {
+    details.push({ path: "expiresAt", message: "Must not be after the caller's own expiry" });
+  }
+  return details;
+}
+
+function principalExists(): InterfaceError {
+  return new InterfaceError("principalExists", "A principal with this id already exists");
+}
+
+function principalNotFound(): InterfaceError {
+  return new InterfaceError("notFound", "No principal with this id", { layer: "authority" });
+}
+
+/**
+ * The principal routes.
+ *
+ * @example
+ * ```ts ignore
+ * import { principalRoutes } from "./principals.ts";
+ * const routes = principalRoutes(services);
+ * ```
+ */
+export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
+  const { bootstrap, store, authenticator } = services;
+
+  async function create(context: RequestContext): Promise<Response> {
+    const caller = context.principal!;
+    const body = context.body as CreatePrincipalBody;
+    const now = context.receivedAt;
+    const details = checkGrant(body, caller, now);
+    if (details.length > 0) throw invalidRequest(details, { layer: "authority" });
+    if (body.principalId === bootstrap.principalId) throw principalExists();
+    // Stored and answered in one canonical form: UTC with milliseconds.
+    const expiresAt = new Date(parseRfc3339(body.expiresAt)!).toISOString();
+    const nonce = randomNonce();
+    const bearer = derivePrincipalBearer(bootstrap.authorityKey, body.principalId, nonce);
+    const record: PrincipalRecord = {
+      principalId: body.principalId,
+      bearerDigest: createHash("sha256").update(bearer).digest("hex"),
+      capabilities: body.capabilities,
+      expiresAt,
+      issuerId: caller.principalId,
+      createdAt: new Date(now).toISOString(),
+      revokedAt: null,
+      nonce,
+    };
+    const publicBody = {
+      principalId: body.principalId,
+      capabilities: body.capabilities,
+      expiresAt,
+    };
+    const claim = context.idempotency;
+    const result = await store.createPrincipal(
+      record,
+      claim === null ? undefined : {
+        scope: claim.scope,
+        token: claim.token,
+        response: { status: 201, body: JSON.stringify(publicBody) },
+        expiresAt: claim.expiresAt,
+      },
+    );
+    if (result === "exists") throw principalExists();
+    if (claim !== null) claim.completed = true;
+    return new Response(JSON.stringify({ ...publicBody, bearer }), {
+      status: 201,
+      headers: SECRET_HEADERS,
+    });
+  }
+
+  async function replayCreate(stored: StoredResponse): Promise<Response> {
+    if (stored.status !== 201) {
+      return new Response(stored.body, { status: stored.status, headers: JSON_HEADERS });
+    }
+    const publicBody = JSON.parse(stored.body) as Omit<CreatePrincipalBody, "bearer">;
+    const record = await store.getPrincipal(publicBody.principalId);
+    if (record === null) throw new Error("Recorded principal is missing from the store");
+    const bearer = derivePrincipalBearer(bootstrap.authorityKey, record.principalId, record.nonce);
+    return new Response(JSON.stringify({ ...publicBody, bearer }), {
+      status: 201,
+      headers: SECRET_HEADERS,
+    });
+  }
+
+  async function revoke(context: RequestContext): Promise<Response> {
+    const principalId = context.params.principalId;
+    if (!UUID.test(principalId)) throw principalNotFound();
+    if (principalId === bootstrap.principalId) {
+      throw invalidRequest([{
+        path: "principalId",
+        message: "The bootstrap principal cannot be revoked; rotate it with `init --force`",
+      }], { layer: "authority" });
+    }
+    const result = await store.revokePrincipal(
+      principalId,
+      new Date(context.receivedAt).toISOString(),
+    );
+    authenticator.forget(principalId);
+    if (result === "notFound") throw principalNotFound();
+    return new Response(null, { status: 204 });
+  }
+
+  async function list(): Promise<Response> {
+    const records = await store.listPrincipals();
+    const principals = records.map((record) => {
+      const entry: Record<string, unknown> = {
+        principalId: record.principalId,
+        capabilities: record.capabilities,
+        expiresAt: record.expiresAt,
+        issuerId: record.issuerId,
+        createdAt: record.createdAt,
+      };
+      if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
+      return entry;
+    });
+    return new Response(JSON.stringify({ principals }), { headers: JSON_HEADERS });
+  }
+
+  return [
+    {
+      method: "POST",
+      path: "/v1/principals",
+      kind: "shared",
+      capability: "authority:admin",
+      idempotent: true,
+      body: createPrincipalSchema,
+      handle: create,
+      replay: replayCreate,
+    },
+    {
+      method: "GET",
+      path: "/v1/principals",
+      kind: "shared",
+      capability: "authority:admin",
+      handle: list,
+    },
+    {
+      method: "DELETE",
+      path: "/v1/principals/:principalId",
+      kind: "shared",
+      capability: "authority:admin",
+      handle: revoke,
+    },
+  ];
+}

@@ -1,0 +1,44 @@
+/**
+ * Rule 10: a JSON endpoint needs `content-type: application/json` (parameters such as
+ * `charset` allowed), else 415 `unsupportedMediaType`.
+ *
+ * @module
+ */
+import type { Next, Step } from "../chain.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+
+/**
+ * Whether a `content-type` value names JSON.
+ *
+ * @example
+ * ```ts
+ * import { isJsonContentType } from "./content_type.ts";
+ * console.log(isJsonContentType("application/json; charset=utf-8")); // true
+ * console.log(isJsonContentType("text/plain")); // false
+ * ```
+ */
+export function isJsonContentType(value: string | null): boolean {
+  if (value === null) return false;
+  const semicolon = value.indexOf(";");
+  const media = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
+  return media === "application/json";
+}
+
+/**
+ * The content-type step.
+ *
+ * @example
+ * ```ts
+ * import { contentTypeStep } from "./content_type.ts";
+ * const step = contentTypeStep();
+ * ```
+ */
+export function contentTypeStep(): Step<RequestContext> {
+  return function contentType(context: RequestContext, next: Next): Promise<Response> {
+    if (isJsonContentType(context.request.headers.get("content-type"))) return next();
+    throw new InterfaceError("unsupportedMediaType", "Content-Type must be application/json", {
+      extra: { header: "content-type" },
+    });
+  };
+}

@@ -1,0 +1,34 @@
+/**
+ * Rule 6: `x-correlation-id` is required (400 `missingHeader`) and must be a UUID of at most
+ * 64 bytes (400 `invalidHeader`), both with `header`.
+ *
+ * @module
+ */
+import type { Next, Step } from "../chain.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+
+/**
+ * The correlation step.
+ *
+ * @example
+ * ```ts
+ * import { correlationStep } from "./correlation.ts";
+ * const step = correlationStep();
+ * ```
+ */
+export function correlationStep(): Step<RequestContext> {
+  return function correlation(context: RequestContext, next: Next): Promise<Response> {
+    if (context.correlationId !== null) return next();
+    if (context.correlationHeader === null) {
+      throw new InterfaceError("missingHeader", "Header x-correlation-id is required", {
+        extra: { header: "x-correlation-id" },
+      });
+    }
+    throw new InterfaceError(
+      "invalidHeader",
+      "Header x-correlation-id must be a UUID of at most 64 bytes",
+      { extra: { header: "x-correlation-id" } },
+    );
+  };
+}

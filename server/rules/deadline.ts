@@ -1,0 +1,65 @@
+/**
+ * Rule 7: `x-deadline` is required (400 `missingHeader`), must be an RFC 3339 timestamp at most
+ * 300 s ahead (400 `invalidHeader`) and not already past (408 `deadlineExceeded`).
+ *
+ * @module
+ */
+import type { Next, Step } from "../chain.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+import { parseRfc3339 } from "../time.ts";
+
+/** How far ahead a deadline may be, in ms. */
+export const MAX_DEADLINE_AHEAD_MS = 300_000;
+
+/**
+ * The error answered when a request's deadline passes.
+ *
+ * @example
+ * ```ts
+ * import { deadlineExceeded } from "./deadline.ts";
+ * console.log(deadlineExceeded().status); // 408
+ * ```
+ */
+export function deadlineExceeded(): InterfaceError {
+  return new InterfaceError("deadlineExceeded", "The request deadline has passed", {
+    extra: { header: "x-deadline" },
+  });
+}
+
+/**
+ * The deadline step; sets `context.deadline`.
+ *
+ * @example
+ * ```ts
+ * import { deadlineStep } from "./deadline.ts";
+ * const step = deadlineStep();
+ * ```
+ */
+export function deadlineStep(): Step<RequestContext> {
+  return function deadline(context: RequestContext, next: Next): Promise<Response> {
+    const raw = context.deadlineHeader;
+    if (raw === null) {
+      throw new InterfaceError("missingHeader", "Header x-deadline is required", {
+        extra: { header: "x-deadline" },
+      });
+    }
+    const at = parseRfc3339(raw);
+    if (at === null) {
+      throw new InterfaceError("invalidHeader", "Header x-deadline must be an RFC 3339 timestamp", {
+        extra: { header: "x-deadline" },
+      });
+    }
+    const now = context.receivedAt;
+    if (at <= now) throw deadlineExceeded();
+    if (at - now > MAX_DEADLINE_AHEAD_MS) {
+      throw new InterfaceError(
+        "invalidHeader",
+        "Header x-deadline must be at most 300 seconds ahead",
+        { extra: { header: "x-deadline" } },
+      );
+    }
+    context.deadline = at;
+    return next();
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * Idempotency of mutating POSTs. Rule 9 requires an `idempotency-key` of 1 to 128 printable
+ * ASCII characters (400 `missingHeader` / `invalidHeader`). Once every shared check has passed,
+ * the key is claimed for (principal, method, path, key):
+ *
+ * - first use: the handler runs; its 2xx or 4xx is recorded for 24 h (5xx releases the claim);
+ * - same key, same body bytes: the recorded answer again, with `idempotent-replayed: true`;
+ * - same key, other body: 422 `idempotencyConflict`;
+ * - same key while the first still runs: 409 `idempotencyInFlight` with `Retry-After: 1`.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import type { Next, Step } from "../chain.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError, toResponse } from "../errors.ts";
+import type { Store, StoredResponse } from "../store/types.ts";
+
+/** How long a recorded answer is kept, in ms (24 h). */
+export const IDEMPOTENCY_TTL_MS = 86_400_000;
+
+const PRINTABLE = /^[\x20-\x7e]{1,128}$/;
+
+/**
+ * The idempotency-key header step (rule 9).
+ *
+ * @example
+ * ```ts
+ * import { idempotencyKeyStep } from "./idempotency.ts";
+ * const step = idempotencyKeyStep();
+ * ```
+ */
+export function idempotencyKeyStep(): Step<RequestContext> {
+  return function idempotencyKey(context: RequestContext, next: Next): Promise<Response> {
+    const key = context.idempotencyKey;
+    if (key === null) {
+      throw new InterfaceError("missingHeader", "Header idempotency-key is required", {
+        extra: { header: "idempotency-key" },
+      });
+    }
+    if (!PRINTABLE.test(key)) {
+      throw new InterfaceError(
+        "invalidHeader",
+        "Header idempotency-key must be 1 to 128 printable ASCII characters",
+        { extra: { header: "idempotency-key" } },
+      );
+    }
+    return next();
+  };
+}
+
+/** Options of {@linkcode idempotencyClaimStep}. */
+export interface IdempotencyClaimOptions {
+  /** The store holding the claims. */
+  store: Store;
+  /** Rebuilds a recorded answer (default: its status and body as JSON). */
+  replay?: (stored: StoredResponse, context: RequestContext) => Response | Promise<Response>;
+  /** How long answers are kept, in ms (default 24 h). */
+  ttlMs?: number;
+}
+
+/**
+ * The digest scoping a key to (principal, method, path, key).
+ *
+ * @example
+ * ```ts
+ * import { idempotencyScope } from "./idempotency.ts";
+ * console.log(idempotencyScope("p", "POST", "/v1/principals", "k").length); // 64
+ * ```
+ */
+export function idempotencyScope(
+  principalId: string,
+  method: string,
+  path: string,
+  key: string,
+): string {
+  return createHash("sha256").update(`${principalId}\n${method}\n${path}\n${key}`).digest("hex");
+}
+
+async function release(store: Store, scope: string, token: string): Promise<void> {
+  try {
+    await store.releaseIdempotency(scope, token);
+  } catch {
+    // The claim's lease runs out on its own; the original failure is what the caller sees.
+  }
+}
+
+function defaultReplay(stored: StoredResponse): Response {
+  const empty = stored.status === 204 || stored.status === 304 || stored.body === "";
+  return new Response(empty ? null : stored.body, {
+    status: stored.status,
+    headers: empty ? undefined : { "content-type": "application/json" },
+  });
+}
+
+/**
+ * The claim step: runs right before the handler, after every shared check.
+ *
+ * @example
+ * ```ts ignore
+ * import { idempotencyClaimStep } from "./idempotency.ts";
+ * const step = idempotencyClaimStep({ store });
+ * ```
+ */
+export function idempotencyClaimStep(options: IdempotencyClaimOptions): Step<RequestContext> {
+  const { store } = options;
+  const replay = options.replay ?? defaultReplay;
+  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+  return async function idempotency(context: RequestContext, next: Next): Promise<Response> {
+    const principalId = context.principal?.principalId ?? "";
+    const scope = idempotencyScope(
+      principalId,
+      context.method,
+      context.path,
+      context.idempotencyKey ?? "",
+    );
+    const requestDigest = createHash("sha256").update(context.bodyBytes ?? new Uint8Array(0))
+      .digest("hex");
+    const now = context.receivedAt;
+    const expiresAt = now + ttlMs;
+    // A claim outlives its holder's deadline only by a margin; after that a crashed holder's
+    // claim may be taken over.
+    const leaseMs = Math.max(context.deadline - now, 0) + 5_000;
+    const claim = await store.claimIdempotency({ scope, requestDigest, now, leaseMs, expiresAt });
+    switch (claim.state) {
+      case "inFlight":
+        throw new InterfaceError(
+          "idempotencyInFlight",
+          "A request with this idempotency key is still in progress",
+          { headers: { "retry-after": "1" } },
+        );
+      case "conflict":
+        throw new InterfaceError(
+          "idempotencyConflict",
+          "This idempotency key was used with a different request body",
+        );
+      case "completed": {
+        const response = await replay(claim.response, context);
+        response.headers.set("idempotent-replayed", "true");
+        return response;
+      }
+    }
+    const state = { scope, token: claim.token, expiresAt, completed: false };
+    context.idempotency = state;
+    let response: Response;
+    try {
+      response = await next();
+    } catch (error) {
+      if (error instanceof InterfaceError && error.status < 500 && !state.completed) {
+        response = toResponse(error, context.responseCorrelationId);
+      } else {
+        if (!state.completed) await release(store, scope, claim.token);
+        throw error;
+      }
+    }
+    if (state.completed) return response;
+    if (response.status >= 500) {
+      await release(store, scope, claim.token);
+      return response;
+    }
+    const body = await response.text();
+    await store.completeIdempotency({
+      scope,
+      token: claim.token,
+      response: { status: response.status, body },
+      expiresAt,
+    });
+    return new Response(body === "" ? null : body, {
+      status: response.status,
+      headers: response.headers,
+    });
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * Rule 12: the body must be UTF-8 JSON (400 `invalidJson`) that fits the route's schema
+ * (422 `invalidRequest` with `details`). Neither message quotes the body.
+ *
+ * @module
+ */
+import type { Next, Step } from "../chain.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+import type { BodySchema } from "../router.ts";
+
+/** One schema violation reported in `details`. */
+export interface ValidationDetail {
+  /** Dotted path of the offending field (empty for the whole body). */
+  path: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * The 422 `invalidRequest` error listing what is wrong with a body.
+ *
+ * @example
+ * ```ts
+ * import { invalidRequest } from "./json.ts";
+ * const error = invalidRequest([{ path: "expiresAt", message: "Must be in the future" }]);
+ * console.log(error.status); // 422
+ * ```
+ */
+export function invalidRequest(
+  details: readonly ValidationDetail[],
+  options?: { layer?: "interface" | "authority" },
+): InterfaceError {
+  const first = details[0];
+  const message = first === undefined
+    ? "The request body is invalid"
+    : `Invalid request: ${first.path === "" ? "" : `${first.path}: `}${first.message}`;
+  return new InterfaceError("invalidRequest", message, {
+    layer: options?.layer,
+    extra: { details },
+  });
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The JSON step for one schema; sets `context.body` to the validated value.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { jsonStep } from "./json.ts";
+ * const step = jsonStep(z.object({ name: z.string() }));
+ * ```
+ */
+export function jsonStep(schema: BodySchema): Step<RequestContext> {
+  return function json(context: RequestContext, next: Next): Promise<Response> {
+    let value: unknown;
+    try {
+      value = JSON.parse(decoder.decode(context.bodyBytes ?? new Uint8Array(0)));
+    } catch {
+      throw new InterfaceError("invalidJson", "The request body is not valid JSON");
+    }
+    const result = schema.safeParse(value);
+    if (!result.success) {
+      const issues = result.error?.issues ?? [];
+      throw invalidRequest(
+        issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message })),
+      );
+    }
+    context.body = result.data;
+    return next();
+  };
+}

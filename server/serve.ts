@@ -1,0 +1,96 @@
+/**
+ * Serving a runtime server over HTTP with `Deno.serve`, with a graceful shutdown that lets
+ * requests in flight finish.
+ *
+ * @module
+ */
+import { defaultAllowedHosts } from "./mcp/origin.ts";
+import { createRuntimeServer, type RuntimeServer, type RuntimeServerOptions } from "./server.ts";
+
+/** Options of {@linkcode serveRuntime}. */
+export interface ServeRuntimeOptions extends RuntimeServerOptions {
+  /** Address to bind (default `127.0.0.1`). */
+  hostname?: string;
+  /** Port to bind; 0 picks a free one (default 7777). */
+  port?: number;
+}
+
+/** A runtime server listening on a socket. */
+export interface RunningRuntime {
+  /** The bound address. */
+  readonly addr: Deno.NetAddr;
+  /** Base URL, such as `http://127.0.0.1:7777`. */
+  readonly url: string;
+  /** The runtime server behind the socket. */
+  readonly server: RuntimeServer;
+  /** Resolves once the listener has closed. */
+  readonly finished: Promise<void>;
+  /** Stops accepting connections, lets requests in flight finish, then closes the server. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Formats the base URL of a bound address (IPv6 in brackets).
+ *
+ * @example
+ * ```ts
+ * import { formatBaseUrl } from "./serve.ts";
+ * console.log(formatBaseUrl({ transport: "tcp", hostname: "::1", port: 7777 })); // "http://[::1]:7777"
+ * ```
+ */
+export function formatBaseUrl(addr: Deno.NetAddr): string {
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  return `http://${host}:${addr.port}`;
+}
+
+/**
+ * Creates a runtime server and serves it. The caller keeps ownership of the store.
+ *
+ * @example
+ * ```ts ignore
+ * import { serveRuntime } from "./serve.ts";
+ * const running = await serveRuntime({ bootstrap, store, port: 0 });
+ * console.log(running.url);
+ * await running.shutdown();
+ * ```
+ */
+export async function serveRuntime(options: ServeRuntimeOptions): Promise<RunningRuntime> {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const server = createRuntimeServer({
+    ...options,
+    mcp: {
+      ...options.mcp,
+      allowedHosts: options.mcp?.allowedHosts ?? defaultAllowedHosts(hostname),
+    },
+  });
+  const listening = Promise.withResolvers<Deno.NetAddr>();
+  let http: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    http = Deno.serve({
+      hostname,
+      port: options.port ?? 7777,
+      onListen: (addr) => listening.resolve(addr),
+    }, server.handler);
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+  const addr = await listening.promise;
+  let stopping: Promise<void> | null = null;
+  return {
+    addr,
+    url: formatBaseUrl(addr),
+    server,
+    finished: http.finished,
+    shutdown(): Promise<void> {
+      stopping ??= (async () => {
+        const draining = http.shutdown();
+        // Open MCP SSE streams never finish on their own; end them so the drain can.
+        await server.closeSessions();
+        await draining;
+        await server.close();
+      })();
+      return stopping;
+    },
+  };
+}

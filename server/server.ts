@@ -1,0 +1,247 @@
+/**
+ * The runtime server: routes composed with the shared request rules, as a fetch-style handler.
+ *
+ * @module
+ */
+import { Authenticator } from "./authenticator.ts";
+import type { BootstrapCredential } from "./bootstrap/credential.ts";
+import { type Chain, compose, type Step } from "./chain.ts";
+import { RequestContext } from "./context.ts";
+import { InterfaceError, internalError, toResponse } from "./errors.ts";
+import { createJsonLogger, type RuntimeLogger } from "./log.ts";
+import { createMcpEndpoint, type McpOptions } from "./mcp/endpoint.ts";
+import { type RouteDefinition, Router } from "./router.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { principalRoutes } from "./routes/principals.ts";
+import { runtimeRoutes } from "./routes/runtime.ts";
+import { authenticateStep } from "./rules/authenticate.ts";
+import { bodyStep, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
+import { capabilityStep } from "./rules/capability.ts";
+import { contentTypeStep } from "./rules/content_type.ts";
+import { correlationStep } from "./rules/correlation.ts";
+import { deadlineStep } from "./rules/deadline.ts";
+import { duplicatesStep } from "./rules/duplicates.ts";
+import { idempotencyClaimStep, idempotencyKeyStep } from "./rules/idempotency.ts";
+import { interfaceVersionStep } from "./rules/interface_version.ts";
+import { jsonStep } from "./rules/json.ts";
+import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaStep } from "./rules/quota.ts";
+import { routeStep } from "./rules/route.ts";
+import type { RuntimeServices } from "./services.ts";
+import { type Store, StoreUnavailableError } from "./store/types.ts";
+
+/** Options of {@linkcode createRuntimeServer}. */
+export interface RuntimeServerOptions {
+  /** The enrolled bootstrap credential. */
+  bootstrap: BootstrapCredential;
+  /** The authority store; the caller opens and closes it. */
+  store: Store;
+  /** Body limit in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Requests one principal may have in flight (default 64). */
+  inFlightQuota?: number;
+  /** Log sink (default: JSON lines on stderr). */
+  logger?: RuntimeLogger;
+  /** Clock, ms since the epoch (default `Date.now`). */
+  now?: () => number;
+  /**
+   * Cache principals in this process (default: on for the `kv` store, off otherwise).
+   * Revocations made through this server clear the cache at once; keep it off when several
+   * replicas share the store.
+   */
+  principalCache?: boolean;
+  /** How often expired idempotency records are purged, in ms (default 10 min; 0 never). */
+  cleanupIntervalMs?: number;
+  /** Further routes, such as the MCP endpoint, built from the server's shared parts. */
+  routes?: (services: RuntimeServices) => readonly RouteDefinition[];
+  /** The MCP endpoint at `/v1/mcp`: allowed origins and hosts, session limits. */
+  mcp?: McpOptions;
+}
+
+/** A runtime server. */
+export interface RuntimeServer {
+  /** Answers one request; pass it to `Deno.serve`. */
+  handler(request: Request, info?: unknown): Promise<Response>;
+  /** The shared parts, for tools built on the server. */
+  readonly services: RuntimeServices;
+  /**
+   * Ends every MCP session and its open SSE streams, which would otherwise hold a graceful
+   * shutdown open forever; later sessions are refused. `close()` does it too.
+   */
+  closeSessions(): Promise<void>;
+  /** Stops background work and flushes the log. The store stays open. */
+  close(): Promise<void>;
+}
+
+function neverNext(): Promise<Response> {
+  return Promise.reject(new Error("The route step has no next step"));
+}
+
+/**
+ * Creates the runtime server.
+ *
+ * @example
+ * ```ts ignore
+ * import { createRuntimeServer } from "./server.ts";
+ * const server = createRuntimeServer({ bootstrap, store });
+ * Deno.serve({ hostname: "127.0.0.1", port: 7777 }, server.handler);
+ * ```
+ */
+export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {
+  const { bootstrap, store } = options;
+  const now = options.now ?? Date.now;
+  const logger = options.logger ?? createJsonLogger();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const authenticator = new Authenticator({
+    bootstrap,
+    store,
+    cache: options.principalCache ?? store.kind === "kv",
+  });
+  const quota = new InFlightQuota(options.inFlightQuota ?? DEFAULT_IN_FLIGHT_QUOTA);
+  const services: RuntimeServices = Object.freeze({
+    bootstrap,
+    store,
+    authenticator,
+    quota,
+    logger,
+    now,
+    maxBodyBytes,
+  });
+
+  const shared = {
+    duplicates: duplicatesStep(),
+    authenticate: authenticateStep(authenticator),
+    interfaceVersion: interfaceVersionStep(),
+    correlation: correlationStep(),
+    deadline: deadlineStep(),
+    quota: quotaStep(quota),
+    idempotencyKey: idempotencyKeyStep(),
+    contentType: contentTypeStep(),
+    body: bodyStep({ maxBytes: maxBodyBytes }),
+  };
+
+  function chainFor(route: RouteDefinition): Chain<RequestContext> {
+    const handle: Step<RequestContext> = (context) => route.handle(context);
+    if (route.kind !== "shared") return compose(handle);
+    const steps: Step<RequestContext>[] = [
+      shared.duplicates,
+      shared.authenticate,
+      shared.interfaceVersion,
+      shared.correlation,
+      shared.deadline,
+    ];
+    if (route.capability !== undefined) steps.push(capabilityStep(route.capability));
+    steps.push(shared.quota);
+    if (route.idempotent) steps.push(shared.idempotencyKey);
+    if (route.body !== undefined) {
+      steps.push(shared.contentType, shared.body, jsonStep(route.body));
+    }
+    if (route.idempotent) {
+      steps.push(idempotencyClaimStep({ store, replay: route.replay?.bind(route) }));
+    }
+    steps.push(handle);
+    return compose(...steps);
+  }
+
+  const router = new Router<Chain<RequestContext>>();
+  const mcp = createMcpEndpoint(services, options.mcp);
+  const routes = [
+    ...healthRoutes(),
+    ...runtimeRoutes(),
+    ...principalRoutes(services),
+    ...mcp.routes,
+    ...(options.routes?.(services) ?? []),
+  ];
+  for (const route of routes) router.add(route.method, route.path, chainFor(route));
+  const dispatch = routeStep(router);
+
+  function fail(error: unknown, context: RequestContext): Response {
+    let refusal: InterfaceError;
+    if (error instanceof InterfaceError) {
+      refusal = error;
+    } else if (error instanceof StoreUnavailableError) {
+      logger.error("store unavailable", { errorName: error.name, message: error.message });
+      refusal = new InterfaceError("storeUnavailable", "The authority store is unavailable", {
+        headers: { "retry-after": "1" },
+      });
+    } else {
+      logger.error("unexpected failure", {
+        errorName: error instanceof Error ? error.name : typeof error,
+        method: context.method,
+        path: context.path,
+        correlationId: context.responseCorrelationId,
+      });
+      refusal = internalError();
+    }
+    return toResponse(refusal, context.responseCorrelationId);
+  }
+
+  function finish(context: RequestContext, response: Response): Response {
+    let headers = response.headers;
+    try {
+      headers.set("x-content-type-options", "nosniff");
+    } catch {
+      response = new Response(response.body, response);
+      headers = response.headers;
+      headers.set("x-content-type-options", "nosniff");
+    }
+    if (context.interfaceVersion !== null) {
+      headers.set("x-interface-version", context.interfaceVersion);
+    }
+    if (context.correlationHeader !== null) {
+      headers.set("x-correlation-id", context.correlationHeader);
+    }
+    return response;
+  }
+
+  async function handler(request: Request, _info?: unknown): Promise<Response> {
+    const context = new RequestContext(request, now());
+    let response: Response;
+    try {
+      response = await dispatch(context, neverNext);
+    } catch (error) {
+      response = fail(error, context);
+    }
+    response = finish(context, response);
+    if (request.body !== null && !request.bodyUsed) {
+      // An unread body (refused before the body rule) is dropped rather than buffered.
+      request.body.cancel().catch(() => {});
+    }
+    logger.request({
+      method: context.method,
+      path: context.path.length > 256 ? context.path.slice(0, 256) : context.path,
+      status: response.status,
+      durationMs: performance.now() - context.startedAt,
+      correlationId: context.loggedCorrelationId,
+      principalId: context.principal?.principalId ?? null,
+    });
+    return response;
+  }
+
+  const cleanupIntervalMs = options.cleanupIntervalMs ?? 600_000;
+  let cleaning: Promise<void> | null = null;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  if (cleanupIntervalMs > 0) {
+    const handle = setInterval(() => {
+      if (cleaning !== null) return;
+      cleaning = store.deleteExpired(now()).then(
+        () => {},
+        (error) => logger.error("idempotency cleanup failed", { errorName: error?.name }),
+      ).finally(() => cleaning = null);
+    }, cleanupIntervalMs);
+    Deno.unrefTimer(handle);
+    timer = handle;
+  }
+
+  return {
+    handler,
+    services,
+    closeSessions: () => mcp.close(),
+    async close(): Promise<void> {
+      await mcp.close();
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      if (cleaning !== null) await cleaning;
+      logger.flush();
+    },
+  };
+}

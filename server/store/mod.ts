@@ -1,0 +1,91 @@
+/**
+ * Opening the authority store: Deno KV by default, PostgreSQL for a `postgres://` URL.
+ *
+ * @module
+ */
+import { openKvStore } from "./kv.ts";
+import type { Store } from "./types.ts";
+
+export * from "./types.ts";
+export { openKvStore } from "./kv.ts";
+export type { KvStoreOptions } from "./kv.ts";
+
+/** Options of {@linkcode openStore}. */
+export interface OpenStoreOptions {
+  /**
+   * Where the store is: a `postgres://` or `postgresql://` URL, a KV file path, or omitted for
+   * `defaultKvPath`. It may hold a password, so it is never put in an error message.
+   */
+  location?: string;
+  /** Namespace derived from the bootstrap credential. */
+  namespace: string;
+  /** KV file used when `location` is omitted (`store.kv` beside the secret file). */
+  defaultKvPath?: string;
+}
+
+/** Raised for a store location this runtime cannot use. The message never holds the location. */
+export class StoreLocationError extends TypeError {
+  /** Stable error code. */
+  readonly code = "invalidStoreLocation" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import { StoreLocationError } from "./mod.ts";
+   * throw new StoreLocationError("Unsupported store URL scheme mysql");
+   * ```
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreLocationError";
+  }
+}
+
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
+/**
+ * Opens the store a location names. `postgres://` and `postgresql://` URLs open the PostgreSQL
+ * backend (loaded only then); any other URL scheme is refused; anything else is a KV file path.
+ * Without a location the KV file `defaultKvPath` is used (its directory is created, mode 0700).
+ *
+ * @example
+ * ```ts
+ * import { openStore } from "./mod.ts";
+ * const store = await openStore({ location: ":memory:", namespace: "0".repeat(32) });
+ * console.log(store.kind); // "kv"
+ * await store.close();
+ * ```
+ */
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const location = options.location;
+  const scheme = location === undefined ? null : SCHEME.exec(location)?.[1]?.toLowerCase();
+  if (scheme === "postgres" || scheme === "postgresql") {
+    // The one place the PostgreSQL backend is chosen; it is imported only when used.
+    const { openPostgresStore } = await import("./postgres.ts");
+    return await openPostgresStore({ url: location!, namespace: options.namespace });
+  }
+  if (scheme !== null && scheme !== undefined) {
+    throw new StoreLocationError(`Unsupported store URL scheme ${scheme}: use postgres:// or a path`);
+  }
+  let path = location;
+  if (path === undefined || path === "") {
+    if (options.defaultKvPath === undefined) {
+      throw new StoreLocationError("No store location and no default KV path");
+    }
+    path = options.defaultKvPath;
+  }
+  if (path !== ":memory:") await ensureDirectory(path);
+  return await openKvStore({ path, namespace: options.namespace });
+}
+
+async function ensureDirectory(file: string): Promise<void> {
+  const slash = Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\"));
+  if (slash <= 0) return;
+  const directory = file.slice(0, slash);
+  try {
+    await Deno.mkdir(directory, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * The PostgreSQL store: several replicas of the service share one database.
+ *
+ * - Every write is one statement or one transaction guarded by a unique constraint, never
+ *   read-then-write, so replicas racing on the same principal id or idempotency key agree.
+ * - There is no principal cache: each authentication reads the principal row, so a revocation
+ *   committed by one replica is seen by the very next request on every other replica.
+ * - Connectivity failures surface as {@linkcode StoreUnavailableError} (503 `storeUnavailable`);
+ *   the pool reconnects by itself once the database is back. No message ever contains the URL.
+ *
+ * @module
+ */
+import type postgres from "postgres";
+import type {
+  CreatePrincipalResult,
+  IdempotencyClaim,
+  IdempotencyClaimParams,
+  IdempotencyCompletion,
+  PrincipalRecord,
+  RevokePrincipalResult,
+  Store,
+} from "./types.ts";
+import { type Capability, StoreUnavailableError } from "./types.ts";
+import { type ConnectOptions, connectPostgres } from "./postgres/connect.ts";
+import { migratePostgres } from "./postgres/migrate.ts";
+import { toStartupError, toStoreError } from "./postgres/_errors.ts";
+
+export { isPostgresUrl, StoreUrlError } from "./postgres/connect.ts";
+export { SchemaVersionError } from "./postgres/migrate.ts";
+
+/** Options of {@linkcode openPostgresStore}. */
+export interface PostgresStoreOptions extends ConnectOptions {
+  /** `postgres://` URL. It may hold a password; it is never logged nor put in an error. */
+  url: string;
+  /** Namespace derived from the bootstrap credential; every row is scoped to it. */
+  namespace: string;
+  /** Rows deleted per statement by {@linkcode PostgresStore.deleteExpired} (default 500). */
+  deleteBatchSize?: number;
+}
+
+interface PrincipalRow {
+  principal_id: string;
+  bearer_digest: string;
+  capabilities: string[];
+  expires_at: string;
+  issuer_id: string;
+  created_at: string;
+  revoked_at: string | null;
+  nonce: string;
+}
+
+interface IdempotencyRow {
+  request_digest: string;
+  completed: boolean;
+  expires_at: string;
+  response_status: number | null;
+  response_body: string | null;
+}
+
+const PRINCIPAL_COLUMNS: readonly string[] = [
+  "principal_id",
+  "bearer_digest",
+  "capabilities",
+  "expires_at",
+  "issuer_id",
+  "created_at",
+  "revoked_at",
+  "nonce",
+];
+
+/** How often a claim retries when the row it collided with vanished before it could be read. */
+const CLAIM_ATTEMPTS = 5;
+
+/** Raised when a creation's idempotency claim was taken over (its lease ran out) mid-request. */
+export class IdempotencyLeaseLostError extends Error {
+  /** Stable error code. */
+  readonly code = "idempotencyLeaseLost" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import { IdempotencyLeaseLostError } from "./postgres.ts";
+   * throw new IdempotencyLeaseLostError("The idempotency claim was taken over");
+   * ```
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "IdempotencyLeaseLostError";
+  }
+}
+
+function toRecord(row: PrincipalRow): PrincipalRecord {
+  return {
+    principalId: row.principal_id,
+    bearerDigest: row.bearer_digest,
+    capabilities: row.capabilities as Capability[],
+    expiresAt: row.expires_at,
+    issuerId: row.issuer_id,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    nonce: row.nonce,
+  };
+}
+
+function ms(value: number): string {
+  return String(Math.floor(value));
+}
+
+/**
+ * A {@linkcode Store} on PostgreSQL. Open it with {@linkcode openPostgresStore}, which also
+ * migrates the schema.
+ *
+ * @example
+ * ```ts ignore
+ * import { openPostgresStore } from "./postgres.ts";
+ * const store = await openPostgresStore({
+ *   url: "postgres://app@127.0.0.1:5432/app",
+ *   namespace: "0123456789abcdef0123456789abcdef",
+ * });
+ * console.log(await store.listPrincipals());
+ * await store.close();
+ * ```
+ */
+export class PostgresStore implements Store {
+  /** Backend name. */
+  readonly kind: string = "postgres";
+  #sql: postgres.Sql;
+  #ns: string;
+  #batch: number;
+  #closed = false;
+
+  /**
+   * Wraps an open pool. Prefer {@linkcode openPostgresStore}, which migrates first.
+   *
+   * @example
+   * ```ts ignore
+   * import { PostgresStore } from "./postgres.ts";
+   * import { connectPostgres } from "./postgres/connect.ts";
+   * const sql = connectPostgres("postgres://app@127.0.0.1:5432/app");
+   * const store = new PostgresStore(sql, { namespace: "0123456789abcdef0123456789abcdef" });
+   * ```
+   */
+  constructor(sql: postgres.Sql, options: { namespace: string; deleteBatchSize?: number }) {
+    this.#sql = sql;
+    this.#ns = options.namespace;
+    this.#batch = options.deleteBatchSize ?? 500;
+  }
+
+  async #run<T>(operation: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreUnavailableError("PostgreSQL store is closed");
+    try {
+      return await operation(this.#sql);
+    } catch (error) {
+      throw toStoreError(error);
+    }
+  }
+
+  /** Finds a principal by bearer digest, revoked ones included. Always reads the database. */
+  findPrincipalByDigest(bearerDigest: string): Promise<PrincipalRecord | null> {
+    return this.#run(async (sql) => {
+      const rows = await sql<PrincipalRow[]>`
+        SELECT ${sql(PRINCIPAL_COLUMNS)} FROM automation_runtime_principals
+        WHERE namespace = ${this.#ns} AND bearer_digest = ${bearerDigest}`;
+      return rows.length === 0 ? null : toRecord(rows[0]);
+    });
+  }
+
+  /** Reads one principal by id. */
+  getPrincipal(principalId: string): Promise<PrincipalRecord | null> {
+    return this.#run(async (sql) => {
+      const rows = await sql<PrincipalRow[]>`
+        SELECT ${sql(PRINCIPAL_COLUMNS)} FROM automation_runtime_principals
+        WHERE namespace = ${this.#ns} AND principal_id = ${principalId}`;
+      return rows.length === 0 ? null : toRecord(rows[0]);
+    });
+  }
+
+  /** Lists the namespace's principals, oldest first (by `createdAt`, then id, as KV does). */
+  listPrincipals(): Promise<PrincipalRecord[]> {
+    return this.#run(async (sql) => {
+      const rows = await sql<PrincipalRow[]>`
+        SELECT ${sql(PRINCIPAL_COLUMNS)} FROM automation_runtime_principals
+        WHERE namespace = ${this.#ns}
+        ORDER BY created_at COLLATE "C", principal_id COLLATE "C"`;
+      return rows.map(toRecord);
+    });
+  }
+
+  /**
+   * Inserts a principal unless its id or digest exists (the unique constraints decide, so two
+   * replicas racing on one id create it once). With `completion`, the idempotency record is
+   * completed in the same transaction; if the claim was taken over meanwhile, nothing is written
+   * and {@linkcode IdempotencyLeaseLostError} is thrown.
+   */
+  createPrincipal(
+    record: PrincipalRecord,
+    completion?: IdempotencyCompletion,
+  ): Promise<CreatePrincipalResult> {
+    return this.#run((sql) =>
+      sql.begin(async (tx): Promise<CreatePrincipalResult> => {
+        const inserted = await tx`
+          INSERT INTO automation_runtime_principals
+            (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
+             created_at, revoked_at, nonce)
+          VALUES (${this.#ns}, ${record.principalId}, ${record.bearerDigest},
+                  ${tx.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
+                  ${record.createdAt}, ${record.revokedAt}, ${record.nonce})
+          ON CONFLICT DO NOTHING
+          RETURNING 1`;
+        if (inserted.count === 0) return "exists";
+        if (completion !== undefined) {
+          const done = await this.#complete(tx, completion);
+          if (!done) {
+            throw new IdempotencyLeaseLostError(
+              "The idempotency claim was taken over before the principal was created",
+            );
+          }
+        }
+        return "created";
+      })
+    );
+  }
+
+  /**
+   * Revokes a principal in one statement; the update and the existence check share a snapshot,
+   * so a concurrent revoke answers `alreadyRevoked` and never a false `revoked`.
+   */
+  revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult> {
+    return this.#run(async (sql) => {
+      const [row] = await sql<{ revoked: number; present: number }[]>`
+        WITH updated AS (
+          UPDATE automation_runtime_principals SET revoked_at = ${revokedAt}
+          WHERE namespace = ${this.#ns} AND principal_id = ${principalId} AND revoked_at IS NULL
+          RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM updated)::int AS revoked,
+               (SELECT count(*) FROM automation_runtime_principals
+                WHERE namespace = ${this.#ns} AND principal_id = ${principalId})::int AS present`;
+      if (row.revoked > 0) return "revoked";
+      return row.present > 0 ? "alreadyRevoked" : "notFound";
+    });
+  }
+
+  /**
+   * Claims a key with one `INSERT ... ON CONFLICT DO UPDATE`: a new key, an expired record, or an
+   * unfinished claim of the same body whose lease ran out is taken; anything else is read back
+   * and reported.
+   */
+  claimIdempotency(params: IdempotencyClaimParams): Promise<IdempotencyClaim> {
+    return this.#run(async (sql) => {
+      const now = ms(params.now);
+      for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+        const token = crypto.randomUUID();
+        const taken = await sql<{ token: string }[]>`
+          INSERT INTO automation_runtime_idempotency AS i
+            (namespace, scope, request_digest, token, completed, lease_until, expires_at)
+          VALUES (${this.#ns}, ${params.scope}, ${params.requestDigest}, ${token}, false,
+                  ${ms(params.now + params.leaseMs)}, ${ms(params.expiresAt)})
+          ON CONFLICT (namespace, scope) DO UPDATE SET
+            request_digest = EXCLUDED.request_digest, token = EXCLUDED.token, completed = false,
+            lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
+            response_status = NULL, response_body = NULL
+          WHERE i.expires_at <= ${now}
+             OR (NOT i.completed AND i.lease_until <= ${now}
+                 AND i.request_digest = EXCLUDED.request_digest)
+          RETURNING i.token`;
+        if (taken.length > 0 && taken[0].token === token) return { state: "claimed", token };
+        const rows = await sql<IdempotencyRow[]>`
+          SELECT request_digest, completed, expires_at, response_status, response_body
+          FROM automation_runtime_idempotency
+          WHERE namespace = ${this.#ns} AND scope = ${params.scope}`;
+        const row = rows[0];
+        if (row === undefined || Number(row.expires_at) <= params.now) continue;
+        if (row.request_digest !== params.requestDigest) return { state: "conflict" };
+        if (row.completed && row.response_status !== null && row.response_body !== null) {
+          return {
+            state: "completed",
+            response: { status: row.response_status, body: row.response_body },
+          };
+        }
+        return { state: "inFlight" };
+      }
+      return { state: "inFlight" };
+    });
+  }
+
+  /** Records the response of a claimed key; a no-op when `token` no longer owns the claim. */
+  completeIdempotency(completion: IdempotencyCompletion): Promise<void> {
+    return this.#run(async (sql) => {
+      await this.#complete(sql, completion);
+    });
+  }
+
+  async #complete(
+    sql: postgres.Sql | postgres.TransactionSql,
+    completion: IdempotencyCompletion,
+  ): Promise<boolean> {
+    const result = await sql`
+      UPDATE automation_runtime_idempotency
+      SET completed = true, response_status = ${completion.response.status},
+          response_body = ${completion.response.body}, expires_at = ${ms(completion.expiresAt)}
+      WHERE namespace = ${this.#ns} AND scope = ${completion.scope}
+        AND token = ${completion.token} AND NOT completed`;
+    return result.count > 0;
+  }
+
+  /** Drops an unfinished claim held by `token`. */
+  releaseIdempotency(scope: string, token: string): Promise<void> {
+    return this.#run(async (sql) => {
+      await sql`
+        DELETE FROM automation_runtime_idempotency
+        WHERE namespace = ${this.#ns} AND scope = ${scope} AND token = ${token}
+          AND NOT completed`;
+    });
+  }
+
+  /**
+   * Deletes expired idempotency records in small batches, each its own short statement that
+   * skips rows other transactions hold, so a large purge never blocks requests.
+   */
+  deleteExpired(now: number): Promise<number> {
+    return this.#run(async (sql) => {
+      let total = 0;
+      while (true) {
+        const result = await sql`
+          DELETE FROM automation_runtime_idempotency
+          WHERE (namespace, scope) IN (
+            SELECT namespace, scope FROM automation_runtime_idempotency
+            WHERE namespace = ${this.#ns} AND expires_at <= ${ms(now)}
+            LIMIT ${this.#batch}
+            FOR UPDATE SKIP LOCKED
+          )`;
+        total += result.count;
+        if (result.count < this.#batch) return total;
+      }
+    });
+  }
+
+  /** Closes the pool, letting running queries finish (up to 5 s). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Connects, migrates the schema (under an advisory lock, so replicas may start together) and
+ * returns the store. Fails with one clear line, never naming the URL, when the database cannot
+ * be reached or refuses the login.
+ *
+ * @example
+ * ```ts ignore
+ * import { openPostgresStore } from "./postgres.ts";
+ * const store = await openPostgresStore({
+ *   url: Deno.env.get("AUTOMATION_RUNTIME_STORE")!,
+ *   namespace: "0123456789abcdef0123456789abcdef",
+ * });
+ * await store.close();
+ * ```
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  let sql: postgres.Sql;
+  try {
+    sql = connectPostgres(options.url, options);
+  } catch (error) {
+    throw error instanceof Error && error.name === "NotCapable" ? toStartupError(error) : error;
+  }
+  try {
+    await migratePostgres(sql);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    if (error instanceof Error && error.name === "SchemaVersionError") throw error;
+    throw toStartupError(error);
+  }
+  return new PostgresStore(sql, {
+    namespace: options.namespace,
+    deleteBatchSize: options.deleteBatchSize,
+  });
+}

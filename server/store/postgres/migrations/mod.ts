@@ -1,0 +1,32 @@
+/**
+ * The versioned schema migrations of the PostgreSQL store, in order.
+ *
+ * Each migration is a TypeScript module holding its SQL as a string, so the schema ships inside
+ * the package and loads the same way from a local checkout, a compiled binary or JSR, with no
+ * file-system or network read at start. A migration is never edited once released: a schema
+ * change is a new file with the next version number, appended to {@linkcode MIGRATIONS}.
+ *
+ * @module
+ */
+import { migration001 } from "./001_initial.ts";
+
+/** One schema migration. */
+export interface Migration {
+  /** Version number, starting at 1, without gaps. */
+  readonly version: number;
+  /** Short snake_case name, also the file's suffix. */
+  readonly name: string;
+  /** SQL run inside the migration transaction. */
+  readonly sql: string;
+}
+
+/**
+ * Every migration, oldest first.
+ *
+ * @example
+ * ```ts
+ * import { MIGRATIONS } from "./mod.ts";
+ * console.log(MIGRATIONS.at(-1)?.version);
+ * ```
+ */
+export const MIGRATIONS: readonly Migration[] = Object.freeze([migration001]);

@@ -1,0 +1,190 @@
+/**
+ * Hostile input: fast-check sends at least 100,000 generated requests across every route of the
+ * real `serve` (control characters and huge or empty header values, joined duplicates, odd methods
+ * and paths, truncated and deep JSON, wrong content types, bodies just over the limit, chunked
+ * bodies with no length), over keep-alive connections in parallel. Never a 5xx, never an error
+ * body that is not the JSON error shape, never a crash, and the process's memory flat afterwards.
+ *
+ * Requests the HTTP parser in front of the service refuses (a control character in a header, a
+ * head over 64 KiB) get the parser's empty 400 and never reach the service; the generator knows
+ * which they are and checks that they, and only they, are answered that way.
+ */
+import assert, { AssertionError } from "node:assert/strict";
+import fc from "fast-check";
+import { type HostileRequest, hostileRequest, serialize, type WireVerdict, wireVerdict } from "./_hostile.ts";
+import { bodyText, ConnectionLostError, headerOf, RawConnection, type RawResponse } from "./_raw_http.ts";
+import { launch, rssBytes } from "./_serve.ts";
+
+const TOTAL = Number(Deno.env.get("AUTOMATION_RUNTIME_HOSTILE_REQUESTS") ?? 100_000);
+const BATCH = 100;
+const CONNECTIONS = 16;
+const REQUEST_TIMEOUT_MS = 20_000;
+const LAYERS = new Set(["interface", "auth", "authority", "idempotency", "internal"]);
+
+/** Batches of requests; printed by their size only, the failing request is in the error. */
+const batches = fc.array(hostileRequest, { minLength: BATCH, maxLength: BATCH }).map((batch) => ({
+  batch,
+  [fc.toStringMethod]: () => `a batch of ${batch.length} requests`,
+}));
+
+/** Describes a request for an assertion message, without megabytes of body. */
+function describe(request: HostileRequest): string {
+  const clip = (text: string) => (text.length > 120 ? `${text.slice(0, 120)}…(${text.length})` : text);
+  return JSON.stringify({
+    method: request.method,
+    target: clip(request.target),
+    headers: request.headers.map(([name, value]) => [name, clip(value)]),
+    body: request.body && { ...request.body, text: clip(request.body.text) },
+  });
+}
+
+function isParserRefusal(response: RawResponse): boolean {
+  return (response.status === 400 || response.status === 431) && response.body.length === 0 &&
+    headerOf(response, "x-content-type-options") === null;
+}
+
+/** Checks one answer; throws an AssertionError naming the request. */
+function check(request: HostileRequest, verdict: WireVerdict, response: RawResponse): void {
+  const fail = (why: string) => {
+    throw new AssertionError({
+      message: `${why}: status ${response.status}, body ${JSON.stringify(bodyText(response).slice(0, 300))}\n` +
+        `request: ${describe(request)}`,
+    });
+  };
+  if (response.status >= 500) fail("A 5xx answer");
+  const refused = isParserRefusal(response);
+  if (verdict === "invalid") {
+    if (!refused) fail("The HTTP parser should have refused this request");
+    return;
+  }
+  if (refused) {
+    if (verdict === "valid") fail("A well-formed request was refused without a JSON body");
+    return;
+  }
+  if (headerOf(response, "x-content-type-options") !== "nosniff") fail("No x-content-type-options: nosniff");
+  if (response.status < 400) return;
+  const type = headerOf(response, "content-type") ?? "";
+  if (!type.startsWith("application/json")) fail(`An error with content-type ${JSON.stringify(type)}`);
+  if (request.method === "HEAD") return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bodyText(response));
+  } catch {
+    fail("An error body that is not JSON");
+  }
+  const error = (parsed as { error?: Record<string, unknown> })?.error;
+  // The MCP endpoint answers in JSON-RPC's own error shape.
+  const isMcp = request.target.startsWith("/v1/mcp");
+  if (
+    isMcp && (parsed as { jsonrpc?: unknown }).jsonrpc === "2.0" && typeof error?.code === "number" &&
+    typeof error.message === "string"
+  ) return;
+  if (
+    typeof error !== "object" || error === null || typeof error.code !== "string" ||
+    typeof error.message !== "string" || typeof error.correlationId !== "string" ||
+    !LAYERS.has(error.layer as string)
+  ) fail("An error body without code, layer, message and correlationId");
+}
+
+/** One keep-alive connection per worker, reopened when the server closes it. */
+class Slot {
+  #port: number;
+  #connection: RawConnection | null = null;
+  constructor(port: number) {
+    this.#port = port;
+  }
+
+  async #fresh(): Promise<RawConnection> {
+    this.#connection?.close();
+    this.#connection = await RawConnection.open(this.#port);
+    return this.#connection;
+  }
+
+  async send(bytes: Uint8Array, head: boolean): Promise<RawResponse> {
+    let connection = this.#connection;
+    const reused = connection !== null && !connection.closed;
+    if (!reused) connection = await this.#fresh();
+    try {
+      return await withTimeout(connection!, connection!.request(bytes, { head }));
+    } catch (error) {
+      // A keep-alive connection the server had just closed: try once on a fresh one.
+      if (!(error instanceof ConnectionLostError) || !reused) throw error;
+      const fresh = await this.#fresh();
+      return await withTimeout(fresh, fresh.request(bytes, { head }));
+    }
+  }
+
+  close(): void {
+    this.#connection?.close();
+    this.#connection = null;
+  }
+}
+
+async function withTimeout<T>(connection: RawConnection, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      connection.close();
+      reject(new Error(`No answer within ${REQUEST_TIMEOUT_MS} ms`));
+    }, REQUEST_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors, no crash, flat memory`, async () => {
+  const server = await launch();
+  const slots = Array.from({ length: CONNECTIONS }, () => new Slot(server.port));
+  const rss: number[] = [];
+  let sent = 0;
+  const statuses = new Map<number, number>();
+  try {
+    const runs = Math.ceil(TOTAL / BATCH);
+    const checkpoints = new Set([0.25, 0.5, 0.75].map((share) => Math.floor(runs * share)));
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(batches, async ({ batch }) => {
+        await Promise.all(slots.map(async (slot, index) => {
+          for (let i = index; i < batch.length; i += slots.length) {
+            const request = batch[i];
+            const verdict = wireVerdict(request);
+            const bytes = serialize(request, { bearer: server.bearer, now: Date.now() });
+            let response: RawResponse;
+            try {
+              response = await slot.send(bytes, request.method === "HEAD");
+            } catch (error) {
+              throw new AssertionError({
+                message: `No answer (${(error as Error).message}) to ${describe(request)}`,
+              });
+            }
+            sent++;
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            check(request, verdict, response);
+          }
+        }));
+        run++;
+        if (checkpoints.has(run)) rss.push(rssBytes(server.pid));
+      }),
+      { numRuns: runs, endOnFailure: true },
+    );
+    rss.push(rssBytes(server.pid));
+
+    const health = await fetch(`${server.url}/healthz`);
+    assert.equal(health.status, 200, "the server answers after the run");
+    await health.body?.cancel();
+    assert.equal(server.serverErrors(), 0, "no 5xx in the server's log");
+    assert.ok(sent >= TOTAL, `sent ${sent} requests`);
+    // Memory: from the middle of the run to its end, RSS may move but not climb with the count.
+    const mib = rss.map((bytes) => Math.round(bytes / 1_048_576));
+    const growth = rss[3] - rss[1];
+    assert.ok(growth < 48 * 1_048_576, `RSS grew from the middle to the end: ${mib.join(" → ")} MiB`);
+    console.log(`statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; RSS ${mib.join(" → ")} MiB`);
+  } finally {
+    for (const slot of slots) slot.close();
+    const code = await server.stop();
+    assert.equal(code, 0, `serve exits cleanly:\n${server.logTail().slice(-20).join("\n")}`);
+  }
+});

@@ -1,0 +1,105 @@
+/**
+ * Two real `serve` replicas on a private PostgreSQL cluster that is stopped and started while
+ * they serve, under a steady stream of issues: during the outage requests get 503
+ * `storeUnavailable` JSON; afterwards both replicas recover by themselves, and every principal
+ * acknowledged with 201 (before or around the outage) still works on both.
+ */
+import assert from "node:assert/strict";
+import {
+  ignoreClusterTests,
+  skipNote,
+  startPostgresCluster,
+  type StopMode,
+} from "../support/postgres.ts";
+import type { TestServer } from "../support/server.ts";
+import { type Answer, issue, issueBody, list, startReplicas, use } from "./_replicas.ts";
+
+function assertUnavailable(answer: Answer): void {
+  assert.equal(answer.status, 503, JSON.stringify(answer.body));
+  assert.equal(answer.headers.get("content-type")?.startsWith("application/json"), true);
+  assert.equal(answer.body.error.code, "storeUnavailable");
+  assert.equal(typeof answer.body.error.message, "string");
+  assert.equal(typeof answer.body.error.correlationId, "string");
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+Deno.test({
+  name: `replicas: a database restart gives 503s, then full recovery, nothing acknowledged lost${
+    skipNote({ cluster: true })
+  }`,
+  ignore: ignoreClusterTests(),
+  async fn() {
+    await using cluster = await startPostgresCluster();
+    await using replicas = await startReplicas(cluster.url);
+    const servers = replicas.servers;
+    const admin = replicas.admin;
+    const acknowledged = new Map<string, string>();
+    const seen = new Map<number, number>();
+
+    // A steady stream of issues on both replicas for the whole test.
+    let streaming = true;
+    async function stream(server: TestServer): Promise<void> {
+      while (streaming) {
+        const body = issueBody();
+        const answer = await issue(server, admin, body);
+        seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
+        if (answer.status === 201) acknowledged.set(body.principalId, answer.body.bearer);
+        else assertUnavailable(answer);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+    const streams = Promise.all(servers.map(stream));
+
+    try {
+      await waitUntil(() => Promise.resolve(acknowledged.size >= 10), "10 principals exist");
+      const [someId, someBearer] = [...acknowledged][0];
+      for (const server of servers) assert.equal((await use(server, someBearer)).status, 200);
+
+      for (const mode of ["fast", "immediate"] as StopMode[]) {
+        await cluster.stop({ mode });
+        for (const server of servers) {
+          assertUnavailable(await use(server, someBearer));
+          assertUnavailable(await list(server, admin));
+          assertUnavailable(await issue(server, admin, issueBody()));
+          const health = await fetch(`${server.url}/healthz`);
+          await health.body?.cancel();
+          assert.equal(health.status, 200);
+        }
+        await cluster.start();
+        for (const server of servers) {
+          await waitUntil(
+            async () => (await use(server, someBearer)).status === 200,
+            `${server.url} recovers`,
+          );
+        }
+        const before = acknowledged.size;
+        await waitUntil(
+          () => Promise.resolve(acknowledged.size >= before + 4),
+          "issues succeed again",
+        );
+      }
+      assert.ok(acknowledged.has(someId));
+    } finally {
+      streaming = false;
+      await streams;
+    }
+
+    assert.ok((seen.get(503) ?? 0) > 0, "the stream never met the outage");
+    for (const server of servers) {
+      const listed = await list(server, admin);
+      assert.equal(listed.status, 200);
+      const ids = new Set(listed.body.principals.map((p: { principalId: string }) => p.principalId));
+      for (const [principalId, bearer] of acknowledged) {
+        assert.ok(ids.has(principalId), `acknowledged principal ${principalId} was lost`);
+        assert.equal((await use(server, bearer)).status, 200);
+      }
+    }
+  },
+});

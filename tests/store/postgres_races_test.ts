@@ -1,0 +1,217 @@
+/**
+ * PostgreSQL store under concurrency: two independent pools (as two replicas would hold) race on
+ * the same principal id, idempotency key and revocation, and exactly one wins each time.
+ */
+import assert from "node:assert/strict";
+import { openPostgresStore, type PostgresStore } from "../../server/store/postgres.ts";
+import type { PrincipalRecord } from "../../server/store/types.ts";
+import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
+
+const ignore = ignorePostgresTests();
+
+function record(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
+  return {
+    principalId: crypto.randomUUID(),
+    bearerDigest: crypto.randomUUID().replaceAll("-", "").repeat(2),
+    capabilities: ["session:read"],
+    expiresAt: "2099-01-01T00:00:00Z",
+    issuerId: crypto.randomUUID(),
+    createdAt: new Date().toISOString(),
+    revokedAt: null,
+    nonce: crypto.randomUUID(),
+    ...overrides,
+  };
+}
+
+async function withReplicas(
+  fn: (a: PostgresStore, b: PostgresStore) => Promise<void>,
+): Promise<void> {
+  await using db = await createTestDatabase();
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const [a, b] = await Promise.all([
+    openPostgresStore({ url: db.url, namespace }),
+    openPostgresStore({ url: db.url, namespace }),
+  ]);
+  try {
+    await fn(a, b);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+}
+
+Deno.test({
+  name: `postgres: one principal id created by racing replicas exactly once${skipNote()}`,
+  ignore,
+  fn: () =>
+    withReplicas(async (a, b) => {
+      const principalId = crypto.randomUUID();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createPrincipal(record({ principalId }))),
+      );
+      assert.equal(results.filter((r) => r === "created").length, 1);
+      assert.equal(results.filter((r) => r === "exists").length, 19);
+      assert.equal((await a.listPrincipals()).length, 1);
+    }),
+});
+
+Deno.test({
+  name: `postgres: one idempotency key claimed by racing replicas exactly once${skipNote()}`,
+  ignore,
+  fn: () =>
+    withReplicas(async (a, b) => {
+      const now = Date.now();
+      const params = {
+        scope: "scope-race",
+        requestDigest: "d".repeat(64),
+        now,
+        leaseMs: 30_000,
+        expiresAt: now + 86_400_000,
+      };
+      const claims = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claimIdempotency(params)),
+      );
+      assert.equal(claims.filter((c) => c.state === "claimed").length, 1);
+      assert.equal(claims.filter((c) => c.state === "inFlight").length, 19);
+    }),
+});
+
+Deno.test({
+  name: `postgres: a creation and its idempotency completion commit together${skipNote()}`,
+  ignore,
+  fn: () =>
+    withReplicas(async (a, b) => {
+      const now = Date.now();
+      const params = {
+        scope: "scope-create",
+        requestDigest: "e".repeat(64),
+        now,
+        leaseMs: 30_000,
+        expiresAt: now + 86_400_000,
+      };
+      const claim = await a.claimIdempotency(params);
+      assert.equal(claim.state, "claimed");
+      if (claim.state !== "claimed") return;
+      const response = { status: 201, body: '{"ok":true}' };
+      const principal = record();
+      const completion = {
+        scope: params.scope,
+        token: claim.token,
+        response,
+        expiresAt: now + 86_400_000,
+      };
+      assert.equal(await a.createPrincipal(principal, completion), "created");
+      assert.deepEqual(await b.claimIdempotency({ ...params, now: now + 1_000 }), {
+        state: "completed",
+        response,
+      });
+      assert.deepEqual(await b.getPrincipal(principal.principalId), principal);
+    }),
+});
+
+Deno.test({
+  name: `postgres: a taken-over claim cannot complete a creation${skipNote()}`,
+  ignore,
+  fn: () =>
+    withReplicas(async (a, b) => {
+      const now = Date.now();
+      const params = {
+        scope: "scope-lease",
+        requestDigest: "f".repeat(64),
+        now,
+        leaseMs: 1_000,
+        expiresAt: now + 86_400_000,
+      };
+      const first = await a.claimIdempotency(params);
+      const second = await b.claimIdempotency({ ...params, now: now + 2_000 });
+      assert.equal(first.state, "claimed");
+      assert.equal(second.state, "claimed");
+      if (first.state !== "claimed") return;
+      const principal = record();
+      await assert.rejects(
+        a.createPrincipal(principal, {
+          scope: params.scope,
+          token: first.token,
+          response: { status: 201, body: "{}" },
+          expiresAt: now + 86_400_000,
+        }),
+        { name: "IdempotencyLeaseLostError" },
+      );
+      assert.equal(await b.getPrincipal(principal.principalId), null);
+    }),
+});
+
+Deno.test({
+  name: `postgres: racing revocations answer revoked once${skipNote()}`,
+  ignore,
+  fn: () =>
+    withReplicas(async (a, b) => {
+      const principal = record();
+      assert.equal(await a.createPrincipal(principal), "created");
+      const at = new Date().toISOString();
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revokePrincipal(principal.principalId, at)),
+      );
+      assert.equal(results.filter((r) => r === "revoked").length, 1);
+      assert.equal(results.filter((r) => r === "alreadyRevoked").length, 9);
+      assert.equal((await b.findPrincipalByDigest(principal.bearerDigest))?.revokedAt, at);
+      assert.equal(await a.revokePrincipal(crypto.randomUUID(), at), "notFound");
+    }),
+});
+
+Deno.test({
+  name: `postgres: namespaces do not see each other's records${skipNote()}`,
+  ignore,
+  async fn() {
+    await using db = await createTestDatabase();
+    const one = await openPostgresStore({ url: db.url, namespace: "a".repeat(32) });
+    const two = await openPostgresStore({ url: db.url, namespace: "b".repeat(32) });
+    try {
+      const principal = record();
+      assert.equal(await one.createPrincipal(principal), "created");
+      assert.equal(await two.findPrincipalByDigest(principal.bearerDigest), null);
+      assert.equal(await two.getPrincipal(principal.principalId), null);
+      assert.deepEqual(await two.listPrincipals(), []);
+      assert.equal(await two.createPrincipal(principal), "created");
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  },
+});
+
+Deno.test({
+  name: `postgres: expired idempotency records are deleted in batches, live ones kept${skipNote()}`,
+  ignore,
+  async fn() {
+    await using db = await createTestDatabase();
+    const store = await openPostgresStore({
+      url: db.url,
+      namespace: "c".repeat(32),
+      deleteBatchSize: 7,
+    });
+    try {
+      const now = Date.now();
+      for (let i = 0; i < 30; i++) {
+        const claim = await store.claimIdempotency({
+          scope: `scope-${i}`,
+          requestDigest: "a".repeat(64),
+          now,
+          leaseMs: 60_000,
+          expiresAt: i < 23 ? now + 10 : now + 86_400_000,
+        });
+        assert.equal(claim.state, "claimed");
+      }
+      assert.equal(await store.deleteExpired(now + 1_000), 23);
+      assert.equal(await store.deleteExpired(now + 1_000), 0);
+      const kept = await store.claimIdempotency({
+        scope: "scope-29",
+        requestDigest: "a".repeat(64),
+        now: now + 1_000,
+        leaseMs: 1_000,
+        expiresAt: now + 86_400_000,
+      });
+      assert.equal(kept.state, "inFlight");
+    } finally {
+      await store.close();
+    }
+  },
+});
