@@ -37,11 +37,13 @@ Options:
                        else store.kv beside the secret file)
   --max-body-bytes N   request body limit (default ${DEFAULT_MAX_BODY_BYTES})
   --mcp-allowed-origins LIST
-                       browser origins allowed on /v1/mcp, comma-separated exact origins
-                       and/or "loopback" (default: $${MCP_ORIGINS_VARIABLE}, else loopback)
+                       browser origins allowed on /v1/mcp: comma-separated exact origins
+                       and/or "loopback" (default: $${MCP_ORIGINS_VARIABLE},
+                       else loopback)
   --mcp-allowed-hosts LIST
                        Host names allowed on /v1/mcp: names, "loopback" or "*" (default:
-                       $${MCP_HOSTS_VARIABLE}, else loopback on a loopback bind, any otherwise)
+                       $${MCP_HOSTS_VARIABLE}, else loopback on a loopback
+                       bind, any on other binds)
   -h, --help           show this help
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
@@ -219,7 +221,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const outcome = await Promise.race([
     running.shutdown().then(() => "stopped" as const),
     again.promise.then(() => "forced" as const),
-    new Promise<"timeout">((resolve) => timer = setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS)),
+    new Promise<"timeout">((resolve) =>
+      timer = setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS)
+    ),
   ]);
   clearTimeout(timer);
   signal.dispose();

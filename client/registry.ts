@@ -19,7 +19,7 @@
  * @module
  */
 import type { FetchLike, ProviderTraceCallback } from "./_http.ts";
-import { type ProviderModuleKind, providerCapabilities } from "./capabilities.ts";
+import { providerCapabilities, type ProviderModuleKind } from "./capabilities.ts";
 import type { RuntimeCapabilities, RuntimeCapabilityName, RuntimeClient } from "./contract.ts";
 import {
   ProviderManagedAgentClient,
@@ -276,6 +276,16 @@ export class ProviderRegistry {
    * ```
    */
   createClient<K extends keyof ProviderClientKinds>(kind: K): ProviderClientKinds[K];
+  /**
+   * Builds a client of a registered module of any other kind, typed as the run contract.
+   *
+   * @example
+   * ```ts
+   * import { ProviderRegistry } from "@automation/runtime/client";
+   * const registry = new ProviderRegistry();
+   * if (registry.has("custom-runtime")) registry.createClient("custom-runtime");
+   * ```
+   */
   createClient(kind: string): RuntimeClient;
   createClient(kind: string): RuntimeClient {
     const module = this.#modules.get(kind);

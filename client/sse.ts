@@ -1,7 +1,7 @@
 /**
  * The one Server-Sent Events reader of the project. Every client reads provider streams through
- * {@linkcode readSse}: bytes are decoded by `TextDecoderStream` (UTF-8 split anywhere, a leading
- * BOM stripped) and framed by `eventsource-parser` (CR, LF and CRLF line ends, comments,
+ * {@linkcode readSse}: bytes are decoded by `TextDecoderStream` (UTF-8 split anywhere) and framed
+ * by `eventsource-parser` (one leading BOM stripped, CR, LF and CRLF line ends, comments,
  * multi-line data, unterminated last frame dropped), per the WHATWG event-stream rules.
  *
  * @module
@@ -75,9 +75,39 @@ export async function* readSse(
   options: ReadSseOptions = {},
 ): AsyncGenerator<SseMessage, void, undefined> {
   const { signal } = options;
+  for await (const batch of readSseBatches(body, options)) {
+    for (const message of batch) {
+      if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
+      yield message;
+    }
+  }
+}
+
+/**
+ * The same reader as {@linkcode readSse}, yielding the frames of each body chunk together as one
+ * array (never empty), so a hot loop pays one asynchronous step per chunk instead of one per
+ * frame. Same parsing, ordering, abort and release rules.
+ *
+ * @example
+ * ```ts
+ * import { readSseBatches } from "@automation/runtime/client";
+ * const body = new Response("data: 1\n\ndata: 2\n\n").body!;
+ * for await (const batch of readSseBatches(body)) {
+ *   console.log(batch.map((m) => m.data)); // ["1", "2"]
+ * }
+ * ```
+ */
+export async function* readSseBatches(
+  body: ReadableStream<Uint8Array>,
+  options: ReadSseOptions = {},
+): AsyncGenerator<SseMessage[], void, undefined> {
+  const { signal } = options;
   if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  const pending: SseMessage[] = [];
+  // The decoder keeps a BOM and the parser strips exactly one leading BOM: stripping in both
+  // places would also drop a second BOM, which per WHATWG must spoil the first line.
+  const reader = body.pipeThrough(new TextDecoderStream("utf-8", { ignoreBOM: true }))
+    .getReader();
+  let pending: SseMessage[] = [];
   let parseError: Error | undefined;
   const parser = createParser({
     onEvent(message: EventSourceMessage) {
@@ -104,17 +134,17 @@ export async function* readSse(
         throw new ProviderConnectionError("The event stream broke before it ended", { cause });
       }
       if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
-      const { value, done } = chunk;
-      if (done) {
+      if (chunk.done) {
         finished = true;
         return;
       }
-      parser.feed(value);
+      parser.feed(chunk.value);
       if (parseError) throw new SseParseError(parseError.message, { cause: parseError });
       if (pending.length === 0) continue;
-      // Yield from a snapshot so frames parsed while the consumer runs keep their order.
-      const batch = pending.splice(0, pending.length);
-      for (const message of batch) yield message;
+      // Hand over this chunk's frames; frames parsed later go to a fresh array.
+      const batch = pending;
+      pending = [];
+      yield batch;
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);

@@ -96,6 +96,8 @@ export class RequestContext {
   body: unknown = undefined;
   /** The idempotency claim of a mutating request, once claimed. */
   idempotency: IdempotencyState | null = null;
+  /** Set once {@linkcode RequestContext.json} built the answer with every common header. */
+  finished = false;
   #correlationId: string | null | undefined = undefined;
   #generatedCorrelationId: string | undefined = undefined;
 
@@ -147,6 +149,31 @@ export class RequestContext {
   /** The correlation id reported to the caller and the log: the request's, else a generated one. */
   get responseCorrelationId(): string {
     return this.correlationId ?? (this.#generatedCorrelationId ??= crypto.randomUUID());
+  }
+
+  /**
+   * Builds a JSON response carrying the common response headers in one go (`nosniff`, the
+   * echoed `x-interface-version` and `x-correlation-id`), so the server need not add them later.
+   *
+   * @example
+   * ```ts
+   * import { RequestContext } from "./context.ts";
+   * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
+   * const response = context.json('{"ok":true}', 200, { "cache-control": "no-store" });
+   * console.log(response.headers.get("x-content-type-options")); // "nosniff"
+   * ```
+   */
+  json(body: string | null, status = 200, extra?: Record<string, string>): Response {
+    const headers: Record<string, string> = body === null
+      ? { "x-content-type-options": "nosniff" }
+      : { "content-type": "application/json", "x-content-type-options": "nosniff" };
+    if (this.interfaceVersion !== null) headers["x-interface-version"] = this.interfaceVersion;
+    if (this.correlationHeader !== null) headers["x-correlation-id"] = this.correlationHeader;
+    if (extra !== undefined) {
+      for (const name in extra) headers[name] = extra[name];
+    }
+    this.finished = true;
+    return new Response(body, { status, headers });
   }
 
   /** The correlation id for the log line: the request's when valid, any generated one, or null. */

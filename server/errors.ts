@@ -16,8 +16,33 @@ export interface ErrorCodeInfo {
   readonly layer: ErrorLayer;
 }
 
+/** A stable error code of the service. */
+export type ErrorCode =
+  | "notFound"
+  | "methodNotAllowed"
+  | "duplicateHeader"
+  | "authenticationFailed"
+  | "tokenExpired"
+  | "missingHeader"
+  | "invalidHeader"
+  | "unsupportedInterfaceVersion"
+  | "deadlineExceeded"
+  | "missingCapability"
+  | "unsupportedMediaType"
+  | "payloadTooLarge"
+  | "invalidJson"
+  | "invalidRequest"
+  | "resourceExhausted"
+  | "originNotAllowed"
+  | "principalExists"
+  | "idempotencyInFlight"
+  | "idempotencyConflict"
+  | "storeUnavailable"
+  | "shuttingDown"
+  | "internal";
+
 /** Every stable error code the service answers with, its default status and layer. */
-export const ERROR_CODES = Object.freeze(
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.freeze(
   {
     notFound: { status: 404, layer: "interface" },
     methodNotAllowed: { status: 405, layer: "interface" },
@@ -39,12 +64,10 @@ export const ERROR_CODES = Object.freeze(
     idempotencyInFlight: { status: 409, layer: "idempotency" },
     idempotencyConflict: { status: 422, layer: "idempotency" },
     storeUnavailable: { status: 503, layer: "internal" },
+    shuttingDown: { status: 503, layer: "internal" },
     internal: { status: 500, layer: "internal" },
-  } as const satisfies Record<string, ErrorCodeInfo>,
+  },
 );
-
-/** A stable error code of the service. */
-export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** Options of the {@linkcode InterfaceError} constructor. */
 export interface InterfaceErrorOptions extends ErrorOptions {

@@ -48,6 +48,13 @@ export interface JsonLoggerOptions {
 }
 
 const encoder = new TextEncoder();
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** JSON string literal of a value; plain ASCII (ids, paths, methods) skips the generic path. */
+function quote(value: string | null): string {
+  if (value === null) return "null";
+  return PLAIN.test(value) ? `"${value}"` : JSON.stringify(value);
+}
 
 function writeStderr(text: string): void {
   const bytes = encoder.encode(text);
@@ -104,13 +111,24 @@ export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger
     return JSON.stringify(entry) + "\n";
   }
 
+  // The time text is rebuilt at most once a millisecond.
+  let clockMs = Number.NaN;
+  let clockText = "";
+  function time(): string {
+    const ms = now();
+    if (ms !== clockMs) {
+      clockMs = ms;
+      clockText = new Date(ms).toISOString();
+    }
+    return clockText;
+  }
+
   return {
     request(record: RequestLogRecord): void {
-      pending += `{"time":"${new Date(now()).toISOString()}","level":"info","msg":"request",` +
-        `"method":${JSON.stringify(record.method)},"path":${JSON.stringify(record.path)},` +
-        `"status":${record.status},"durationMs":${Math.round(record.durationMs * 1000) / 1000},` +
-        `"correlationId":${JSON.stringify(record.correlationId)},` +
-        `"principalId":${JSON.stringify(record.principalId)}}\n`;
+      pending += `{"time":"${time()}","level":"info","msg":"request","method":` +
+        `${quote(record.method)},"path":${quote(record.path)},"status":${record.status},` +
+        `"durationMs":${Math.round(record.durationMs * 1000) / 1000},"correlationId":` +
+        `${quote(record.correlationId)},"principalId":${quote(record.principalId)}}\n`;
       if (batchMs <= 0) {
         flush();
       } else if (timer === undefined) {

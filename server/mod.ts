@@ -49,7 +49,11 @@ export {
 } from "./router.ts";
 export { Authenticator, type AuthenticatorOptions, bearerDigest } from "./authenticator.ts";
 export { INTERFACE_VERSION, SUPPORTED_INTERFACE_VERSIONS } from "./rules/interface_version.ts";
-export { DEFAULT_MAX_BODY_BYTES, readLimitedBody } from "./rules/body.ts";
+export {
+  DEFAULT_MAX_BODY_BYTES,
+  readLimitedBody,
+  type ReadLimitedBodyOptions,
+} from "./rules/body.ts";
 export { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota } from "./rules/quota.ts";
 export { IDEMPOTENCY_TTL_MS } from "./rules/idempotency.ts";
 export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./routes/principals.ts";
@@ -61,3 +65,4 @@ export {
   StoreLocationError,
 } from "./store/mod.ts";
 export { parseRfc3339 } from "./time.ts";
+export * from "./mcp/mod.ts";

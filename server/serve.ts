@@ -25,7 +25,10 @@ export interface RunningRuntime {
   readonly server: RuntimeServer;
   /** Resolves once the listener has closed. */
   readonly finished: Promise<void>;
-  /** Stops accepting connections, lets requests in flight finish, then closes the server. */
+  /**
+   * Lets requests in flight finish (new ones get 503 `shuttingDown` meanwhile), then closes the
+   * listener, the MCP sessions and the server.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -84,6 +87,8 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
     finished: http.finished,
     shutdown(): Promise<void> {
       stopping ??= (async () => {
+        // Deno's own shutdown cuts request bodies still streaming in, so drain first.
+        await server.drain();
         const draining = http.shutdown();
         // Open MCP SSE streams never finish on their own; end them so the drain can.
         await server.closeSessions();

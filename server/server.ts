@@ -68,8 +68,19 @@ export interface RuntimeServer {
    * shutdown open forever; later sessions are refused. `close()` does it too.
    */
   closeSessions(): Promise<void>;
+  /**
+   * Starts draining: new requests get 503 `shuttingDown`; resolves once every request already
+   * in flight has been answered.
+   */
+  drain(): Promise<void>;
   /** Stops background work and flushes the log. The store stays open. */
   close(): Promise<void>;
+}
+
+function shuttingDown(): InterfaceError {
+  return new InterfaceError("shuttingDown", "The runtime is shutting down", {
+    headers: { "retry-after": "1" },
+  });
 }
 
 function neverNext(): Promise<Response> {
@@ -176,6 +187,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   }
 
   function finish(context: RequestContext, response: Response): Response {
+    if (context.finished) return response;
     let headers = response.headers;
     try {
       headers.set("x-content-type-options", "nosniff");
@@ -193,13 +205,29 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     return response;
   }
 
+  let inFlight = 0;
+  let drained: PromiseWithResolvers<void> | null = null;
+
+  function settleDrain(): void {
+    if (drained !== null && inFlight === 0) drained.resolve();
+  }
+
   async function handler(request: Request, _info?: unknown): Promise<Response> {
     const context = new RequestContext(request, now());
     let response: Response;
-    try {
-      response = await dispatch(context, neverNext);
-    } catch (error) {
-      response = fail(error, context);
+    if (drained !== null) {
+      response = toResponse(shuttingDown(), context.responseCorrelationId);
+      response.headers.set("connection", "close");
+    } else {
+      inFlight++;
+      try {
+        response = await dispatch(context, neverNext);
+      } catch (error) {
+        response = fail(error, context);
+      } finally {
+        inFlight--;
+        settleDrain();
+      }
     }
     response = finish(context, response);
     if (request.body !== null && !request.bodyUsed) {
@@ -236,6 +264,13 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     handler,
     services,
     closeSessions: () => mcp.close(),
+    drain(): Promise<void> {
+      if (drained === null) {
+        drained = Promise.withResolvers<void>();
+        if (inFlight === 0) drained.resolve();
+      }
+      return drained.promise;
+    },
     async close(): Promise<void> {
       await mcp.close();
       if (timer !== undefined) clearInterval(timer);

@@ -13,7 +13,8 @@ import type {
 } from "../contract.ts";
 import { isTerminalRunStreamEvent } from "../contract.ts";
 import { ProviderAbortError, ProviderConnectionError } from "../errors.ts";
-import { readSse } from "../sse.ts";
+import { readSseBatches, type SseMessage } from "../sse.ts";
+import { skippableFrameType } from "./_peek.ts";
 import { mapManagedAgentEventObject, numericUsage } from "./stream.ts";
 import type { CreateManagedAgentSessionParams, JsonObject, ManagedAgentEvent } from "./types.ts";
 
@@ -125,51 +126,83 @@ export interface EventLoopOptions {
 }
 
 /**
+ * Maps session SSE frames to canonical events, remembering the latest `session.usage` (attached
+ * to `run.completed`) and the latest `session.error` (which explains a `run.failed` caused by
+ * termination). Synchronous, so the hot path stays in one optimizable function.
+ */
+class FrameMapper {
+  readonly #runId: string;
+  #usage: RuntimeUsage | undefined;
+  #lastError: { type?: string; message: string } | undefined;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+  }
+
+  map(message: SseMessage): RunStreamEvent | null {
+    const data = message.data;
+    // Frames that certainly map to nothing (running, thinking, spans, echoes) skip the parse.
+    if (data === "" || skippableFrameType(data) !== undefined) return null;
+    let raw: Record<string, unknown>;
+    try {
+      raw = JSON.parse(data);
+    } catch {
+      return null;
+    }
+    if (!isObject(raw)) return null;
+    if (typeof raw.type !== "string" && message.event) raw = { ...raw, type: message.event };
+    const type = raw.type;
+    if (type === "session.usage" || type === "usage") {
+      this.#usage = numericUsage(raw.usage) ?? this.#usage;
+      return null;
+    }
+    if (type === "session.error") {
+      const error = raw.error;
+      if (isObject(error) && typeof error.message === "string") {
+        this.#lastError = typeof error.type === "string"
+          ? { type: error.type, message: error.message }
+          : { message: error.message };
+      }
+      return null;
+    }
+    const event = mapManagedAgentEventObject(raw, this.#runId);
+    if (event === null) return null;
+    if (event.type === "run.completed" && this.#usage !== undefined) {
+      return { ...event, usage: this.#usage };
+    }
+    if (
+      event.type === "run.failed" && this.#lastError !== undefined &&
+      event.error.type === "session_terminated"
+    ) return { ...event, error: this.#lastError };
+    return event;
+  }
+}
+
+/**
  * Reads a session stream, maps each frame and hands the canonical events to the handler until a
- * terminal event (returned) or the end of the stream (terminal null). The latest `session.usage`
- * is attached to `run.completed`, and the latest `session.error` explains a `run.failed` caused
- * by termination. The body is always released.
+ * terminal event (returned) or the end of the stream (terminal null). The body is always
+ * released.
  */
 export async function runEventLoop(options: EventLoopOptions): Promise<RunStreamResult> {
   const { runId, handlers, signal } = options;
   const onEvent = handlers.onEvent;
-  let usage: RuntimeUsage | undefined;
-  let lastError: { type?: string; message: string } | undefined;
+  const mapper = new FrameMapper(runId);
   try {
-    for await (const message of readSse(options.body, { signal })) {
-      const data = message.data;
-      if (data === "") continue;
-      let raw: unknown;
-      try {
-        raw = JSON.parse(data);
-      } catch {
-        continue;
-      }
-      if (!isObject(raw)) continue;
-      if (typeof raw.type !== "string" && message.event) raw = { ...raw, type: message.event };
-      const type = (raw as Record<string, unknown>).type;
-      if (type === "session.usage" || type === "usage") {
-        usage = numericUsage((raw as Record<string, unknown>).usage) ?? usage;
-        continue;
-      }
-      if (type === "session.error") {
-        const error = (raw as Record<string, unknown>).error;
-        if (isObject(error) && typeof error.message === "string") {
-          lastError = typeof error.type === "string"
-            ? { type: error.type, message: error.message }
-            : { message: error.message };
+    // One asynchronous step per body chunk; the frames of a chunk are handled synchronously
+    // unless the handler returns a promise, which is awaited before the next event.
+    for await (const batch of readSseBatches(options.body, { signal })) {
+      for (let i = 0; i < batch.length; i++) {
+        const event = mapper.map(batch[i]);
+        if (event === null) continue;
+        if (onEvent) {
+          const pending = onEvent(event);
+          if (pending !== undefined && typeof (pending as Promise<void>).then === "function") {
+            await pending;
+          }
+          if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
         }
-        continue;
+        if (isTerminalRunStreamEvent(event)) return { runId, terminal: event };
       }
-      let event: RunStreamEvent | null = mapManagedAgentEventObject(raw, runId);
-      if (event === null) continue;
-      if (event.type === "run.completed" && usage !== undefined) event = { ...event, usage };
-      else if (
-        event.type === "run.failed" && lastError !== undefined &&
-        event.error.type === "session_terminated"
-      ) event = { ...event, error: lastError };
-      if (onEvent) await onEvent(event);
-      if (isTerminalRunStreamEvent(event)) return { runId, terminal: event };
     }
   } catch (error) {
     throw streamFailure(error, signal);

@@ -299,7 +299,10 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     return out;
   }
 
-  async #stream(path: string, signal: AbortSignal | undefined): Promise<ReadableStream<Uint8Array>> {
+  async #stream(
+    path: string,
+    signal: AbortSignal | undefined,
+  ): Promise<ReadableStream<Uint8Array>> {
     const response = await this.#http.send({
       method: "GET",
       path,
@@ -462,7 +465,10 @@ export class ProviderManagedAgentClient implements RuntimeClient {
   }
 
   /** Not supported: throws at once, before anything is iterated. */
-  getBatchResults(_batchId: string, _options?: RunStreamOptions): AsyncIterable<RuntimeBatchResult> {
+  getBatchResults(
+    _batchId: string,
+    _options?: RunStreamOptions,
+  ): AsyncIterable<RuntimeBatchResult> {
     throw new ProviderUnsupportedError("getBatchResults", NO_BATCHES);
   }
 
@@ -531,12 +537,16 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateManagedAgentEnvironmentParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentEnvironment> {
-    return this.#post(PROVIDER_COLLECTION_PATHS.environments, compact({
-      name: params.name,
-      config: params.config ?? DEFAULT_ENVIRONMENT_CONFIG,
-      description: params.description,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      PROVIDER_COLLECTION_PATHS.environments,
+      compact({
+        name: params.name,
+        config: params.config ?? DEFAULT_ENVIRONMENT_CONFIG,
+        description: params.description,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Reads an environment. */
@@ -569,12 +579,16 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: UpdateManagedAgentEnvironmentParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentEnvironment> {
-    return this.#post(providerEnvironmentPath(environmentId), compact({
-      name: params.name,
-      config: params.config,
-      description: params.description,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      providerEnvironmentPath(environmentId),
+      compact({
+        name: params.name,
+        config: params.config,
+        description: params.description,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Deletes an environment. */
@@ -616,18 +630,25 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateManagedAgentSessionParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentSession> {
-    return this.#post(PROVIDER_COLLECTION_PATHS.sessions, compact({
-      agent: agentReference(params.agentId, params.agentVersion, params.agentOverrides),
-      environment_id: params.environmentId,
-      title: params.title,
-      resources: params.resources,
-      vault_ids: params.vaultIds,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      PROVIDER_COLLECTION_PATHS.sessions,
+      compact({
+        agent: agentReference(params.agentId, params.agentVersion, params.agentOverrides),
+        environment_id: params.environmentId,
+        title: params.title,
+        resources: params.resources,
+        vault_ids: params.vaultIds,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Reads a session. */
-  getSession(sessionId: string, options?: ManagedAgentRequestOptions): Promise<ManagedAgentSession> {
+  getSession(
+    sessionId: string,
+    options?: ManagedAgentRequestOptions,
+  ): Promise<ManagedAgentSession> {
     return this.#get(providerSessionPath(sessionId), undefined, options);
   }
 
@@ -661,12 +682,16 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: UpdateManagedAgentSessionParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentSession> {
-    return this.#post(providerSessionPath(sessionId), compact({
-      title: params.title,
-      metadata: params.metadata,
-      agent: params.agent,
-      vault_ids: params.vaultIds,
-    }), options);
+    return this.#post(
+      providerSessionPath(sessionId),
+      compact({
+        title: params.title,
+        metadata: params.metadata,
+        agent: params.agent,
+        vault_ids: params.vaultIds,
+      }),
+      options,
+    );
   }
 
   /** Deletes a session with its event history, container and checkpoints. */
@@ -895,7 +920,11 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     threadId: string,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentThread> {
-    return this.#post(`${providerSessionThreadPath(sessionId, threadId)}/archive`, undefined, options);
+    return this.#post(
+      `${providerSessionThreadPath(sessionId, threadId)}/archive`,
+      undefined,
+      options,
+    );
   }
 
   /** Lists a thread's events (every page). */
@@ -932,11 +961,15 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateMemoryStoreParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentMemoryStore> {
-    return this.#post(PROVIDER_COLLECTION_PATHS.memoryStores, compact({
-      name: params.name,
-      description: params.description,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      PROVIDER_COLLECTION_PATHS.memoryStores,
+      compact({
+        name: params.name,
+        description: params.description,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Reads a memory store. */
@@ -968,11 +1001,15 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: UpdateMemoryStoreParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentMemoryStore> {
-    return this.#post(providerMemoryStorePath(storeId), compact({
-      name: params.name,
-      description: params.description,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      providerMemoryStorePath(storeId),
+      compact({
+        name: params.name,
+        description: params.description,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Deletes a memory store. */
@@ -1051,11 +1088,15 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentMemory> {
     try {
-      return await this.#post<ManagedAgentMemory>(providerMemoryPath(storeId, memoryId), compact({
-        content: params.content,
-        path: params.path,
-        precondition: params.precondition,
-      }), options);
+      return await this.#post<ManagedAgentMemory>(
+        providerMemoryPath(storeId, memoryId),
+        compact({
+          content: params.content,
+          path: params.path,
+          precondition: params.precondition,
+        }),
+        options,
+      );
     } catch (error) {
       throw memoryError(error);
     }
@@ -1105,7 +1146,11 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     versionId: string,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentMemoryVersion> {
-    return this.#post(`${providerMemoryVersionPath(storeId, versionId)}/redact`, undefined, options);
+    return this.#post(
+      `${providerMemoryVersionPath(storeId, versionId)}/redact`,
+      undefined,
+      options,
+    );
   }
 
   // ------------------------------------------------------------------ vaults
@@ -1115,10 +1160,14 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateVaultParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentVault> {
-    return this.#post(PROVIDER_COLLECTION_PATHS.vaults, compact({
-      display_name: params.displayName,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      PROVIDER_COLLECTION_PATHS.vaults,
+      compact({
+        display_name: params.displayName,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Reads a vault. */
@@ -1150,10 +1199,14 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: UpdateVaultParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentVault> {
-    return this.#post(providerVaultPath(vaultId), compact({
-      display_name: params.displayName,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      providerVaultPath(vaultId),
+      compact({
+        display_name: params.displayName,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Deletes a vault. */
@@ -1174,10 +1227,14 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateCredentialParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentCredential> {
-    return this.#post(providerCredentialPath(vaultId), compact({
-      display_name: params.displayName,
-      auth: params.auth,
-    }), options);
+    return this.#post(
+      providerCredentialPath(vaultId),
+      compact({
+        display_name: params.displayName,
+        auth: params.auth,
+      }),
+      options,
+    );
   }
 
   /** Reads a credential (never its secrets). */
@@ -1216,10 +1273,14 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: UpdateCredentialParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentCredential> {
-    return this.#post(providerCredentialPath(vaultId, credentialId), compact({
-      display_name: params.displayName,
-      auth: params.auth,
-    }), options);
+    return this.#post(
+      providerCredentialPath(vaultId, credentialId),
+      compact({
+        display_name: params.displayName,
+        auth: params.auth,
+      }),
+      options,
+    );
   }
 
   /** Deletes a credential. */
@@ -1237,7 +1298,11 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     credentialId: string,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentCredential> {
-    return this.#post(`${providerCredentialPath(vaultId, credentialId)}/archive`, undefined, options);
+    return this.#post(
+      `${providerCredentialPath(vaultId, credentialId)}/archive`,
+      undefined,
+      options,
+    );
   }
 
   /** Probes an `mcp_oauth` credential; the answer carries a `status`. */
@@ -1260,16 +1325,20 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     params: CreateManagedAgentDeploymentParams,
     options?: ManagedAgentRequestOptions,
   ): Promise<ManagedAgentDeployment> {
-    return this.#post(PROVIDER_COLLECTION_PATHS.deployments, compact({
-      name: params.name,
-      agent: agentReference(params.agentId, params.agentVersion),
-      environment_id: params.environmentId,
-      initial_events: params.initialEvents,
-      schedule: params.schedule,
-      resources: params.resources,
-      vault_ids: params.vaultIds,
-      metadata: params.metadata,
-    }), options);
+    return this.#post(
+      PROVIDER_COLLECTION_PATHS.deployments,
+      compact({
+        name: params.name,
+        agent: agentReference(params.agentId, params.agentVersion),
+        environment_id: params.environmentId,
+        initial_events: params.initialEvents,
+        schedule: params.schedule,
+        resources: params.resources,
+        vault_ids: params.vaultIds,
+        metadata: params.metadata,
+      }),
+      options,
+    );
   }
 
   /** Reads a deployment. */

@@ -228,7 +228,7 @@ const CUSTOM_TOOL_FAILED_MESSAGE = "The client's custom tool handler failed";
  * import { driveManagedAgentSession, ProviderManagedAgentClient } from "@automation/runtime/client";
  *
  * const client = new ProviderManagedAgentClient({
- *   apiKey: "sk-…",
+ *   apiKey: "<API_KEY>",
  *   baseUrl: "https://provider.example",
  * });
  * const result = await driveManagedAgentSession(client, "sesn_01", {
@@ -363,12 +363,12 @@ class SessionDriver {
               outcome: "error",
               error: new ManagedAgentDriverError(
                 "fatal",
-                "The provider refused the session's event stream",
+                "The provider refused a request for this session; retrying cannot help",
                 { cause: error },
               ),
             };
           }
-          if (!(error instanceof PassEnded)) lastError = error;
+          lastError = error instanceof PassEnded ? error.cause : error;
         }
         if (this.#terminal !== undefined) {
           return { outcome: "terminal", terminalEvent: this.#terminal };
@@ -380,7 +380,7 @@ class SessionDriver {
             outcome: "error",
             error: new ManagedAgentDriverError(
               "reconnectsExhausted",
-              `The event stream failed ${failures} times in a row without progress`,
+              `The event stream failed ${failures} times in a row; reconnects are exhausted`,
               { cause: lastError },
             ),
           };
@@ -408,6 +408,7 @@ class SessionDriver {
         await this.#handle(event);
         if (this.#terminal !== undefined) return;
       }
+      throw new TypeError("The event stream ended before the session reached a terminal state");
     } finally {
       this.#signal.removeEventListener("abort", onAbort);
       connection.abort();
@@ -429,7 +430,7 @@ class SessionDriver {
     if (this.#lastId !== undefined) {
       for (let i = events.length - 1; i >= 0; i--) {
         if (events[i].id === this.#lastId) {
-          start = 0;
+          start = i + 1;
           break;
         }
       }
@@ -523,7 +524,7 @@ class SessionDriver {
       // Fail closed: only an explicit allow runs the tool.
       if (decision?.result === "allow") params.result = "allow";
       else if (decision?.result !== "deny") {
-        throw new TypeError("decision.result must be allow or deny");
+        throw new TypeError("The decision must have a result of allow or deny");
       }
       if (params.result === "deny" && typeof decision.denyMessage === "string") {
         params.denyMessage = decision.denyMessage;
@@ -548,7 +549,7 @@ class SessionDriver {
     const ok = await this.#call("onCustomTool", async () => {
       const response = await handler(request);
       if (!response || !Array.isArray(response.content)) {
-        throw new TypeError("the custom tool response must have a content array");
+        throw new TypeError("The custom tool response must have a content array");
       }
       params.content = response.content;
       if (response.isError === true) params.isError = true;
@@ -607,7 +608,9 @@ class SessionDriver {
   /** Runs a handler; a throw is reported to `onError` and the drive goes on. */
   async #call(name: string, run: () => unknown): Promise<boolean> {
     try {
-      await this.#guard(Promise.resolve().then(run));
+      const value = run();
+      // Only a handler that returns a promise needs the abort race (sync ones are the common case).
+      if (isThenable(value)) await this.#guard(Promise.resolve(value));
       return true;
     } catch (error) {
       this.#signal.throwIfAborted();
@@ -677,6 +680,10 @@ function wholeNumber(value: number | undefined, fallback: number, name: string):
     throw new TypeError(`${name} must be a whole number of at least 0`);
   }
   return value;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === "function";
 }
 
 /** Whether an error says that retrying cannot help (a provider 4xx other than 408, 409, 429). */

@@ -11,3 +11,6 @@ export * from "./events.ts";
 export * from "./paths.ts";
 export * from "./stream.ts";
 export * from "./types.ts";
+export * from "./driver.ts";
+export * from "./teams.ts";
+export * from "./webhooks.ts";

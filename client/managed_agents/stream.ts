@@ -14,6 +14,7 @@
  */
 import type { RunStreamEvent, RuntimeRunState, RuntimeUsage } from "../contract.ts";
 import type { SseMessage } from "../sse.ts";
+import { skippableFrameType } from "./_peek.ts";
 
 type Raw = Record<string, unknown>;
 
@@ -141,7 +142,7 @@ export function mapManagedAgentStreamEvent(
   sse: Pick<SseMessage, "data"> & { event?: string },
   runId: string,
 ): RunStreamEvent | null {
-  if (sse.data === "") return null;
+  if (sse.data === "" || skippableFrameType(sse.data) !== undefined) return null;
   let raw: unknown;
   try {
     raw = JSON.parse(sse.data);
@@ -208,8 +209,9 @@ export function numericUsage(usage: unknown): RuntimeUsage | undefined {
   if (!isObject(usage)) return undefined;
   const out: RuntimeUsage = {};
   let any = false;
-  for (const [key, value] of Object.entries(usage)) {
-    if (typeof value === "number" && Number.isFinite(value)) {
+  for (const key in usage) {
+    const value = usage[key];
+    if (typeof value === "number" && Number.isFinite(value) && Object.hasOwn(usage, key)) {
       out[key] = value;
       any = true;
     }

@@ -357,13 +357,15 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** Reads a header by case-insensitive name; repeated values are joined with `join`. */
 function readHeader(headers: WebhookHeaders, name: string, join = ", "): string | undefined {
   let value: string | null | undefined;
-  if (headers instanceof Headers) {
-    value = headers.get(name);
+  if (typeof (headers as Headers | null)?.get === "function") {
+    // A `Headers` object, also one from another realm or fetch implementation.
+    value = (headers as Headers).get(name);
   } else if (typeof headers === "object" && headers !== null) {
+    const record = headers as Record<string, string | readonly string[] | undefined>;
     const parts: string[] = [];
-    for (const key of Object.keys(headers)) {
+    for (const key of Object.keys(record)) {
       if (key.toLowerCase() !== name) continue;
-      const entry = headers[key];
+      const entry = record[key];
       if (typeof entry === "string") parts.push(entry);
       else if (Array.isArray(entry)) {
         for (const item of entry) if (typeof item === "string") parts.push(item);

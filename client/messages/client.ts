@@ -212,8 +212,11 @@ export class ProviderApiClient implements RuntimeClient {
    * to `handlers.onEvent`, awaiting each. The run id comes from `message_start`, which also
    * emits `run.started`; every frame then goes through {@linkcode mapProviderStreamEvent}.
    * Resolves after the terminal event (`run.completed` or `run.failed`, for an `error` frame)
-   * or when the stream ends; the connection is released either way. Aborting `signal` cancels
-   * the stream and rejects with {@linkcode ProviderAbortError}.
+   * or when the stream ends (then `terminal` is null); the connection is released either way.
+   * An `error` frame sent before `message_start` gives a `run.failed` with an empty `runId`.
+   * Aborting `signal` cancels the stream and rejects with {@linkcode ProviderAbortError}; a
+   * stream that breaks off rejects with {@linkcode ProviderConnectionError}, and an answer that
+   * is not an event stream with {@linkcode ProviderApiError} (`invalid_response`).
    *
    * @example
    * ```ts
@@ -247,6 +250,18 @@ export class ProviderApiClient implements RuntimeClient {
       signal,
     });
     if (!response.body) throw new ProviderConnectionError("The provider stream has no body");
+    const contentType = response.headers.get("content-type") ?? "";
+    if (!contentType.toLowerCase().startsWith("text/event-stream")) {
+      await response.body.cancel().catch(() => {});
+      throw new ProviderApiError({
+        status: response.status,
+        type: "invalid_response",
+        message: `The provider answered a streamed run with ${contentType || "no content type"} ` +
+          "instead of an event stream",
+        requestId: response.headers.get("request-id") ?? undefined,
+        retryable: false,
+      });
+    }
     const onEvent = handlers?.onEvent;
     const state = new ProviderStreamState();
     let runId: string | null = null;

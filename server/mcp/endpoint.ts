@@ -267,10 +267,14 @@ export function createMcpEndpoint(
       if (context.method === "OPTIONS") {
         response = preflight(origin !== null);
       } else if (!SERVED.includes(context.method)) {
-        throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
-          headers: { allow: ALLOW },
-          extra: { allowedMethods: SERVED },
-        });
+        throw new InterfaceError(
+          "methodNotAllowed",
+          `Method ${context.method} is not allowed here`,
+          {
+            headers: { allow: ALLOW },
+            extra: { allowedMethods: SERVED },
+          },
+        );
       } else {
         response = await next();
       }

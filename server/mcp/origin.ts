@@ -173,7 +173,9 @@ export class OriginPolicy {
     this.allowedOrigins = Object.freeze(
       normalizeOrigins(options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS),
     );
-    this.allowedHosts = Object.freeze(normalizeHosts(options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS));
+    this.allowedHosts = Object.freeze(
+      normalizeHosts(options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS),
+    );
     this.#loopbackOrigins = this.allowedOrigins.includes(LOOPBACK);
     this.#exactOrigins = new Set(this.allowedOrigins.filter((entry) => entry !== LOOPBACK));
     this.#anyHost = this.allowedHosts.includes(ANY_HOST);

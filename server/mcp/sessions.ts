@@ -105,7 +105,10 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
    * ```
    */
   constructor(options: McpSessionRegistryOptions = {}) {
-    this.idleTimeoutMs = positive(options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, "idleTimeoutMs");
+    this.idleTimeoutMs = positive(
+      options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+      "idleTimeoutMs",
+    );
     this.maxSessions = positive(options.maxSessions ?? DEFAULT_MAX_SESSIONS, "maxSessions");
     this.maxSessionsPerPrincipal = positive(
       options.maxSessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
@@ -157,6 +160,12 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
         if (session.principalId !== principalId) {
           this.#release(principalId);
           throw new Error("A session must belong to the principal that reserved it");
+        }
+        if (this.#closed) {
+          // Shut down while the session was being created: end it rather than keep it.
+          this.#release(principalId);
+          session.close().catch(() => {});
+          return;
         }
         this.#entries.set(session.id, { session, lastSeen: this.#now(), active: 0 });
         this.#arm();

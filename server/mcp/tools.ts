@@ -373,7 +373,10 @@ function issueInputSchema(): JsonObjectSchema {
     }
   };
   describe("principalId", "Lower-case UUID of the new principal, chosen by the caller");
-  describe("capabilities", "Capabilities to grant: a subset of the caller's, never authority:admin");
+  describe(
+    "capabilities",
+    "Capabilities to grant: a subset of the caller's, never authority:admin",
+  );
   describe("expiresAt", "RFC 3339 expiry, in the future and at most 90 days ahead");
   properties.idempotencyKey = IDEMPOTENCY_KEY_SCHEMA;
   return { ...schema, properties };

@@ -9,10 +9,12 @@ import type { RouteDefinition } from "../router.ts";
 
 const BODY = '{"ok":true}';
 
+const NO_STORE = { "cache-control": "no-store" };
+
 function health(context: RequestContext): Response {
-  return new Response(context.method === "HEAD" ? null : BODY, {
-    headers: { "content-type": "application/json", "cache-control": "no-store" },
-  });
+  const response = context.json(context.method === "HEAD" ? null : BODY, 200, NO_STORE);
+  if (context.method === "HEAD") response.headers.set("content-type", "application/json");
+  return response;
 }
 
 /**

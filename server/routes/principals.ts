@@ -74,8 +74,8 @@ export function derivePrincipalBearer(
   return `art_${mac}`;
 }
 
-const JSON_HEADERS = { "content-type": "application/json" };
-const SECRET_HEADERS = { "content-type": "application/json", "cache-control": "no-store" };
+/** Responses that carry a bearer must not be cached. */
+const NO_STORE = { "cache-control": "no-store" };
 
 function randomNonce(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -170,24 +170,16 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     );
     if (result === "exists") throw principalExists();
     if (claim !== null) claim.completed = true;
-    return new Response(JSON.stringify({ ...publicBody, bearer }), {
-      status: 201,
-      headers: SECRET_HEADERS,
-    });
+    return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 
-  async function replayCreate(stored: StoredResponse): Promise<Response> {
-    if (stored.status !== 201) {
-      return new Response(stored.body, { status: stored.status, headers: JSON_HEADERS });
-    }
+  async function replayCreate(stored: StoredResponse, context: RequestContext): Promise<Response> {
+    if (stored.status !== 201) return context.json(stored.body, stored.status);
     const publicBody = JSON.parse(stored.body) as Omit<CreatePrincipalBody, "bearer">;
     const record = await store.getPrincipal(publicBody.principalId);
     if (record === null) throw new Error("Recorded principal is missing from the store");
     const bearer = derivePrincipalBearer(bootstrap.authorityKey, record.principalId, record.nonce);
-    return new Response(JSON.stringify({ ...publicBody, bearer }), {
-      status: 201,
-      headers: SECRET_HEADERS,
-    });
+    return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 
   async function revoke(context: RequestContext): Promise<Response> {
@@ -205,10 +197,10 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     );
     authenticator.forget(principalId);
     if (result === "notFound") throw principalNotFound();
-    return new Response(null, { status: 204 });
+    return context.json(null, 204);
   }
 
-  async function list(): Promise<Response> {
+  async function list(context: RequestContext): Promise<Response> {
     const records = await store.listPrincipals();
     const principals = records.map((record) => {
       const entry: Record<string, unknown> = {
@@ -221,7 +213,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
       return entry;
     });
-    return new Response(JSON.stringify({ principals }), { headers: JSON_HEADERS });
+    return context.json(JSON.stringify({ principals }));
   }
 
   return [

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { RequestContext } from "../context.ts";
+import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { INTERFACE_VERSION } from "../rules/interface_version.ts";
 
@@ -20,17 +20,23 @@ export interface RuntimeInfo {
   expiresAt: string;
 }
 
-const HEADERS: HeadersInit = [["content-type", "application/json"]];
+/** Serialized answers by principal: principals are immutable and cached by the authenticator. */
+const bodies = new WeakMap<AuthenticatedPrincipal, string>();
 
 function runtimeInfo(context: RequestContext): Response {
   const principal = context.principal!;
-  const body: RuntimeInfo = {
-    interfaceVersion: INTERFACE_VERSION,
-    principalId: principal.principalId,
-    capabilities: principal.capabilities,
-    expiresAt: principal.expiresAt,
-  };
-  return new Response(JSON.stringify(body), { headers: HEADERS });
+  let body = bodies.get(principal);
+  if (body === undefined) {
+    const info: RuntimeInfo = {
+      interfaceVersion: INTERFACE_VERSION,
+      principalId: principal.principalId,
+      capabilities: principal.capabilities,
+      expiresAt: principal.expiresAt,
+    };
+    body = JSON.stringify(info);
+    bodies.set(principal, body);
+  }
+  return context.json(body);
 }
 
 /**

@@ -247,7 +247,9 @@ class KvStore implements Store {
       const key = this.#idempotencyKey(scope);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const entry = await this.#kv.get<IdempotencyEntry>(key);
-        if (entry.value === null || entry.value.state !== "pending" || entry.value.token !== token) {
+        if (
+          entry.value === null || entry.value.state !== "pending" || entry.value.token !== token
+        ) {
           return;
         }
         const result = await this.#kv.atomic()

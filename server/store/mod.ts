@@ -66,7 +66,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     return await openPostgresStore({ url: location!, namespace: options.namespace });
   }
   if (scheme !== null && scheme !== undefined) {
-    throw new StoreLocationError(`Unsupported store URL scheme ${scheme}: use postgres:// or a path`);
+    throw new StoreLocationError(
+      `Unsupported store URL scheme ${scheme}: use postgres:// or a path`,
+    );
   }
   let path = location;
   if (path === undefined || path === "") {

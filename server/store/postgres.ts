@@ -21,12 +21,12 @@ import type {
   Store,
 } from "./types.ts";
 import { type Capability, StoreUnavailableError } from "./types.ts";
-import { type ConnectOptions, connectPostgres } from "./postgres/connect.ts";
-import { migratePostgres } from "./postgres/migrate.ts";
+import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
+import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 
-export { isPostgresUrl, StoreUrlError } from "./postgres/connect.ts";
-export { SchemaVersionError } from "./postgres/migrate.ts";
+export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
+export { SchemaVersionError } from "./postgres/_migrate.ts";
 
 /** Options of {@linkcode openPostgresStore}. */
 export interface PostgresStoreOptions extends ConnectOptions {
@@ -34,7 +34,7 @@ export interface PostgresStoreOptions extends ConnectOptions {
   url: string;
   /** Namespace derived from the bootstrap credential; every row is scoped to it. */
   namespace: string;
-  /** Rows deleted per statement by {@linkcode PostgresStore.deleteExpired} (default 500). */
+  /** Rows deleted per statement by `deleteExpired` (default 500). */
   deleteBatchSize?: number;
 }
 
@@ -107,22 +107,8 @@ function ms(value: number): string {
   return String(Math.floor(value));
 }
 
-/**
- * A {@linkcode Store} on PostgreSQL. Open it with {@linkcode openPostgresStore}, which also
- * migrates the schema.
- *
- * @example
- * ```ts ignore
- * import { openPostgresStore } from "./postgres.ts";
- * const store = await openPostgresStore({
- *   url: "postgres://app@127.0.0.1:5432/app",
- *   namespace: "0123456789abcdef0123456789abcdef",
- * });
- * console.log(await store.listPrincipals());
- * await store.close();
- * ```
- */
-export class PostgresStore implements Store {
+/** A {@linkcode Store} on PostgreSQL; built by {@linkcode openPostgresStore}. */
+class PostgresStore implements Store {
   /** Backend name. */
   readonly kind: string = "postgres";
   #sql: postgres.Sql;
@@ -130,17 +116,6 @@ export class PostgresStore implements Store {
   #batch: number;
   #closed = false;
 
-  /**
-   * Wraps an open pool. Prefer {@linkcode openPostgresStore}, which migrates first.
-   *
-   * @example
-   * ```ts ignore
-   * import { PostgresStore } from "./postgres.ts";
-   * import { connectPostgres } from "./postgres/connect.ts";
-   * const sql = connectPostgres("postgres://app@127.0.0.1:5432/app");
-   * const store = new PostgresStore(sql, { namespace: "0123456789abcdef0123456789abcdef" });
-   * ```
-   */
   constructor(sql: postgres.Sql, options: { namespace: string; deleteBatchSize?: number }) {
     this.#sql = sql;
     this.#ns = options.namespace;
@@ -360,7 +335,7 @@ export class PostgresStore implements Store {
  * await store.close();
  * ```
  */
-export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   let sql: postgres.Sql;
   try {
     sql = connectPostgres(options.url, options);

@@ -23,7 +23,8 @@ const ALLOWED_DIFFERENCES = {
   memoryBeta: "provider-client.md (Versioning): one beta value, `managed-agents-2026-04-01`, on " +
     "every managed-agents request; the SDK sends `agent-memory-2026-07-22` on memory stores, " +
     "memories and memory versions (the provider accepts either there)",
-  environmentDefault: "provider-client.md (Client operations): environment creation defaults to a " +
+  environmentDefault:
+    "provider-client.md (Client operations): environment creation defaults to a " +
     "cloud, unrestricted environment, so we send that `config` when the caller gives none",
 } as const;
 
@@ -916,7 +917,9 @@ Deno.test("every operation of the spec's table has a conformance case", () => {
   for (const operation of operations) {
     assert.ok(covered.has(operation), `${operation} has a conformance case`);
     assert.equal(
-      typeof (ProviderManagedAgentClient.prototype as unknown as Record<string, unknown>)[operation],
+      typeof (ProviderManagedAgentClient.prototype as unknown as Record<string, unknown>)[
+        operation
+      ],
       "function",
     );
   }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   PROVIDER_RUNTIME_SUPPORT,
   ProviderApiClient,
+  ProviderApiError,
   type ProviderTrace,
   ProviderUnsupportedError,
 } from "../../client/mod.ts";
@@ -168,4 +169,35 @@ Deno.test("onTrace and fetchImpl are used, and the key never reaches a trace", a
     assert.equal(traces[0].status, 200);
     assert.ok(!JSON.stringify(traces).includes(fake.apiKey));
   });
+});
+
+Deno.test("a streamed run answered with JSON instead of an event stream is an error", async () => {
+  let cancelled = false;
+  const client = new ProviderApiClient({
+    apiKey: "k",
+    baseUrl: "http://127.0.0.1:9",
+    defaultModel: "m",
+    defaultMaxTokens: 5,
+    fetchImpl: () =>
+      Promise.resolve(
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode('{"id":"msg_1"}'));
+            },
+            cancel() {
+              cancelled = true;
+            },
+          }),
+          { headers: { "content-type": "application/json" } },
+        ),
+      ),
+  });
+  await assert.rejects(
+    client.streamRun({ input: "x" }, {}),
+    (error: unknown) =>
+      error instanceof ProviderApiError && error.type === "invalid_response" &&
+      /instead of an event stream/.test(error.message),
+  );
+  assert.ok(cancelled, "the unexpected body was released");
 });

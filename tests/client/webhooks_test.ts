@@ -103,6 +103,8 @@ Deno.test("payloads signed by npm:standardwebhooks verify, with any header form 
     Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toUpperCase(), v])),
     Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
     { ...headers, "x-unrelated": undefined },
+    // A Headers-like object of another fetch implementation.
+    { get: (name: string) => new Headers(headers).get(name) } as unknown as Headers,
   ];
   for (const form of forms) {
     const event = await verifyManagedAgentWebhook(BODY, form, SECRET, { nowMs: NOW_MS });

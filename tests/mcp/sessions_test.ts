@@ -171,3 +171,23 @@ Deno.test("invalid limits are refused at construction", () => {
   assert.throws(() => new McpSessionRegistry({ idleTimeoutMs: 0 }), RangeError);
   assert.throws(() => new McpSessionRegistry({ maxSessionsPerPrincipal: -1 }), RangeError);
 });
+
+Deno.test("a session committed after close is ended, not kept", async () => {
+  const registry = new McpSessionRegistry<McpSessionHandle>();
+  const reservation = registry.reserve("alice");
+  await registry.close();
+  let closed = 0;
+  if (typeof reservation !== "string") {
+    reservation.commit({
+      id: "late",
+      principalId: "alice",
+      expiresAtMs: Number.MAX_SAFE_INTEGER,
+      close: () => {
+        closed++;
+        return Promise.resolve();
+      },
+    });
+  }
+  assert.equal(closed, 1);
+  assert.equal(registry.size, 0);
+});

@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { createTestBootstrap, SERVE_PERMISSIONS, type TestBootstrap } from "../support/server.ts";
+import {
+  createTestBootstrap,
+  SERVE_PERMISSIONS,
+  sharedHeaders,
+  type TestBootstrap,
+} from "../support/server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const MAIN = new URL("cli/main.ts", ROOT);
@@ -203,4 +208,44 @@ export async function launch(options: LaunchOptions = {}): Promise<Launched> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A principal issued through the API, with its one-time bearer. */
+export interface IssuedPrincipal {
+  /** Its id. */
+  principalId: string;
+  /** Its bearer. */
+  bearer: string;
+}
+
+/**
+ * Issues a principal with `POST /v1/principals` as the bootstrap principal (one day of life).
+ *
+ * @example
+ * ```ts ignore
+ * import { issuePrincipal, launch } from "./_serve.ts";
+ * const server = await launch();
+ * const reader = await issuePrincipal(server, ["session:read"]);
+ * ```
+ */
+export async function issuePrincipal(
+  server: { url: string; bearer: string },
+  capabilities: string[] = ["session:read"],
+): Promise<IssuedPrincipal> {
+  const principalId = crypto.randomUUID();
+  const response = await fetch(`${server.url}/v1/principals`, {
+    method: "POST",
+    headers: sharedHeaders(server.bearer, {
+      "idempotency-key": crypto.randomUUID(),
+      "content-type": "application/json",
+    }),
+    body: JSON.stringify({
+      principalId,
+      capabilities,
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    }),
+  });
+  const body = await response.json();
+  if (response.status !== 201) throw new Error(`Issuance answered ${response.status}: ${JSON.stringify(body)}`);
+  return { principalId, bearer: body.bearer };
 }

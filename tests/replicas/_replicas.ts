@@ -22,10 +22,24 @@ export interface ReplicaOptions {
   bootstrap?: TestBootstrap;
 }
 
+/**
+ * One replica as the tests talk to it: its URL and an HTTP client of its own, so that no pooled
+ * keep-alive connection ever outlives its server (a later server may get the same port, and a
+ * reused dead connection fails with "connection reset").
+ */
+export interface Replica {
+  /** Base URL. */
+  readonly url: string;
+  /** HTTP client used for every request to this replica. */
+  readonly client: Deno.HttpClient;
+  /** The `serve` process, when started by {@linkcode startReplicas}. */
+  readonly server?: TestServer;
+}
+
 /** Replicas sharing one database and one bootstrap. */
 export interface Replicas {
   /** The running replicas, A first. */
-  readonly servers: readonly TestServer[];
+  readonly servers: readonly Replica[];
   /** The shared bootstrap bearer (admin). */
   readonly admin: string;
   /** Stops every replica. */
@@ -55,8 +69,14 @@ export async function startReplicas(url: string, options: ReplicaOptions = {}): 
       )),
   );
   const servers = started.flatMap((result) => result.status === "fulfilled" ? [result.value] : []);
+  const replicas: Replica[] = servers.map((server) => ({
+    url: server.url,
+    client: Deno.createHttpClient({}),
+    server,
+  }));
   const stop = async () => {
     await Promise.all(servers.map((server) => server.stop()));
+    for (const replica of replicas) replica.client.close();
   };
   const failure = started.find((result) => result.status === "rejected");
   if (failure !== undefined) {
@@ -66,7 +86,7 @@ export async function startReplicas(url: string, options: ReplicaOptions = {}): 
   for (const server of servers) {
     assert.ok(server.logs().some((line) => line.includes('"store":"postgres"')), "not on postgres");
   }
-  return { servers, admin: bootstrap.token, stop, [Symbol.asyncDispose]: stop };
+  return { servers: replicas, admin: bootstrap.token, stop, [Symbol.asyncDispose]: stop };
 }
 
 /** A parsed HTTP answer. */
@@ -122,12 +142,13 @@ export function issueBody(overrides: Partial<IssueBody> = {}): IssueBody {
  * ```
  */
 export async function issue(
-  server: TestServer,
+  server: Replica,
   admin: string,
   body: IssueBody,
   key: string = crypto.randomUUID(),
 ): Promise<Answer> {
   const response = await fetch(`${server.url}/v1/principals`, {
+    client: server.client,
     method: "POST",
     headers: sharedHeaders(admin, {
       "content-type": "application/json",
@@ -146,8 +167,13 @@ export async function issue(
  * assert.equal((await use(b, bearer)).status, 200);
  * ```
  */
-export async function use(server: TestServer, bearer: string): Promise<Answer> {
-  return await answer(await fetch(`${server.url}/v1/runtime`, { headers: sharedHeaders(bearer) }));
+export async function use(server: Replica, bearer: string): Promise<Answer> {
+  return await answer(
+    await fetch(`${server.url}/v1/runtime`, {
+      client: server.client,
+      headers: sharedHeaders(bearer),
+    }),
+  );
 }
 
 /**
@@ -159,11 +185,12 @@ export async function use(server: TestServer, bearer: string): Promise<Answer> {
  * ```
  */
 export async function revoke(
-  server: TestServer,
+  server: Replica,
   admin: string,
   principalId: string,
 ): Promise<Answer> {
   const response = await fetch(`${server.url}/v1/principals/${principalId}`, {
+    client: server.client,
     method: "DELETE",
     headers: sharedHeaders(admin),
   });
@@ -178,9 +205,12 @@ export async function revoke(
  * const listed = await list(b, replicas.admin);
  * ```
  */
-export async function list(server: TestServer, admin: string): Promise<Answer> {
+export async function list(server: Replica, admin: string): Promise<Answer> {
   return await answer(
-    await fetch(`${server.url}/v1/principals`, { headers: sharedHeaders(admin) }),
+    await fetch(`${server.url}/v1/principals`, {
+      client: server.client,
+      headers: sharedHeaders(admin),
+    }),
   );
 }
 
@@ -192,8 +222,10 @@ export async function list(server: TestServer, admin: string): Promise<Answer> {
  * assertNotLogged(replicas.servers, "hunter2");
  * ```
  */
-export function assertNotLogged(servers: readonly TestServer[], secret: string): void {
-  for (const server of servers) {
+export function assertNotLogged(replicas: readonly Replica[], secret: string): void {
+  for (const replica of replicas) {
+    const server = replica.server;
+    if (server === undefined) continue;
     for (const line of [...server.logs(), ...server.stdout()]) {
       assert.ok(!line.includes(secret), `a log line holds a secret: ${line.slice(0, 120)}`);
     }

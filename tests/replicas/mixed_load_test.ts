@@ -5,9 +5,8 @@
  * every other bearer works everywhere.
  */
 import assert from "node:assert/strict";
-import type { TestServer } from "../support/server.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
-import { issue, issueBody, list, revoke, startReplicas, use } from "./_replicas.ts";
+import { issue, issueBody, list, type Replica, revoke, startReplicas, use } from "./_replicas.ts";
 
 type Operation = "issue" | "use" | "revoke" | "list";
 
@@ -42,16 +41,21 @@ Deno.test({
     const queue = [...PLAN.slice(0, 16), ...shuffled(PLAN.slice(16))];
     let served = 0;
 
-    async function pick(): Promise<[string, string]> {
+    /** Picks a live principal; one picked for revocation is marked at once, so never twice. */
+    async function pick(forRevoke: boolean): Promise<[string, string]> {
       for (let waited = 0; waited < 10_000; waited += 10) {
         const candidates = [...live].filter(([id]) => !revoking.has(id));
-        if (candidates.length > 0) return candidates[Math.floor(Math.random() * candidates.length)];
+        if (candidates.length > 0) {
+          const picked = candidates[Math.floor(Math.random() * candidates.length)];
+          if (forRevoke) revoking.add(picked[0]);
+          return picked;
+        }
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       throw new Error("No live principal to use or revoke");
     }
 
-    async function perform(operation: Operation, server: TestServer): Promise<void> {
+    async function perform(operation: Operation, server: Replica): Promise<void> {
       served++;
       if (operation === "list") {
         const answer = await list(server, admin);
@@ -65,7 +69,7 @@ Deno.test({
         live.set(body.principalId, answer.body.bearer);
         return;
       }
-      const [principalId, bearer] = await pick();
+      const [principalId, bearer] = await pick(operation === "revoke");
       if (operation === "use") {
         const answer = await use(server, bearer);
         if (answer.status === 401) {
@@ -76,7 +80,6 @@ Deno.test({
         }
         return;
       }
-      revoking.add(principalId);
       const answer = await revoke(server, admin, principalId);
       assert.equal(answer.status, 204, JSON.stringify(answer.body));
       revoked.set(principalId, bearer);

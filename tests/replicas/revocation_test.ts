@@ -5,7 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
-import { issue, issueBody, list, revoke, startReplicas, use } from "./_replicas.ts";
+import {
+  assertNotLogged,
+  issue,
+  issueBody,
+  list,
+  revoke,
+  startReplicas,
+  use,
+} from "./_replicas.ts";
 
 Deno.test({
   name: `replicas: issued on A works on B; revoked on A is refused on B at once${skipNote()}`,
@@ -32,18 +40,21 @@ Deno.test({
       assert.equal(refused.body.error.code, "authenticationFailed");
       assert.equal(refused.headers.get("www-authenticate")?.startsWith("Bearer"), true);
       assert.equal((await use(a, bearer)).status, 401);
+      assertNotLogged(replicas.servers, bearer);
     }
+    assertNotLogged(replicas.servers, replicas.admin);
     const listed = await list(b, replicas.admin);
     assert.equal(listed.status, 200);
     assert.equal(listed.body.principals.length, 5);
-    for (const principal of listed.body.principals) assert.equal(typeof principal.revokedAt, "string");
+    for (const principal of listed.body.principals) {
+      assert.equal(typeof principal.revokedAt, "string");
+    }
   },
 });
 
 Deno.test({
-  name: `replicas: revoking on B what A issued is immediate on A; a second revoke is 204${
-    skipNote()
-  }`,
+  name:
+    `replicas: revoking on B what A issued is immediate on A; a second revoke is 204${skipNote()}`,
   ignore: ignorePostgresTests(),
   async fn() {
     await using db = await createTestDatabase();

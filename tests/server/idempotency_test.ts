@@ -51,7 +51,9 @@ Deno.test("idempotency of POST /v1/principals through the real serve", async (t)
       const key = crypto.randomUUID();
       const body = principalBody();
       assert.equal((await post(body, key)).status, 201);
-      const reordered = `{"capabilities":${JSON.stringify(body.capabilities)},"principalId":"${body.principalId}","expiresAt":"${body.expiresAt}"}`;
+      const reordered = `{"capabilities":${
+        JSON.stringify(body.capabilities)
+      },"principalId":"${body.principalId}","expiresAt":"${body.expiresAt}"}`;
       for (const other of [principalBody(), reordered]) {
         const result = await call(url, "POST", "/v1/principals", {
           bearer,
@@ -83,25 +85,30 @@ Deno.test("idempotency of POST /v1/principals through the real serve", async (t)
       assert.equal(replayed.text, refused.text);
     });
 
-    await t.step("failures of the shared checks are not recorded, so the key can be retried", async () => {
-      const key = crypto.randomUUID();
-      const body = principalBody();
-      const broken = await call(url, "POST", "/v1/principals", {
-        bearer,
-        headers: { "idempotency-key": key, "content-type": "application/json" },
-        body: "{",
-      });
-      assertError(broken, { status: 400, code: "invalidJson", layer: "interface" });
-      const schema = await post({ ...body, principalId: 1 }, key);
-      assertError(schema, { status: 422, code: "invalidRequest", layer: "interface" });
-      const wrongType = await post(body, key, { "content-type": "text/plain" });
-      assertError(wrongType, { status: 415, code: "unsupportedMediaType", layer: "interface" });
-      const late = await post(body, key, { "x-deadline": new Date(Date.now() - 1).toISOString() });
-      assertError(late, { status: 408, code: "deadlineExceeded", layer: "interface" });
-      const ok = await post(body, key);
-      assert.equal(ok.status, 201, ok.text);
-      assert.equal(ok.headers.get("idempotent-replayed"), null);
-    });
+    await t.step(
+      "failures of the shared checks are not recorded, so the key can be retried",
+      async () => {
+        const key = crypto.randomUUID();
+        const body = principalBody();
+        const broken = await call(url, "POST", "/v1/principals", {
+          bearer,
+          headers: { "idempotency-key": key, "content-type": "application/json" },
+          body: "{",
+        });
+        assertError(broken, { status: 400, code: "invalidJson", layer: "interface" });
+        const schema = await post({ ...body, principalId: 1 }, key);
+        assertError(schema, { status: 422, code: "invalidRequest", layer: "interface" });
+        const wrongType = await post(body, key, { "content-type": "text/plain" });
+        assertError(wrongType, { status: 415, code: "unsupportedMediaType", layer: "interface" });
+        const late = await post(body, key, {
+          "x-deadline": new Date(Date.now() - 1).toISOString(),
+        });
+        assertError(late, { status: 408, code: "deadlineExceeded", layer: "interface" });
+        const ok = await post(body, key);
+        assert.equal(ok.status, 201, ok.text);
+        assert.equal(ok.headers.get("idempotent-replayed"), null);
+      },
+    );
 
     await t.step("a replay still requires the caller to be authorized now", async () => {
       const key = crypto.randomUUID();
@@ -113,39 +120,45 @@ Deno.test("idempotency of POST /v1/principals through the real serve", async (t)
         body,
       });
       assertError(anonymous, { status: 401, code: "authenticationFailed", layer: "auth" });
-      assert.ok(!anonymous.text.includes("bearer\""));
+      assert.ok(!anonymous.text.includes('bearer"'));
     });
 
-    await t.step("50 parallel identical POSTs with one key create exactly one principal", async () => {
-      const key = crypto.randomUUID();
-      const body = principalBody();
-      const results = await Promise.all(Array.from({ length: 50 }, () => post(body, key)));
-      const created = results.filter((result) =>
-        result.status === 201 && result.headers.get("idempotent-replayed") === null
-      );
-      assert.equal(created.length, 1);
-      for (const result of results) {
-        if (result.status === 201) {
-          assert.equal(result.text, created[0].text, "every replay carries the identical body");
-        } else {
-          assertError(result, { status: 409, code: "idempotencyInFlight", layer: "idempotency" });
-          assert.equal(result.headers.get("retry-after"), "1");
+    await t.step(
+      "50 parallel identical POSTs with one key create exactly one principal",
+      async () => {
+        const key = crypto.randomUUID();
+        const body = principalBody();
+        const results = await Promise.all(Array.from({ length: 50 }, () => post(body, key)));
+        const created = results.filter((result) =>
+          result.status === 201 && result.headers.get("idempotent-replayed") === null
+        );
+        assert.equal(created.length, 1);
+        for (const result of results) {
+          if (result.status === 201) {
+            assert.equal(result.text, created[0].text, "every replay carries the identical body");
+          } else {
+            assertError(result, { status: 409, code: "idempotencyInFlight", layer: "idempotency" });
+            assert.equal(result.headers.get("retry-after"), "1");
+          }
         }
-      }
-      assert.equal((await listIds()).filter((id) => id === body.principalId).length, 1);
-    });
+        assert.equal((await listIds()).filter((id) => id === body.principalId).length, 1);
+      },
+    );
 
-    await t.step("50 parallel POSTs with different keys and one principalId create one", async () => {
-      const body = principalBody();
-      const results = await Promise.all(
-        Array.from({ length: 50 }, () => post(body, crypto.randomUUID())),
-      );
-      assert.equal(results.filter((result) => result.status === 201).length, 1);
-      for (const result of results.filter((result) => result.status !== 201)) {
-        assertError(result, { status: 409, code: "principalExists", layer: "authority" });
-      }
-      assert.equal((await listIds()).filter((id) => id === body.principalId).length, 1);
-    });
+    await t.step(
+      "50 parallel POSTs with different keys and one principalId create one",
+      async () => {
+        const body = principalBody();
+        const results = await Promise.all(
+          Array.from({ length: 50 }, () => post(body, crypto.randomUUID())),
+        );
+        assert.equal(results.filter((result) => result.status === 201).length, 1);
+        for (const result of results.filter((result) => result.status !== 201)) {
+          assertError(result, { status: 409, code: "principalExists", layer: "authority" });
+        }
+        assert.equal((await listIds()).filter((id) => id === body.principalId).length, 1);
+      },
+    );
   } finally {
     await server.stop();
   }

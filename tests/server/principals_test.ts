@@ -26,32 +26,35 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
   }
 
   try {
-    await t.step("POST answers 201 with a one-time art_ bearer and cache-control no-store", async () => {
-      const body = principalBody();
-      const result = await post(body);
-      assert.equal(result.status, 201, result.text);
-      assertEchoes(result.headers, result.sent);
-      assert.equal(result.headers.get("cache-control"), "no-store");
-      assert.deepEqual(Object.keys(result.json), [
-        "principalId",
-        "capabilities",
-        "expiresAt",
-        "bearer",
-      ]);
-      assert.equal(result.json.principalId, body.principalId);
-      assert.deepEqual(result.json.capabilities, body.capabilities);
-      assert.equal(result.json.expiresAt, body.expiresAt);
-      assert.match(result.json.bearer, BEARER);
+    await t.step(
+      "POST answers 201 with a one-time art_ bearer and cache-control no-store",
+      async () => {
+        const body = principalBody();
+        const result = await post(body);
+        assert.equal(result.status, 201, result.text);
+        assertEchoes(result.headers, result.sent);
+        assert.equal(result.headers.get("cache-control"), "no-store");
+        assert.deepEqual(Object.keys(result.json), [
+          "principalId",
+          "capabilities",
+          "expiresAt",
+          "bearer",
+        ]);
+        assert.equal(result.json.principalId, body.principalId);
+        assert.deepEqual(result.json.capabilities, body.capabilities);
+        assert.equal(result.json.expiresAt, body.expiresAt);
+        assert.match(result.json.bearer, BEARER);
 
-      const runtime = await call(url, "GET", "/v1/runtime", { bearer: result.json.bearer });
-      assert.equal(runtime.status, 200, runtime.text);
-      assert.deepEqual(runtime.json, {
-        interfaceVersion: "2026-07-23",
-        principalId: body.principalId,
-        capabilities: body.capabilities,
-        expiresAt: body.expiresAt,
-      });
-    });
+        const runtime = await call(url, "GET", "/v1/runtime", { bearer: result.json.bearer });
+        assert.equal(runtime.status, 200, runtime.text);
+        assert.deepEqual(runtime.json, {
+          interfaceVersion: "2026-07-23",
+          principalId: body.principalId,
+          capabilities: body.capabilities,
+          expiresAt: body.expiresAt,
+        });
+      },
+    );
 
     await t.step("expiresAt with an offset is answered in UTC", async () => {
       const at = new Date(Date.now() + 2 * DAY);
@@ -62,20 +65,23 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
       assert.equal(result.json.expiresAt, at.toISOString());
     });
 
-    await t.step("capabilities must be a subset of the caller's and never authority:admin", async () => {
-      const cases: [string[], string][] = [
-        [["session:write"], "capabilities"],
-        [["session:read", "authority:admin"], "capabilities"],
-      ];
-      for (const [capabilities, path] of cases) {
-        const result = await post(principalBody({ capabilities }));
-        assertError(result, { status: 422, code: "invalidRequest", layer: "authority" });
-        assert.ok(
-          result.json.error.details.some((detail: { path: string }) => detail.path === path),
-          result.text,
-        );
-      }
-    });
+    await t.step(
+      "capabilities must be a subset of the caller's and never authority:admin",
+      async () => {
+        const cases: [string[], string][] = [
+          [["session:write"], "capabilities"],
+          [["session:read", "authority:admin"], "capabilities"],
+        ];
+        for (const [capabilities, path] of cases) {
+          const result = await post(principalBody({ capabilities }));
+          assertError(result, { status: 422, code: "invalidRequest", layer: "authority" });
+          assert.ok(
+            result.json.error.details.some((detail: { path: string }) => detail.path === path),
+            result.text,
+          );
+        }
+      },
+    );
 
     await t.step("capabilities must be non-empty, unique and known", async () => {
       for (const capabilities of [[], ["session:read", "session:read"], ["session:delete"]]) {
@@ -93,33 +99,41 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
       }
     });
 
-    await t.step("expiresAt must be RFC 3339, future, at most 90 days, not after the caller", async () => {
-      const syntax = await post(principalBody({ expiresAt: "next week" }));
-      assertError(syntax, { status: 422, code: "invalidRequest", layer: "interface" });
-      const cases = [
-        new Date(Date.now() - 1_000).toISOString(),
-        new Date(Date.now() + 91 * DAY).toISOString(),
-        new Date(Date.parse(bootstrapExpiry) + 1_000).toISOString(),
-      ];
-      for (const expiresAt of cases) {
-        const result = await post(principalBody({ expiresAt }));
-        assertError(result, { status: 422, code: "invalidRequest", layer: "authority" });
-        assert.equal(result.json.error.details[0].path, "expiresAt", result.text);
-      }
-      const ninety = await post(
-        principalBody({ expiresAt: new Date(Date.now() + 59 * DAY).toISOString() }),
-      );
-      assert.equal(ninety.status, 201, ninety.text);
-    });
+    await t.step(
+      "expiresAt must be RFC 3339, future, at most 90 days, not after the caller",
+      async () => {
+        const syntax = await post(principalBody({ expiresAt: "next week" }));
+        assertError(syntax, { status: 422, code: "invalidRequest", layer: "interface" });
+        const cases = [
+          new Date(Date.now() - 1_000).toISOString(),
+          new Date(Date.now() + 91 * DAY).toISOString(),
+          new Date(Date.parse(bootstrapExpiry) + 1_000).toISOString(),
+        ];
+        for (const expiresAt of cases) {
+          const result = await post(principalBody({ expiresAt }));
+          assertError(result, { status: 422, code: "invalidRequest", layer: "authority" });
+          assert.equal(result.json.error.details[0].path, "expiresAt", result.text);
+        }
+        const ninety = await post(
+          principalBody({ expiresAt: new Date(Date.now() + 59 * DAY).toISOString() }),
+        );
+        assert.equal(ninety.status, 201, ninety.text);
+      },
+    );
 
-    await t.step("an existing principalId under another key answers 409 principalExists", async () => {
-      const body = principalBody();
-      assert.equal((await post(body)).status, 201);
-      const again = await post(principalBody({ principalId: body.principalId }));
-      assertError(again, { status: 409, code: "principalExists", layer: "authority" });
-      const bootstrapId = await post(principalBody({ principalId: server.bootstrap.principalId }));
-      assertError(bootstrapId, { status: 409, code: "principalExists", layer: "authority" });
-    });
+    await t.step(
+      "an existing principalId under another key answers 409 principalExists",
+      async () => {
+        const body = principalBody();
+        assert.equal((await post(body)).status, 201);
+        const again = await post(principalBody({ principalId: body.principalId }));
+        assertError(again, { status: 409, code: "principalExists", layer: "authority" });
+        const bootstrapId = await post(
+          principalBody({ principalId: server.bootstrap.principalId }),
+        );
+        assertError(bootstrapId, { status: 409, code: "principalExists", layer: "authority" });
+      },
+    );
 
     await t.step("a principal without authority:admin cannot issue or revoke", async () => {
       const reader = await issuePrincipal(url, bearer, { capabilities: ["session:read"] });
@@ -140,18 +154,23 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
       assertError(revoke, { status: 403, code: "missingCapability", layer: "auth" });
     });
 
-    await t.step("DELETE answers 204 without a body, again 204, and the bearer is refused at once", async () => {
-      const issued = await issuePrincipal(url, bearer);
-      const first = await call(url, "DELETE", `/v1/principals/${issued.principalId}`, { bearer });
-      assert.equal(first.status, 204);
-      assert.equal(first.text, "");
-      assertEchoes(first.headers, first.sent);
-      const second = await call(url, "DELETE", `/v1/principals/${issued.principalId}`, { bearer });
-      assert.equal(second.status, 204);
-      assert.equal(second.text, "");
-      const refused = await call(url, "GET", "/v1/runtime", { bearer: issued.bearer });
-      assertError(refused, { status: 401, code: "authenticationFailed", layer: "auth" });
-    });
+    await t.step(
+      "DELETE answers 204 without a body, again 204, and the bearer is refused at once",
+      async () => {
+        const issued = await issuePrincipal(url, bearer);
+        const first = await call(url, "DELETE", `/v1/principals/${issued.principalId}`, { bearer });
+        assert.equal(first.status, 204);
+        assert.equal(first.text, "");
+        assertEchoes(first.headers, first.sent);
+        const second = await call(url, "DELETE", `/v1/principals/${issued.principalId}`, {
+          bearer,
+        });
+        assert.equal(second.status, 204);
+        assert.equal(second.text, "");
+        const refused = await call(url, "GET", "/v1/runtime", { bearer: issued.bearer });
+        assertError(refused, { status: 401, code: "authenticationFailed", layer: "auth" });
+      },
+    );
 
     await t.step("DELETE of an unknown id answers 404 notFound", async () => {
       for (const id of [crypto.randomUUID(), "not-a-uuid"]) {
@@ -171,30 +190,35 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
       assert.equal((await call(url, "GET", "/v1/runtime", { bearer })).status, 200);
     });
 
-    await t.step("GET lists principals without bearers or digests, revokedAt where revoked", async () => {
-      const kept = await issuePrincipal(url, bearer);
-      const revoked = await issuePrincipal(url, bearer);
-      await call(url, "DELETE", `/v1/principals/${revoked.principalId}`, { bearer });
-      const result = await call(url, "GET", "/v1/principals", { bearer });
-      assert.equal(result.status, 200, result.text);
-      assertEchoes(result.headers, result.sent);
-      const byId = new Map(
-        result.json.principals.map((entry: { principalId: string }) => [entry.principalId, entry]),
-      );
-      const keptEntry = byId.get(kept.principalId) as Record<string, unknown>;
-      const revokedEntry = byId.get(revoked.principalId) as Record<string, unknown>;
-      assert.equal(keptEntry.revokedAt, undefined);
-      assert.equal(typeof revokedEntry.revokedAt, "string");
-      assert.equal(keptEntry.issuerId, server.bootstrap.principalId);
-      for (const entry of result.json.principals) {
-        assert.deepEqual(
-          Object.keys(entry).filter((key) => !["revokedAt"].includes(key)).sort(),
-          ["capabilities", "createdAt", "expiresAt", "issuerId", "principalId"],
+    await t.step(
+      "GET lists principals without bearers or digests, revokedAt where revoked",
+      async () => {
+        const kept = await issuePrincipal(url, bearer);
+        const revoked = await issuePrincipal(url, bearer);
+        await call(url, "DELETE", `/v1/principals/${revoked.principalId}`, { bearer });
+        const result = await call(url, "GET", "/v1/principals", { bearer });
+        assert.equal(result.status, 200, result.text);
+        assertEchoes(result.headers, result.sent);
+        const byId = new Map(
+          result.json.principals.map((
+            entry: { principalId: string },
+          ) => [entry.principalId, entry]),
         );
-      }
-      assert.ok(!result.text.includes(kept.bearer));
-      assert.ok(!result.text.includes("art_"));
-    });
+        const keptEntry = byId.get(kept.principalId) as Record<string, unknown>;
+        const revokedEntry = byId.get(revoked.principalId) as Record<string, unknown>;
+        assert.equal(keptEntry.revokedAt, undefined);
+        assert.equal(typeof revokedEntry.revokedAt, "string");
+        assert.equal(keptEntry.issuerId, server.bootstrap.principalId);
+        for (const entry of result.json.principals) {
+          assert.deepEqual(
+            Object.keys(entry).filter((key) => !["revokedAt"].includes(key)).sort(),
+            ["capabilities", "createdAt", "expiresAt", "issuerId", "principalId"],
+          );
+        }
+        assert.ok(!result.text.includes(kept.bearer));
+        assert.ok(!result.text.includes("art_"));
+      },
+    );
   } finally {
     await server.stop();
   }

@@ -130,10 +130,13 @@ Deno.test("SIGTERM lets a request in flight finish before the process exits 0", 
     await new Promise((resolve) => setTimeout(resolve, 200));
     stopping = server.stop();
     await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = await call(server.url, "GET", "/v1/runtime", { bearer: server.bearer });
+    assertError(refused, { status: 503, code: "shuttingDown", layer: "internal" });
     gate.resolve();
     const response = await pending;
-    assert.equal(response.status, 201);
-    assert.match((await response.json()).bearer, /^art_/);
+    const text = await response.text();
+    assert.equal(response.status, 201, text);
+    assert.match(JSON.parse(text).bearer, /^art_/);
     assert.equal(await stopping, 0);
     assert.ok(server.logs().some((line) => line.includes('"shutting down"')));
   } finally {
@@ -147,8 +150,13 @@ Deno.test("a bootstrap that expires while serving answers 401 tokenExpired", asy
     bootstrap: { expiresAt: new Date(Date.now() + 2_500).toISOString() },
   });
   try {
-    assert.equal((await call(server.url, "GET", "/v1/runtime", { bearer: server.bearer })).status, 200);
-    await new Promise((resolve) => setTimeout(resolve, Date.parse(server.bootstrap.expiresAt) - Date.now() + 50));
+    assert.equal(
+      (await call(server.url, "GET", "/v1/runtime", { bearer: server.bearer })).status,
+      200,
+    );
+    await new Promise((resolve) =>
+      setTimeout(resolve, Date.parse(server.bootstrap.expiresAt) - Date.now() + 50)
+    );
     const result = await call(server.url, "GET", "/v1/runtime", { bearer: server.bearer });
     assertError(result, { status: 401, code: "tokenExpired", layer: "auth" });
   } finally {

@@ -14,6 +14,9 @@ import { principalBody } from "./_http.ts";
 
 const DAY = 86_400_000;
 
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
 interface Harness {
   server: RuntimeServer;
   store: Store;
@@ -26,7 +29,7 @@ interface Harness {
     method: string,
     path: string,
     options?: { bearer?: string | null; headers?: Record<string, string | null>; body?: unknown },
-  ): Promise<{ status: number; headers: Headers; text: string; json: any }>; // deno-lint-ignore-line no-explicit-any
+  ): Promise<{ status: number; headers: Headers; text: string; json: Json }>;
   close(): Promise<void>;
 }
 
@@ -200,7 +203,10 @@ Deno.test("a key whose first request is still in its handler answers 409 idempot
   try {
     const key = crypto.randomUUID();
     const body = principalBody();
-    const first = h.request("POST", "/v1/principals", { headers: { "idempotency-key": key }, body });
+    const first = h.request("POST", "/v1/principals", {
+      headers: { "idempotency-key": key },
+      body,
+    });
     await entered.promise;
     const second = await h.request("POST", "/v1/principals", {
       headers: { "idempotency-key": key },
@@ -233,7 +239,10 @@ Deno.test("expiry: a principal and the bootstrap answer 401 tokenExpired once th
       body: principalBody({ expiresAt: new Date(h.clock.now + DAY).toISOString() }),
     });
     assert.equal(issued.status, 201);
-    assert.equal((await h.request("GET", "/v1/runtime", { bearer: issued.json.bearer })).status, 200);
+    assert.equal(
+      (await h.request("GET", "/v1/runtime", { bearer: issued.json.bearer })).status,
+      200,
+    );
 
     h.clock.now += DAY;
     const principal = await h.request("GET", "/v1/runtime", { bearer: issued.json.bearer });
@@ -276,7 +285,10 @@ Deno.test("the principal cache saves store lookups and still sees a revocation a
         body: principalBody(),
       });
       for (let i = 0; i < 5; i++) {
-        assert.equal((await h.request("GET", "/v1/runtime", { bearer: issued.json.bearer })).status, 200);
+        assert.equal(
+          (await h.request("GET", "/v1/runtime", { bearer: issued.json.bearer })).status,
+          200,
+        );
       }
       assert.equal(lookups, principalCache ? 1 : 5);
       const revoked = await h.request("DELETE", `/v1/principals/${issued.json.principalId}`);
@@ -298,7 +310,9 @@ Deno.test("request log records carry method, path without query, status, ids; ne
       body: principalBody(),
     });
     const ok = await h.request("GET", "/v1/runtime?verbose=1");
-    await h.request("GET", "/v1/runtime", { bearer: "wrong-bearer-value-that-is-long-enough-to-see" });
+    await h.request("GET", "/v1/runtime", {
+      bearer: "wrong-bearer-value-that-is-long-enough-to-see",
+    });
     assert.equal(ok.status, 200);
     assert.equal(h.lines.length, 3);
     const [created, runtime, refused] = h.lines;

@@ -355,7 +355,10 @@ export function runStoreContract(
     assert.equal(await store.deleteExpired(now + 2_000), 1);
     assert.equal(await store.deleteExpired(now + 2_000), 0);
     // The purged key is free again even at the original time; the other is untouched.
-    assert.equal((await store.claimIdempotency({ ...short, expiresAt: now + DAY })).state, "claimed");
+    assert.equal(
+      (await store.claimIdempotency({ ...short, expiresAt: now + DAY })).state,
+      "claimed",
+    );
     assert.deepEqual(
       await store.claimIdempotency({ ...long, now: now + 1, expiresAt: now + DAY }),
       { state: "inFlight" },
@@ -377,7 +380,10 @@ export function runStoreContract(
         assert.equal(await second.getPrincipal(record.principalId), null);
         assert.equal(await second.findPrincipalByDigest(record.bearerDigest), null);
         assert.deepEqual(await second.listPrincipals(), []);
-        assert.equal(await second.revokePrincipal(record.principalId, record.createdAt), "notFound");
+        assert.equal(
+          await second.revokePrincipal(record.principalId, record.createdAt),
+          "notFound",
+        );
         assert.equal(await second.createPrincipal(record), "created");
 
         const now = Date.now();

@@ -41,7 +41,7 @@ Deno.test("postgres: an unreachable database fails the open with a clear line, n
   assertSafe(error, url);
   assert.ok(error instanceof StoreUnavailableError);
   assert.equal(error.code, "storeUnavailable");
-  assert.equal(error.message, "Cannot reach the PostgreSQL store: connection refused (ECONNREFUSED)");
+  assert.equal(error.message, "PostgreSQL is unreachable: connection refused (ECONNREFUSED)");
   assert.ok(performance.now() - started < 10_000);
 });
 
@@ -71,7 +71,7 @@ Deno.test({
     );
     assertSafe(error, url.href);
     assert.ok(error instanceof StoreUnavailableError);
-    assert.match(error.message, /^Cannot open the PostgreSQL store: database does not exist: .*3D000/);
+    assert.match(error.message, /^PostgreSQL error at start: database does not exist: .*3D000/);
   },
 });
 

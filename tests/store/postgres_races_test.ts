@@ -3,8 +3,8 @@
  * the same principal id, idempotency key and revocation, and exactly one wins each time.
  */
 import assert from "node:assert/strict";
-import { openPostgresStore, type PostgresStore } from "../../server/store/postgres.ts";
-import type { PrincipalRecord } from "../../server/store/types.ts";
+import { openPostgresStore } from "../../server/store/postgres.ts";
+import type { PrincipalRecord, Store } from "../../server/store/types.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 
 const ignore = ignorePostgresTests();
@@ -24,7 +24,7 @@ function record(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
 }
 
 async function withReplicas(
-  fn: (a: PostgresStore, b: PostgresStore) => Promise<void>,
+  fn: (a: Store, b: Store) => Promise<void>,
 ): Promise<void> {
   await using db = await createTestDatabase();
   const namespace = crypto.randomUUID().replaceAll("-", "");
@@ -46,9 +46,15 @@ Deno.test({
     withReplicas(async (a, b) => {
       const principalId = crypto.randomUUID();
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createPrincipal(record({ principalId }))),
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? a : b).createPrincipal(record({ principalId }))),
       );
-      assert.equal(results.filter((r) => r === "created").length, 1);
+      assert.equal(
+        results.filter((r) =>
+          r === "created"
+        ).length,
+        1,
+      );
       assert.equal(results.filter((r) => r === "exists").length, 19);
       assert.equal((await a.listPrincipals()).length, 1);
     }),
@@ -149,9 +155,15 @@ Deno.test({
       assert.equal(await a.createPrincipal(principal), "created");
       const at = new Date().toISOString();
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revokePrincipal(principal.principalId, at)),
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 ? a : b).revokePrincipal(principal.principalId, at)),
       );
-      assert.equal(results.filter((r) => r === "revoked").length, 1);
+      assert.equal(
+        results.filter((r) =>
+          r === "revoked"
+        ).length,
+        1,
+      );
       assert.equal(results.filter((r) => r === "alreadyRevoked").length, 9);
       assert.equal((await b.findPrincipalByDigest(principal.bearerDigest))?.revokedAt, at);
       assert.equal(await a.revokePrincipal(crypto.randomUUID(), at), "notFound");

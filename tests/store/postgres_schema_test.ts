@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openPostgresStore } from "../../server/store/postgres.ts";
-import { migratePostgres } from "../../server/store/postgres/migrate.ts";
+import { migratePostgres } from "../../server/store/postgres/_migrate.ts";
 import { MIGRATIONS } from "../../server/store/postgres/migrations/mod.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 
@@ -26,7 +26,10 @@ Deno.test({
   async fn() {
     await using db = await createTestDatabase();
     const stores = await Promise.all(
-      Array.from({ length: 8 }, () => openPostgresStore({ url: db.url, namespace: "a".repeat(32) })),
+      Array.from(
+        { length: 8 },
+        () => openPostgresStore({ url: db.url, namespace: "a".repeat(32) }),
+      ),
     );
     try {
       const rows = await query<{ version: number; name: string }>(

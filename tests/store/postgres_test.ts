@@ -3,7 +3,12 @@
  * cluster, or a throwaway cluster started here), one random namespace per case.
  */
 import { openPostgresStore } from "../../server/store/postgres.ts";
-import { createTestDatabase, ignorePostgresTests, skipNote, type TestDatabase } from "../support/postgres.ts";
+import {
+  createTestDatabase,
+  ignorePostgresTests,
+  skipNote,
+  type TestDatabase,
+} from "../support/postgres.ts";
 import { runStoreContract } from "./contract.ts";
 
 let database: Promise<TestDatabase> | undefined;

@@ -13,8 +13,8 @@
  */
 import { createHash } from "node:crypto";
 import {
-  type FakeProvider,
   FakeHttpError,
+  type FakeProvider,
   type FakeRouteContext,
   type FakeStreamSubscriber,
   type Json,
@@ -226,7 +226,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     deployments: new Map(),
     deploymentRuns: new Map(),
     work: new Map(),
-    script: ({ text }) => [{ type: "agent.message", content: [{ type: "text", text: `Echo: ${text}` }] }],
+    script: (
+      { text },
+    ) => [{ type: "agent.message", content: [{ type: "text", text: `Echo: ${text}` }] }],
     continuation: () => [{ type: "agent.message", content: [{ type: "text", text: "Done" }] }],
     outcomeResult: "satisfied",
     emit: (sessionId, event) => emit(getSession(sessionId), event),
@@ -591,7 +593,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
   route("POST", "/v1/sessions/:id/resources", async (c) => {
     const session = getSession(c.params.id);
     const body = await c.body();
-    if (body.type !== "file" && body.type !== "code_repository" && body.type !== "github_repository") {
+    if (
+      body.type !== "file" && body.type !== "code_repository" && body.type !== "github_repository"
+    ) {
       throw bad("Only file and repository resources can be added");
     }
     if (body.type === "file") requireString(body, "file_id");
@@ -662,7 +666,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
       });
     } else if (type.startsWith("session.thread_status_")) {
       const thread = session.threads.find((t) => t.id === event.session_thread_id);
-      if (thread) thread.status = type.slice(22) === "rescheduled" ? "rescheduling" : type.slice(22);
+      if (thread) {
+        thread.status = type.slice(22) === "rescheduled" ? "rescheduling" : type.slice(22);
+      }
     } else if (type === "session.usage") {
       record.usage = event.usage;
     }
@@ -771,7 +777,10 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
       if (typeof id !== "string" || !session.pending.has(id) || answering.has(id)) {
         throw bad(`Tool use ${id} is not awaiting an answer`);
       }
-      if (event.type === "user.tool_confirmation" && event.result !== "allow" && event.result !== "deny") {
+      if (
+        event.type === "user.tool_confirmation" && event.result !== "allow" &&
+        event.result !== "deny"
+      ) {
         throw bad("result must be allow or deny");
       }
       answering.add(id);
@@ -784,13 +793,21 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
         case "user.message":
           startTurn(
             session,
-            state.script({ session: session.record, text: textOf(event.content), events: session.events }),
+            state.script({
+              session: session.record,
+              text: textOf(event.content),
+              events: session.events,
+            }),
           );
           break;
         case "user.interrupt":
           stopTurn(session);
           session.pending.clear();
-          emit(session, { type: "session.status_idle", stop_reason: { type: "end_turn" }, stop_details: null });
+          emit(session, {
+            type: "session.status_idle",
+            stop_reason: { type: "end_turn" },
+            stop_details: null,
+          });
           break;
         case "user.tool_confirmation": {
           const toolUseId = event.tool_use_id as string;
@@ -932,7 +949,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     if (store.record.archived_at) throw bad("Archived memory stores are read-only");
     if (body.name !== undefined) store.record.name = requireString(body, "name");
     if (body.description !== undefined) store.record.description = body.description;
-    if ("metadata" in body) store.record.metadata = patchMetadata(store.record.metadata, body.metadata);
+    if ("metadata" in body) {
+      store.record.metadata = patchMetadata(store.record.metadata, body.metadata);
+    }
     store.record.updated_at = now();
     return jsonResponse(store.record);
   }, mem);
@@ -1092,7 +1111,12 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     if (!version) throw notFound(`Memory version ${c.params.vid}`);
     return version;
   }
-  route("GET", "/v1/memory_stores/:id/memory_versions/:vid", (c) => jsonResponse(getVersion(c)), mem);
+  route(
+    "GET",
+    "/v1/memory_stores/:id/memory_versions/:vid",
+    (c) => jsonResponse(getVersion(c)),
+    mem,
+  );
   route("POST", "/v1/memory_stores/:id/memory_versions/:vid/redact", (c) => {
     const version = getVersion(c);
     if (!version.redacted_at) {
@@ -1139,8 +1163,12 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     const vault = getVault(c.params.id);
     const body = await c.body();
     if (vault.record.archived_at) throw bad("Archived vaults are read-only");
-    if (body.display_name !== undefined) vault.record.display_name = requireString(body, "display_name");
-    if ("metadata" in body) vault.record.metadata = patchMetadata(vault.record.metadata, body.metadata);
+    if (body.display_name !== undefined) {
+      vault.record.display_name = requireString(body, "display_name");
+    }
+    if ("metadata" in body) {
+      vault.record.metadata = patchMetadata(vault.record.metadata, body.metadata);
+    }
     vault.record.updated_at = now();
     return jsonResponse(vault.record);
   });
@@ -1170,7 +1198,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     const body = await c.body();
     const auth = obj(body.auth);
     const type = auth?.type;
-    if (!auth || (type !== "mcp_oauth" && type !== "static_bearer" && type !== "environment_variable")) {
+    if (
+      !auth || (type !== "mcp_oauth" && type !== "static_bearer" && type !== "environment_variable")
+    ) {
       throw bad("auth.type must be mcp_oauth, static_bearer or environment_variable");
     }
     const url = str(auth.mcp_server_url);
@@ -1221,7 +1251,11 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
         throw bad("mcp_server_url, token_endpoint, client_id and type are locked");
       }
       credential.secret = { ...credential.secret, ...auth };
-      credential.record.auth = stripSecrets({ ...current, ...auth, refresh: refresh ? { ...currentRefresh, ...refresh } : current.refresh });
+      credential.record.auth = stripSecrets({
+        ...current,
+        ...auth,
+        refresh: refresh ? { ...currentRefresh, ...refresh } : current.refresh,
+      });
     }
     if ("display_name" in body) credential.record.display_name = body.display_name ?? null;
     if ("metadata" in body) {
@@ -1268,7 +1302,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
   function checkSchedule(schedule: unknown): Json | null {
     if (schedule === undefined || schedule === null) return null;
     const s = obj(schedule);
-    if (!s || s.type !== "cron" || typeof s.expression !== "string" || typeof s.timezone !== "string") {
+    if (
+      !s || s.type !== "cron" || typeof s.expression !== "string" || typeof s.timezone !== "string"
+    ) {
       throw bad("schedule must be {type: cron, expression, timezone}");
     }
     try {
@@ -1342,7 +1378,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
   route("POST", "/v1/deployments/:id/archive", (c) => {
     const deployment = getDeployment(c.params.id);
     deployment.archived_at ??= now();
-    deployment.schedule = deployment.schedule ? { ...obj(deployment.schedule), upcoming_runs_at: [] } : null;
+    deployment.schedule = deployment.schedule
+      ? { ...obj(deployment.schedule), upcoming_runs_at: [] }
+      : null;
     return jsonResponse(deployment);
   });
   route("POST", "/v1/deployments/:id/run", (c) => {
@@ -1360,7 +1398,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     };
     try {
       const session = createSession({
-        agent: agent.version === null ? agent.id : { type: "agent", id: agent.id, version: agent.version },
+        agent: agent.version === null
+          ? agent.id
+          : { type: "agent", id: agent.id, version: agent.version },
         environment_id: deployment.environment_id,
         resources: deployment.resources,
         vault_ids: deployment.vault_ids,
@@ -1371,7 +1411,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       run.error = {
-        type: /agent/i.test(message) ? "agent_archived_error" : /environment/i.test(message)
+        type: /agent/i.test(message)
+          ? "agent_archived_error"
+          : /environment/i.test(message)
           ? "environment_archived_error"
           : "unknown_error",
         message,

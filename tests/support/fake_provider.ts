@@ -202,7 +202,9 @@ export class FakeProvider {
   readonly #subscribers = new Set<FakeStreamSubscriber>();
   readonly #closers = new Set<() => void>();
   #dropAfterBytes: number | undefined;
+  #dropAfterFrames: number | undefined;
   #delayStreamMs: number | undefined;
+  #delayStreamTimes = 0;
   #requestCount = 0;
   #closed = false;
 
@@ -214,12 +216,11 @@ export class FakeProvider {
 
   /** Starts a server on a random port; stop it with {@linkcode FakeProvider.close}. */
   static start(options: FakeProviderOptions = {}): Promise<FakeProvider> {
-    let fake: FakeProvider | undefined;
-    const server = Deno.serve(
+    const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (request) => fake!.#handle(request),
+      (request): Promise<Response> => fake.#handle(request),
     );
-    fake = new FakeProvider(server, options.apiKey ?? "test-key");
+    const fake: FakeProvider = new FakeProvider(server, options.apiKey ?? "test-key");
     if (!options.bare) fake.managedAgents = installManagedAgentRoutes(fake);
     return Promise.resolve(fake);
   }
@@ -253,14 +254,19 @@ export class FakeProvider {
     this.#faults.push({ times: 1, ...fault });
   }
 
-  /** Cuts the next event stream after `afterBytes` bytes of frames (mid-frame when it falls there). */
-  dropNextStream(options: { afterBytes: number }): void {
-    this.#dropAfterBytes = options.afterBytes;
+  /**
+   * Cuts the next event stream: after `afterBytes` bytes of frames (mid-frame when it falls
+   * there), or after `afterFrames` whole frames plus half of the next one.
+   */
+  dropNextStream(options: { afterBytes: number } | { afterFrames: number }): void {
+    if ("afterBytes" in options) this.#dropAfterBytes = options.afterBytes;
+    else this.#dropAfterFrames = options.afterFrames;
   }
 
-  /** Holds the next event stream's response (its first byte) for `ms` milliseconds. */
-  delayNextStream(options: { ms: number }): void {
+  /** Holds the next `times` (default 1) event stream responses (their first byte) for `ms` ms. */
+  delayNextStream(options: { ms: number; times?: number }): void {
     this.#delayStreamMs = options.ms;
+    this.#delayStreamTimes = options.times ?? 1;
   }
 
   /** The number of open event streams. */
@@ -280,7 +286,9 @@ export class FakeProvider {
    */
   sseResponse(attach: (subscriber: FakeStreamSubscriber) => () => void): Response {
     let dropAfter = this.#dropAfterBytes;
+    let framesLeft = this.#dropAfterFrames;
     this.#dropAfterBytes = undefined;
+    this.#dropAfterFrames = undefined;
     const duplicate = this.duplicateDeliveries;
     const subscribers = this.#subscribers;
     let detach: (() => void) | undefined;
@@ -294,12 +302,16 @@ export class FakeProvider {
         if (closed || !controllerRef) return;
         const frames = duplicate ? frame + frame : frame;
         let bytes = encoder.encode(frames);
+        if (framesLeft !== undefined) {
+          if (framesLeft === 0) dropAfter = Math.max(1, Math.floor(bytes.length / 2));
+          framesLeft -= 1;
+        }
         if (dropAfter !== undefined) {
           if (bytes.length >= dropAfter) {
             bytes = bytes.subarray(0, dropAfter);
             if (bytes.length > 0) controllerRef.enqueue(bytes);
             finish();
-            controllerRef.error(new Error("fake provider dropped the stream"));
+            dropWhenFlushed(controllerRef);
             return;
           }
           dropAfter -= bytes.length;
@@ -315,6 +327,26 @@ export class FakeProvider {
           // Already errored or closed.
         }
       },
+    };
+    const closers = this.#closers;
+    // Erroring a stream discards what is still queued, so wait until the server took every chunk.
+    const dropWhenFlushed = (controller: ReadableStreamDefaultController<Uint8Array>): void => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stop = (): void => {
+        clearTimeout(timer);
+        closers.delete(stop);
+        try {
+          controller.error("fake provider: stream dropped on purpose (fault switch)");
+        } catch {
+          // Already cancelled by the client.
+        }
+      };
+      const check = (): void => {
+        if ((controller.desiredSize ?? 1) >= 1) stop();
+        else timer = setTimeout(check, 2);
+      };
+      closers.add(stop);
+      timer = setTimeout(check, 2);
     };
     const finish = (): void => {
       closed = true;
@@ -446,8 +478,11 @@ export class FakeProvider {
       route.keys.forEach((key, i) => params[key] = decodeURIComponent(match[i + 1]));
       if (url.pathname.endsWith("/stream") && this.#delayStreamMs !== undefined) {
         const ms = this.#delayStreamMs;
-        this.#delayStreamMs = undefined;
-        await this.#wait(ms, request.signal);
+        if (--this.#delayStreamTimes <= 0) this.#delayStreamMs = undefined;
+        await this.#wait(ms);
+        if (this.#closed) {
+          throw new FakeHttpError(503, "overloaded_error", "The fake provider is closing");
+        }
       }
       return await route.handler({
         request,
@@ -482,16 +517,14 @@ export class FakeProvider {
     throw new FakeHttpError(404, "not_found_error", `No route for ${url.pathname}`);
   }
 
-  #wait(ms: number, signal: AbortSignal): Promise<void> {
+  #wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        signal.removeEventListener("abort", done);
         this.#closers.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
       this.#closers.add(done);
     });
   }

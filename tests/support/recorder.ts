@@ -108,12 +108,11 @@ export class Recorder {
 
   /** Starts a recorder on a random port; stop it with {@linkcode Recorder.close}. */
   static start(): Recorder {
-    let recorder: Recorder | undefined;
-    const server = Deno.serve(
+    const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (request) => recorder!.#handle(request),
+      (request): Promise<Response> => recorder.#handle(request),
     );
-    recorder = new Recorder(server);
+    const recorder: Recorder = new Recorder(server);
     return recorder;
   }
 

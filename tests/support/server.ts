@@ -276,7 +276,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       url = listeningUrl(stderrLines);
       if (url !== null) break;
       if (exitCode !== null) {
-        throw new Error(`serve exited with ${exitCode} before listening:\n${stderrLines.join("\n")}`);
+        throw new Error(
+          `serve exited with ${exitCode} before listening:\n${stderrLines.join("\n")}`,
+        );
       }
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`serve did not start:\n${stderrLines.join("\n")}`);

@@ -98,14 +98,14 @@ export function toStoreError(error: unknown): unknown {
 export function toStartupError(error: unknown): Error {
   const reason = describeUnavailable(error);
   if (reason !== undefined) {
-    return new StoreUnavailableError(`Cannot reach the PostgreSQL store: ${reason}`);
+    return new StoreUnavailableError(`PostgreSQL is unreachable: ${reason}`);
   }
   const code = codeOf(error);
   if (isPostgresError(error) && code !== undefined) {
     const family = lookup(STARTUP_SQLSTATES, code) ?? "database error";
     const detail = oneLine((error as Error).message);
     return new StoreUnavailableError(
-      `Cannot open the PostgreSQL store: ${family}: ${detail} (SQLSTATE ${code})`,
+      `PostgreSQL error at start: ${family}: ${detail} (SQLSTATE ${code})`,
     );
   }
   if (error instanceof Error && error.name === "NotCapable") {
@@ -113,16 +113,16 @@ export function toStartupError(error: unknown): Error {
       ? " (postgres.js reads PG* variables: grant --allow-env=PG*, and name the user in the URL or PGUSER)"
       : "";
     return new StoreUnavailableError(
-      `Cannot open the PostgreSQL store: ${oneLine(error.message)}${hint}`,
+      `PostgreSQL store lacks a permission: ${oneLine(error.message)}${hint}`,
     );
   }
   const name = code ?? (error instanceof Error ? error.name : "unknown error");
   if (/CERT|TLS|SSL/.test(name)) {
     return new StoreUnavailableError(
-      `Cannot open the PostgreSQL store: TLS certificate rejected (${name})`,
+      `PostgreSQL TLS certificate rejected (${name})`,
     );
   }
-  return new StoreUnavailableError(`Cannot open the PostgreSQL store: ${name}`);
+  return new StoreUnavailableError(`PostgreSQL connection failed (${name})`);
 }
 
 function oneLine(text: string): string {

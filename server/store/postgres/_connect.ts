@@ -28,7 +28,7 @@ export class StoreUrlError extends TypeError {
    *
    * @example
    * ```ts
-   * import { StoreUrlError } from "./connect.ts";
+   * import { StoreUrlError } from "./_connect.ts";
    * throw new StoreUrlError("Invalid PostgreSQL store URL");
    * ```
    */
@@ -43,7 +43,7 @@ export class StoreUrlError extends TypeError {
  *
  * @example
  * ```ts
- * import { isPostgresUrl } from "./connect.ts";
+ * import { isPostgresUrl } from "./_connect.ts";
  * console.log(isPostgresUrl("postgres://app@db:5432/app")); // true
  * ```
  */
@@ -52,11 +52,20 @@ export function isPostgresUrl(url: string): boolean {
 }
 
 /**
+ * Seconds a pooled connection waits before reconnecting after `retries` failed attempts:
+ * 50 ms doubling up to 1 s. The driver's own default grows to 20 s, which would hold requests
+ * that long during an outage and delay recovery by as much once the database is back.
+ */
+function reconnectDelay(retries: number): number {
+  return Math.min(0.05 * 2 ** Math.max(retries - 1, 0), 1);
+}
+
+/**
  * Opens a lazy connection pool (nothing connects until the first query).
  *
  * @example
  * ```ts ignore
- * import { connectPostgres } from "./connect.ts";
+ * import { connectPostgres } from "./_connect.ts";
  * const sql = connectPostgres("postgres://app@127.0.0.1:5432/app");
  * await sql`SELECT 1`;
  * await sql.end();
@@ -86,6 +95,7 @@ export function connectPostgres(url: string, options: ConnectOptions = {}): post
   } else if (!query.has("connect_timeout") && !Deno.env.get("PGCONNECT_TIMEOUT")) {
     settings.connect_timeout = 5;
   }
+  if (!query.has("backoff") && !Deno.env.get("PGBACKOFF")) settings.backoff = reconnectDelay;
   try {
     return postgres(url, settings);
   } catch (error) {

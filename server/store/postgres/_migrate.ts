@@ -23,7 +23,7 @@ export class SchemaVersionError extends Error {
    *
    * @example
    * ```ts
-   * import { SchemaVersionError } from "./migrate.ts";
+   * import { SchemaVersionError } from "./_migrate.ts";
    * throw new SchemaVersionError("Database schema version 3 is newer than this build (2)");
    * ```
    */
@@ -46,7 +46,7 @@ export interface MigrateOptions {
  * @example
  * ```ts ignore
  * import postgres from "postgres";
- * import { migratePostgres } from "./migrate.ts";
+ * import { migratePostgres } from "./_migrate.ts";
  * const sql = postgres("postgres://app@127.0.0.1:5432/app");
  * console.log(await migratePostgres(sql)); // [1] the first time, [] after
  * await sql.end();
