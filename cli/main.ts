@@ -15,9 +15,6 @@
  */
 import { UsageError } from "./_args.ts";
 import { printOut, PROGRAM, reportError } from "./_output.ts";
-import { initCommand } from "./init.ts";
-import { principalCommand } from "./principal.ts";
-import { serveCommand } from "./serve.ts";
 
 /** Help text of the program. */
 export const MAIN_HELP: string = `Usage: ${PROGRAM} <command> [options]
@@ -54,11 +51,12 @@ export async function main(args: string[]): Promise<number> {
         printOut(MAIN_HELP);
         return 0;
       case "init":
-        return await initCommand(rest);
+        return await (await import("./init.ts")).initCommand(rest);
       case "serve":
-        return await serveCommand(rest);
+        // Each command loads only its own modules, so `serve` starts without the client code.
+        return await (await import("./serve.ts")).serveCommand(rest);
       case "principal":
-        return await principalCommand(rest);
+        return await (await import("./principal.ts")).principalCommand(rest);
       default:
         throw new UsageError("", `Unknown command ${command.slice(0, 40)}`);
     }

@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { createHash, timingSafeEqual } from "node:crypto";
+import { constantTimeEqual, sha256, toHex } from "./_digest.ts";
 import { sha256Ascii } from "./_sha256.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { AuthenticatedPrincipal } from "./context.ts";
@@ -31,7 +30,7 @@ export interface AuthenticatorOptions {
 
 const BEARER = /^bearer +([\x21-\x7e]{1,4096}) *$/i;
 /** Scratch space of the digest; authentication is synchronous up to the store lookup. */
-const DIGEST = Buffer.alloc(32);
+const DIGEST = new Uint8Array(32);
 const MALFORMED = "Authorization must be one `Bearer <token>` header";
 
 function authenticationFailed(message: string): InterfaceError {
@@ -56,7 +55,7 @@ function tokenExpired(): InterfaceError {
  * ```
  */
 export function bearerDigest(bearer: string): string {
-  return createHash("sha256").update(bearer).digest("hex");
+  return toHex(sha256(bearer));
 }
 
 /**
@@ -71,7 +70,7 @@ export function bearerDigest(bearer: string): string {
  * ```
  */
 export class Authenticator {
-  #bootstrapDigest: Buffer;
+  #bootstrapDigest: Uint8Array;
   #bootstrap: AuthenticatedPrincipal;
   #store: Store;
   #cache: Map<string, AuthenticatedPrincipal> | null;
@@ -88,7 +87,7 @@ export class Authenticator {
    */
   constructor(options: AuthenticatorOptions) {
     const bootstrap = options.bootstrap;
-    this.#bootstrapDigest = Buffer.from(bootstrap.tokenDigest);
+    this.#bootstrapDigest = bootstrap.tokenDigest;
     this.#bootstrap = Object.freeze({
       principalId: bootstrap.principalId,
       capabilities: bootstrap.capabilities,
@@ -124,11 +123,11 @@ export class Authenticator {
     if (match === null) throw authenticationFailed(MALFORMED);
     // The bearer is printable ASCII here, so the fast synchronous digest applies.
     const digest = sha256Ascii(match[1], DIGEST);
-    if (timingSafeEqual(digest, this.#bootstrapDigest)) {
+    if (constantTimeEqual(digest, this.#bootstrapDigest)) {
       if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
       return this.#bootstrap;
     }
-    const hex = DIGEST.toString("hex");
+    const hex = toHex(DIGEST);
     const cached = this.#cache?.get(hex);
     if (cached !== undefined) return checkExpiry(cached, now);
     return this.#store.findPrincipalByDigest(hex).then((record) => this.#admit(hex, record, now));

@@ -9,7 +9,8 @@ import { type Chain, compose, type Step } from "./chain.ts";
 import { RequestContext } from "./context.ts";
 import { InterfaceError, internalError, toResponse } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
-import { createMcpEndpoint, type McpOptions } from "./mcp/endpoint.ts";
+import type { McpOptions } from "./mcp/endpoint.ts";
+import { createLazyMcpEndpoint } from "./mcp/_lazy.ts";
 import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
@@ -49,7 +50,10 @@ export interface RuntimeServerOptions {
    * replicas share the store.
    */
   principalCache?: boolean;
-  /** How often expired idempotency records are purged, in ms (default 10 min; 0 never). */
+  /**
+   * How often expired idempotency records are purged, in ms: at most once an interval, by the
+   * first request after it (default 10 min; 0 never).
+   */
   cleanupIntervalMs?: number;
   /** Further routes, such as the MCP endpoint, built from the server's shared parts. */
   routes?: (services: RuntimeServices) => readonly RouteDefinition[];
@@ -154,7 +158,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   }
 
   const router = new Router<Chain<RequestContext>>();
-  const mcp = createMcpEndpoint(services, options.mcp);
+  const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
     ...healthRoutes(),
     ...runtimeRoutes(),
@@ -214,6 +218,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
 
   async function handler(request: Request, _info?: unknown): Promise<Response> {
     const context = new RequestContext(request, now());
+    maybeCleanup(context.receivedAt);
     let response: Response;
     if (drained !== null) {
       response = toResponse(shuttingDown(), context.responseCorrelationId);
@@ -245,19 +250,20 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     return response;
   }
 
+  // Expired idempotency records are purged at most once an interval, started by a request
+  // rather than a timer: the first timer of a process loads Deno's timer module (10 to 25 ms),
+  // which would hold up startup. An idle runtime creates no records, so it has none to purge.
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 600_000;
   let cleaning: Promise<void> | null = null;
-  let timer: ReturnType<typeof setInterval> | undefined;
-  if (cleanupIntervalMs > 0) {
-    const handle = setInterval(() => {
-      if (cleaning !== null) return;
-      cleaning = store.deleteExpired(now()).then(
-        () => {},
-        (error) => logger.error("idempotency cleanup failed", { errorName: error?.name }),
-      ).finally(() => cleaning = null);
-    }, cleanupIntervalMs);
-    Deno.unrefTimer(handle);
-    timer = handle;
+  let nextCleanup = now() + cleanupIntervalMs;
+  let closed = false;
+  function maybeCleanup(at: number): void {
+    if (cleanupIntervalMs <= 0 || at < nextCleanup || cleaning !== null || closed) return;
+    nextCleanup = at + cleanupIntervalMs;
+    cleaning = store.deleteExpired(at).then(
+      () => {},
+      (error) => logger.error("idempotency cleanup failed", { errorName: error?.name }),
+    ).finally(() => cleaning = null);
   }
 
   return {
@@ -273,8 +279,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     },
     async close(): Promise<void> {
       await mcp.close();
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
+      closed = true;
       if (cleaning !== null) await cleaning;
       logger.flush();
     },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createHash, createHmac } from "node:crypto";
+import { hmacSha256, sha256, toHex } from "../_digest.ts";
 import type { Capability } from "../store/types.ts";
 
 /** Where the bootstrap credential came from. */
@@ -62,12 +62,9 @@ export interface BootstrapInput {
  * ```
  */
 export function deriveBootstrapCredential(input: BootstrapInput): BootstrapCredential {
-  const tokenDigest = new Uint8Array(createHash("sha256").update(input.token).digest());
-  const authorityKey = new Uint8Array(
-    createHmac("sha256", input.token).update("automation-runtime/authority/v1").digest(),
-  );
-  const namespace = createHmac("sha256", authorityKey).update("automation-runtime/namespace/v1")
-    .digest("hex").slice(0, 32);
+  const tokenDigest = sha256(input.token);
+  const authorityKey = hmacSha256(input.token, "automation-runtime/authority/v1");
+  const namespace = toHex(hmacSha256(authorityKey, "automation-runtime/namespace/v1")).slice(0, 32);
   return Object.freeze({
     principalId: input.principalId,
     capabilities: Object.freeze([...input.capabilities]),

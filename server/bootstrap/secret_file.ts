@@ -4,7 +4,6 @@
  *
  * @module
  */
-import { parse } from "dotenv";
 import { BootstrapError } from "./errors.ts";
 import { BOOTSTRAP_VARIABLE_NAMES } from "./variables.ts";
 
@@ -282,7 +281,9 @@ export async function readSecretFile(path: string): Promise<Record<string, strin
   } finally {
     file.close();
   }
-  return parseSecretFileText(path, bytes);
+  // dotenv loads Node compatibility code: only a server that reads a secret file pays for it.
+  const { parse } = await import("dotenv");
+  return parseSecretFileText(path, bytes, parse);
 }
 
 function unreadable(path: string, error: unknown): BootstrapError {
@@ -315,7 +316,11 @@ async function readAll(file: Deno.FsFile): Promise<Uint8Array> {
 
 const ASSIGNMENT = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*=/;
 
-function parseSecretFileText(path: string, bytes: Uint8Array): Record<string, string> {
+function parseSecretFileText(
+  path: string,
+  bytes: Uint8Array,
+  parse: (text: string) => Record<string, string>,
+): Record<string, string> {
   const fail = (reason: string): never => {
     throw new BootstrapError(
       "secretFileUnparseable",

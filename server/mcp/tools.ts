@@ -23,7 +23,8 @@ import { z } from "zod";
 import type { AuthenticatedPrincipal } from "../context.ts";
 import { type ErrorBody, errorBody, InterfaceError, internalError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { createPrincipalSchema, principalRoutes } from "../routes/principals.ts";
+import { type CreatePrincipalBody, principalRoutes } from "../routes/principals.ts";
+import { parseRfc3339 } from "../time.ts";
 import { runtimeRoutes } from "../routes/runtime.ts";
 import { deadlineExceeded } from "../rules/deadline.ts";
 import { invalidRequest } from "../rules/json.ts";
@@ -66,6 +67,24 @@ interface ToolEntry {
 }
 
 const capabilitySchema = z.enum(CAPABILITIES as [Capability, ...Capability[]]);
+
+/**
+ * The issuance body as a zod schema, for the tool's JSON Schema; the same rules as the route's
+ * hand-written `createPrincipalSchema` (which keeps zod out of the service's startup).
+ */
+const createPrincipalSchema: z.ZodType<CreatePrincipalBody> = z.object({
+  principalId: z.string().regex(
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    "Must be a lower-case UUID",
+  ),
+  capabilities: z.array(capabilitySchema)
+    .min(1, "Must name at least one capability")
+    .refine((list) => new Set(list).size === list.length, "Must not repeat a capability"),
+  expiresAt: z.string().refine(
+    (value) => parseRfc3339(value) !== null,
+    "Must be an RFC 3339 timestamp",
+  ),
+}).strict();
 
 const runtimeInfoOutput = z.object({
   interfaceVersion: z.string(),

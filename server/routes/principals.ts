@@ -9,11 +9,10 @@
  *
  * @module
  */
-import { createHash, createHmac } from "node:crypto";
-import { z } from "zod";
+import { hmacSha256, sha256, toBase64Url, toHex } from "../_digest.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
-import type { RouteDefinition } from "../router.ts";
+import type { BodySchema, RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
 import {
@@ -39,17 +38,91 @@ export interface CreatePrincipalBody {
   expiresAt: string;
 }
 
-/** Schema of {@linkcode CreatePrincipalBody}: the shape only; the authority rules come after. */
-export const createPrincipalSchema: z.ZodType<CreatePrincipalBody> = z.object({
-  principalId: z.string().regex(UUID, "Must be a lower-case UUID"),
-  capabilities: z.array(z.enum(CAPABILITIES as [Capability, ...Capability[]]))
-    .min(1, "Must name at least one capability")
-    .refine((list) => new Set(list).size === list.length, "Must not repeat a capability"),
-  expiresAt: z.string().refine(
-    (value) => parseRfc3339(value) !== null,
-    "Must be an RFC 3339 timestamp",
-  ),
-}).strict();
+/** One problem with a body, as zod reports it. */
+interface Issue {
+  path: (string | number)[];
+  message: string;
+}
+
+const KNOWN = new Set<string>(CAPABILITIES);
+const FIELDS = new Set(["principalId", "capabilities", "expiresAt"]);
+
+function typeName(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+}
+
+function checkCapabilities(value: unknown, issues: Issue[]): void {
+  if (!Array.isArray(value)) {
+    issues.push({ path: ["capabilities"], message: `Expected array, received ${typeName(value)}` });
+    return;
+  }
+  value.forEach((item, index) => {
+    if (typeof item !== "string" || !KNOWN.has(item)) {
+      issues.push({
+        path: ["capabilities", index],
+        message: `Must be one of ${CAPABILITIES.join(", ")}`,
+      });
+    }
+  });
+  if (value.length === 0) {
+    issues.push({ path: ["capabilities"], message: "Must name at least one capability" });
+  } else if (new Set(value).size !== value.length) {
+    issues.push({ path: ["capabilities"], message: "Must not repeat a capability" });
+  }
+}
+
+/**
+ * Schema of {@linkcode CreatePrincipalBody}: the shape only; the authority rules come after.
+ * Written out by hand (zod's rules, zod's `safeParse` result) so that the service does not load
+ * zod at startup.
+ *
+ * @example
+ * ```ts
+ * import { createPrincipalSchema } from "./principals.ts";
+ * const result = createPrincipalSchema.safeParse({ principalId: "x" });
+ * console.log(result.success); // false
+ * ```
+ */
+export const createPrincipalSchema: BodySchema = {
+  safeParse(value: unknown) {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return {
+        success: false,
+        error: { issues: [{ path: [], message: `Expected object, received ${typeName(value)}` }] },
+      };
+    }
+    const body = value as Record<string, unknown>;
+    const issues: Issue[] = [];
+    if (typeof body.principalId !== "string" || !UUID.test(body.principalId)) {
+      issues.push({
+        path: ["principalId"],
+        message: typeof body.principalId === "string"
+          ? "Must be a lower-case UUID"
+          : `Expected string, received ${typeName(body.principalId)}`,
+      });
+    }
+    checkCapabilities(body.capabilities, issues);
+    if (typeof body.expiresAt !== "string" || parseRfc3339(body.expiresAt) === null) {
+      issues.push({
+        path: ["expiresAt"],
+        message: typeof body.expiresAt === "string"
+          ? "Must be an RFC 3339 timestamp"
+          : `Expected string, received ${typeName(body.expiresAt)}`,
+      });
+    }
+    const unknown = Object.keys(body).filter((key) => !FIELDS.has(key));
+    if (unknown.length > 0) {
+      issues.push({ path: [], message: `Unrecognized key(s): ${unknown.join(", ")}` });
+    }
+    if (issues.length > 0) return { success: false, error: { issues } };
+    const data: CreatePrincipalBody = {
+      principalId: body.principalId as string,
+      capabilities: body.capabilities as Capability[],
+      expiresAt: body.expiresAt as string,
+    };
+    return { success: true, data };
+  },
+};
 
 /**
  * Derives the bearer of a principal from the bootstrap authority key and its nonce:
@@ -68,9 +141,9 @@ export function derivePrincipalBearer(
   principalId: string,
   nonce: string,
 ): string {
-  const mac = createHmac("sha256", authorityKey)
-    .update(`automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`)
-    .digest("base64url");
+  const mac = toBase64Url(
+    hmacSha256(authorityKey, `automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`),
+  );
   return `art_${mac}`;
 }
 
@@ -145,7 +218,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     const bearer = derivePrincipalBearer(bootstrap.authorityKey, body.principalId, nonce);
     const record: PrincipalRecord = {
       principalId: body.principalId,
-      bearerDigest: createHash("sha256").update(bearer).digest("hex"),
+      bearerDigest: toHex(sha256(bearer)),
       capabilities: body.capabilities,
       expiresAt,
       issuerId: caller.principalId,

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
+import { sha256, toHex } from "../_digest.ts";
 import type { Next, Step } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError, toResponse } from "../errors.ts";
@@ -74,7 +74,15 @@ export function idempotencyScope(
   path: string,
   key: string,
 ): string {
-  return createHash("sha256").update(`${principalId}\n${method}\n${path}\n${key}`).digest("hex");
+  return toHex(sha256(`${principalId}\n${method}\n${path}\n${key}`));
+}
+
+/** Hex SHA-256 of a body: in JavaScript when small, off the event loop with WebCrypto when large. */
+async function bodyDigest(bytes: Uint8Array): Promise<string> {
+  if (bytes.length <= 16_384) return toHex(sha256(bytes));
+  return toHex(
+    new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)),
+  );
 }
 
 async function release(store: Store, scope: string, token: string): Promise<void> {
@@ -114,8 +122,7 @@ export function idempotencyClaimStep(options: IdempotencyClaimOptions): Step<Req
       context.path,
       context.idempotencyKey ?? "",
     );
-    const requestDigest = createHash("sha256").update(context.bodyBytes ?? new Uint8Array(0))
-      .digest("hex");
+    const requestDigest = await bodyDigest(context.bodyBytes ?? new Uint8Array(0));
     const now = context.receivedAt;
     const expiresAt = now + ttlMs;
     // A claim outlives its holder's deadline only by a margin; after that a crashed holder's

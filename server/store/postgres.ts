@@ -1,8 +1,9 @@
 /**
  * The PostgreSQL store: several replicas of the service share one database.
  *
- * - Every write is one statement or one transaction guarded by a unique constraint, never
- *   read-then-write, so replicas racing on the same principal id or idempotency key agree.
+ * - Every write is one SQL statement guarded by unique constraints, never read-then-write, so
+ *   replicas racing on the same principal id or idempotency key agree. No connection is ever
+ *   pinned (no `sql.begin`): see `createPrincipal` below for why.
  * - There is no principal cache: each authentication reads the principal row, so a revocation
  *   committed by one replica is seen by the very next request on every other replica.
  * - Connectivity failures surface as {@linkcode StoreUnavailableError} (503 `storeUnavailable`);
@@ -24,6 +25,7 @@ import { type Capability, StoreUnavailableError } from "./types.ts";
 import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
+import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
 export { SchemaVersionError } from "./postgres/_migrate.ts";
@@ -107,19 +109,59 @@ function ms(value: number): string {
   return String(Math.floor(value));
 }
 
-/** A {@linkcode Store} on PostgreSQL; built by {@linkcode openPostgresStore}. */
+/** Shortest time between two pool replacements caused by connect timeouts, in ms. */
+const REFRESH_INTERVAL_MS = 5_000;
+
+/** Options of the store class. */
+interface PostgresStoreInit {
+  /** Opens a fresh pool (the first one, and replacements). */
+  connect: () => postgres.Sql;
+  /** The pool the migration ran on, used first. */
+  sql: postgres.Sql;
+  /** Namespace of every row. */
+  namespace: string;
+  /** Rows per purge statement. */
+  deleteBatchSize?: number;
+}
+
+/**
+ * A {@linkcode Store} on PostgreSQL; built by {@linkcode openPostgresStore}.
+ *
+ * The pool is replaced by a fresh one when a connection may be wedged: after the driver crash
+ * caught by `_driver_guard.ts`, and after a connect timeout (postgres.js 3.4.9 can leave a
+ * connection that lost its socket mid-write unable to ever send its handshake again). The old
+ * pool gets one second to finish what runs on it; anything still hanging there then fails and
+ * is answered 503.
+ */
 class PostgresStore implements Store {
   /** Backend name. */
   readonly kind: string = "postgres";
   #sql: postgres.Sql;
+  #connect: () => postgres.Sql;
   #ns: string;
   #batch: number;
   #closed = false;
+  #lastRefresh = Number.NEGATIVE_INFINITY;
+  #retiring = new Set<Promise<void>>();
+  #unguard: () => void;
 
-  constructor(sql: postgres.Sql, options: { namespace: string; deleteBatchSize?: number }) {
-    this.#sql = sql;
-    this.#ns = options.namespace;
-    this.#batch = options.deleteBatchSize ?? 500;
+  constructor(init: PostgresStoreInit) {
+    this.#sql = init.sql;
+    this.#connect = init.connect;
+    this.#ns = init.namespace;
+    this.#batch = init.deleteBatchSize ?? 500;
+    this.#unguard = guardDriverCrash(() => this.#refresh());
+  }
+
+  #refresh(): void {
+    if (this.#closed) return;
+    this.#lastRefresh = performance.now();
+    const old = this.#sql;
+    this.#sql = this.#connect();
+    const retired: Promise<void> = old.end({ timeout: 1 }).catch(() => {}).finally(() => {
+      this.#retiring.delete(retired);
+    });
+    this.#retiring.add(retired);
   }
 
   async #run<T>(operation: (sql: postgres.Sql) => Promise<T>): Promise<T> {
@@ -127,6 +169,12 @@ class PostgresStore implements Store {
     try {
       return await operation(this.#sql);
     } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (
+        code === "CONNECT_TIMEOUT" && performance.now() - this.#lastRefresh > REFRESH_INTERVAL_MS
+      ) {
+        this.#refresh();
+      }
       throw toStoreError(error);
     }
   }
@@ -164,37 +212,71 @@ class PostgresStore implements Store {
 
   /**
    * Inserts a principal unless its id or digest exists (the unique constraints decide, so two
-   * replicas racing on one id create it once). With `completion`, the idempotency record is
-   * completed in the same transaction; if the claim was taken over meanwhile, nothing is written
-   * and {@linkcode IdempotencyLeaseLostError} is thrown.
+   * replicas racing on one id create it once). With `completion`, the same statement locks the
+   * idempotency claim, inserts only while `completion.token` still owns it, and completes it only
+   * when the insert happened; a claim taken over meanwhile writes nothing and throws
+   * {@linkcode IdempotencyLeaseLostError}.
+   *
+   * Every write of this store is a single statement: postgres.js 3.4.9 can crash the process
+   * when the backend of a pinned connection (`sql.begin`, `sql.reserve`) dies mid-write
+   * (porsager/postgres#1208), so the store never pins one.
    */
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
   ): Promise<CreatePrincipalResult> {
-    return this.#run((sql) =>
-      sql.begin(async (tx): Promise<CreatePrincipalResult> => {
-        const inserted = await tx`
+    return this.#run(async (sql) => {
+      const capabilities = sql.array([...record.capabilities]);
+      if (completion === undefined) {
+        const inserted = await sql`
           INSERT INTO automation_runtime_principals
             (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
              created_at, revoked_at, nonce)
-          VALUES (${this.#ns}, ${record.principalId}, ${record.bearerDigest},
-                  ${tx.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
-                  ${record.createdAt}, ${record.revokedAt}, ${record.nonce})
+          VALUES (${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
+                  ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
+                  ${record.revokedAt}, ${record.nonce})
           ON CONFLICT DO NOTHING
           RETURNING 1`;
-        if (inserted.count === 0) return "exists";
-        if (completion !== undefined) {
-          const done = await this.#complete(tx, completion);
-          if (!done) {
-            throw new IdempotencyLeaseLostError(
-              "The idempotency claim was taken over before the principal was created",
-            );
-          }
-        }
-        return "created";
-      })
-    );
+        return inserted.count === 0 ? "exists" : "created";
+      }
+      const [row] = await sql<{ owned: number; created: number; completed: number }[]>`
+        WITH claim AS (
+          SELECT 1 FROM automation_runtime_idempotency
+          WHERE namespace = ${this.#ns} AND scope = ${completion.scope}
+            AND token = ${completion.token} AND NOT completed
+          FOR UPDATE
+        ), inserted AS (
+          INSERT INTO automation_runtime_principals
+            (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
+             created_at, revoked_at, nonce)
+          SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
+                 ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
+                 ${record.revokedAt}, ${record.nonce}
+          WHERE EXISTS (SELECT 1 FROM claim)
+          ON CONFLICT DO NOTHING
+          RETURNING 1
+        ), completed AS (
+          UPDATE automation_runtime_idempotency
+          SET completed = true, response_status = ${completion.response.status},
+              response_body = ${completion.response.body},
+              expires_at = ${ms(completion.expiresAt)}
+          WHERE namespace = ${this.#ns} AND scope = ${completion.scope}
+            AND token = ${completion.token} AND NOT completed
+            AND EXISTS (SELECT 1 FROM inserted)
+          RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM claim)::int AS owned,
+               (SELECT count(*) FROM inserted)::int AS created,
+               (SELECT count(*) FROM completed)::int AS completed`;
+      if (row.owned === 0) {
+        throw new IdempotencyLeaseLostError(
+          "The idempotency claim was taken over before the principal was created",
+        );
+      }
+      if (row.created === 0) return "exists";
+      if (row.completed === 0) throw new Error("The idempotency claim was not completed");
+      return "created";
+    });
   }
 
   /**
@@ -263,21 +345,14 @@ class PostgresStore implements Store {
   /** Records the response of a claimed key; a no-op when `token` no longer owns the claim. */
   completeIdempotency(completion: IdempotencyCompletion): Promise<void> {
     return this.#run(async (sql) => {
-      await this.#complete(sql, completion);
+      await sql`
+        UPDATE automation_runtime_idempotency
+        SET completed = true, response_status = ${completion.response.status},
+            response_body = ${completion.response.body},
+            expires_at = ${ms(completion.expiresAt)}
+        WHERE namespace = ${this.#ns} AND scope = ${completion.scope}
+          AND token = ${completion.token} AND NOT completed`;
     });
-  }
-
-  async #complete(
-    sql: postgres.Sql | postgres.TransactionSql,
-    completion: IdempotencyCompletion,
-  ): Promise<boolean> {
-    const result = await sql`
-      UPDATE automation_runtime_idempotency
-      SET completed = true, response_status = ${completion.response.status},
-          response_body = ${completion.response.body}, expires_at = ${ms(completion.expiresAt)}
-      WHERE namespace = ${this.#ns} AND scope = ${completion.scope}
-        AND token = ${completion.token} AND NOT completed`;
-    return result.count > 0;
   }
 
   /** Drops an unfinished claim held by `token`. */
@@ -316,7 +391,8 @@ class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#sql.end({ timeout: 5 });
+    this.#unguard();
+    await Promise.all([this.#sql.end({ timeout: 5 }), ...this.#retiring]);
   }
 }
 
@@ -336,9 +412,10 @@ class PostgresStore implements Store {
  * ```
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const connect = () => connectPostgres(options.url, options);
   let sql: postgres.Sql;
   try {
-    sql = connectPostgres(options.url, options);
+    sql = connect();
   } catch (error) {
     throw error instanceof Error && error.name === "NotCapable" ? toStartupError(error) : error;
   }
@@ -349,7 +426,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     if (error instanceof Error && error.name === "SchemaVersionError") throw error;
     throw toStartupError(error);
   }
-  return new PostgresStore(sql, {
+  return new PostgresStore({
+    connect,
+    sql,
     namespace: options.namespace,
     deleteBatchSize: options.deleteBatchSize,
   });

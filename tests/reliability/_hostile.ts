@@ -117,7 +117,10 @@ export function serialize(
 function serializeLarge(head: string, body: HostileBody): Uint8Array {
   const parts: Uint8Array[] = [];
   if (body.framing === "length") {
-    parts.push(latin1(`${head}content-length: ${body.text.length}\r\n\r\n`), encoder.encode(body.text));
+    parts.push(
+      latin1(`${head}content-length: ${body.text.length}\r\n\r\n`),
+      encoder.encode(body.text),
+    );
   } else {
     parts.push(latin1(`${head}transfer-encoding: chunked\r\n\r\n`));
     for (let i = 0; i < body.text.length; i += body.chunk) {
@@ -197,7 +200,11 @@ const obsText = fc.string({
   minLength: 1,
   maxLength: 20,
 });
-const controls = fc.tuple(printable, fromChars("\x00\x01\x07\x08\x0b\x0c\x0e\x1b\x1f\x7f\t"), printable)
+const controls = fc.tuple(
+  printable,
+  fromChars("\x00\x01\x07\x08\x0b\x0c\x0e\x1b\x1f\x7f\t"),
+  printable,
+)
   .map(([a, c, b]) => a + c + b);
 const huge = fc.constantFrom(4_096, 20_000, 70_000).chain((size) =>
   fc.constantFrom("a", "=", "\t", "z9").map((unit) => unit.repeat(Math.ceil(size / unit.length)))
@@ -206,7 +213,10 @@ const huge = fc.constantFrom(4_096, 20_000, 70_000).chain((size) =>
 /** Odd values every header may take. */
 const oddValue: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.constant("") },
-  { weight: 2, arbitrary: fc.constantFrom(" ", "\t", "  x  ", ",", ", ,", "null", "undefined", "\u00ff") },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(" ", "\t", "  x  ", ",", ", ,", "null", "undefined", "\u00ff"),
+  },
   { weight: 6, arbitrary: printable },
   { weight: 1, arbitrary: anyAscii },
   { weight: 2, arbitrary: obsText },
@@ -250,7 +260,13 @@ const HEADERS: readonly HeaderSpec[] = [
   {
     name: "x-interface-version",
     valid: fc.constant("2026-07-23"),
-    wrong: fc.constantFrom("2026-07-24", "2025-01-01", "2026-07-23 ", "v1", "2026-07-23, 2026-07-23"),
+    wrong: fc.constantFrom(
+      "2026-07-24",
+      "2025-01-01",
+      "2026-07-23 ",
+      "v1",
+      "2026-07-23, 2026-07-23",
+    ),
     absent: 1,
   },
   {
@@ -258,7 +274,12 @@ const HEADERS: readonly HeaderSpec[] = [
     valid: fc.uuid(),
     wrong: fc.oneof(
       UUID_UPPER,
-      fc.constantFrom("abc", "{uuid}{uuid}", "00000000-0000-0000-0000-00000000000g", "{uuid}, {uuid}"),
+      fc.constantFrom(
+        "abc",
+        "{uuid}{uuid}",
+        "00000000-0000-0000-0000-00000000000g",
+        "{uuid}, {uuid}",
+      ),
       fc.string({ unit: "grapheme-ascii", minLength: 65, maxLength: 80 }),
     ),
     absent: 1,
@@ -315,31 +336,58 @@ function headerLines(spec: HeaderSpec): fc.Arbitrary<[string, string][]> {
     { weight: 1, arbitrary: spec.wrong },
     { weight: 1, arbitrary: oddValue },
   );
-  const name = fc.constantFrom(spec.name, spec.name.toUpperCase(), spec.name[0].toUpperCase() + spec.name.slice(1));
+  const name = fc.constantFrom(
+    spec.name,
+    spec.name.toUpperCase(),
+    spec.name[0].toUpperCase() + spec.name.slice(1),
+  );
   return fc.oneof(
     { weight: spec.absent, arbitrary: fc.constant([] as [string, string][]) },
     { weight: 40, arbitrary: fc.tuple(name, one).map(([n, v]) => [[n, v]] as [string, string][]) },
     {
       weight: 1,
-      arbitrary: fc.tuple(name, one, one).map(([n, a, b]) => [[n, a], [n, b]] as [string, string][]),
+      arbitrary: fc.tuple(name, one, one).map(([n, a, b]) =>
+        [[n, a], [n, b]] as [string, string][]
+      ),
     },
   );
 }
 
 const extraHeaders: fc.Arbitrary<[string, string][]> = fc.array(
   fc.oneof(
-    { weight: 4, arbitrary: fc.constant(["accept", "application/json, text/event-stream"] as [string, string]) },
-    { weight: 1, arbitrary: fc.tuple(fc.constant("cookie"), fc.constantFrom("access_token={bearer}", "a=b", "access_token=x; a=b")) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom("accept", "origin", "mcp-session-id", "mcp-protocol-version"), oddValue) },
-    { weight: 1, arbitrary: fc.tuple(fc.constant("connection"), fc.constantFrom("keep-alive", "upgrade", "te")) },
+    {
+      weight: 4,
+      arbitrary: fc.constant(["accept", "application/json, text/event-stream"] as [string, string]),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constant("cookie"),
+        fc.constantFrom("access_token={bearer}", "a=b", "access_token=x; a=b"),
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constantFrom("accept", "origin", "mcp-session-id", "mcp-protocol-version"),
+        oddValue,
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constant("connection"),
+        fc.constantFrom("keep-alive", "upgrade", "te"),
+      ),
+    },
     { weight: 2, arbitrary: fc.tuple(fc.stringMatching(/^x-[a-z0-9-]{1,20}$/), oddValue) },
   ),
   { maxLength: 2 },
 );
 
-const manyHeaders: fc.Arbitrary<[string, string][]> = fc.integer({ min: 130, max: 180 }).map((count) =>
-  Array.from({ length: count }, (_, i) => [`x-many-${i}`, "1"] as [string, string])
-);
+const manyHeaders: fc.Arbitrary<[string, string][]> = fc.integer({ min: 130, max: 180 }).map((
+  count,
+) => Array.from({ length: count }, (_, i) => [`x-many-${i}`, "1"] as [string, string]));
 
 const principalBody = fc.record({
   principalId: fc.oneof(fc.uuid(), fc.constant("{uuid}"), UUID_UPPER, printable),
@@ -359,7 +407,10 @@ function deep(depth: number, open: string, close: string): string {
 
 const LIMIT = 1_048_576;
 
-const DEEP_SHAPES: readonly [string, string][] = [["[", "]"], ['{"a":', "}"], ['{"principalId":', "}"]];
+const DEEP_SHAPES: readonly [string, string][] = [["[", "]"], ['{"a":', "}"], [
+  '{"principalId":',
+  "}",
+]];
 /** Large bodies, built once: deep nesting up to a megabyte, and bodies at and just over 1 MiB. */
 const LARGE: readonly { kind: string; text: string }[] = [
   ...DEEP_SHAPES.flatMap(([open, close]) =>
@@ -407,7 +458,11 @@ const body: fc.Arbitrary<HostileBody | null> = fc.oneof(
   { weight: 2, arbitrary: fc.constant(null) },
   {
     weight: 3,
-    arbitrary: fc.tuple(bodyText, fc.constantFrom("length", "chunked") as fc.Arbitrary<"length" | "chunked">, fc.constantFrom(1, 7, 1024, 65_536))
+    arbitrary: fc.tuple(
+      bodyText,
+      fc.constantFrom("length", "chunked") as fc.Arbitrary<"length" | "chunked">,
+      fc.constantFrom(1, 7, 1024, 65_536),
+    )
       .map(([{ kind, text }, framing, chunk]) => ({
         kind,
         text,
@@ -418,11 +473,19 @@ const body: fc.Arbitrary<HostileBody | null> = fc.oneof(
   },
 );
 
-const PRINCIPAL_PATH = fc.oneof(fc.uuid(), UUID_UPPER, printable.map(encodeURIComponent), fc.constant("{uuid}"))
+const PRINCIPAL_PATH = fc.oneof(
+  fc.uuid(),
+  UUID_UPPER,
+  printable.map(encodeURIComponent),
+  fc.constant("{uuid}"),
+)
   .map((id) => `/v1/principals/${id}`);
 
 const target: fc.Arbitrary<string> = fc.oneof(
-  { weight: 20, arbitrary: fc.constantFrom("/v1/runtime", "/v1/principals", "/healthz", "/v1/mcp") },
+  {
+    weight: 20,
+    arbitrary: fc.constantFrom("/v1/runtime", "/v1/principals", "/healthz", "/v1/mcp"),
+  },
   { weight: 6, arbitrary: PRINCIPAL_PATH },
   {
     weight: 4,
@@ -457,7 +520,18 @@ const method: fc.Arbitrary<string> = fc.oneof(
   { weight: 20, arbitrary: fc.constantFrom("GET", "POST", "DELETE", "HEAD") },
   {
     weight: 5,
-    arbitrary: fc.constantFrom("PUT", "PATCH", "OPTIONS", "TRACE", "PROPFIND", "CONNECT", "get", "post", "M-SEARCH", "X".repeat(60)),
+    arbitrary: fc.constantFrom(
+      "PUT",
+      "PATCH",
+      "OPTIONS",
+      "TRACE",
+      "PROPFIND",
+      "CONNECT",
+      "get",
+      "post",
+      "M-SEARCH",
+      "X".repeat(60),
+    ),
   },
   { weight: 1, arbitrary: fc.constantFrom("G T", "GE\u0001T", "G(T") },
 );
@@ -489,7 +563,12 @@ const ROUTES: readonly [string, fc.Arbitrary<string>][] = [
 ];
 
 const methodAndTarget: fc.Arbitrary<[string, string]> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom(...ROUTES).chain(([m, t]) => t.map((path) => [m, path] as [string, string])) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(...ROUTES).chain(([m, t]) =>
+      t.map((path) => [m, path] as [string, string])
+    ),
+  },
   { weight: 2, arbitrary: fc.tuple(method, target) },
 );
 
@@ -497,7 +576,10 @@ export const hostileRequest: fc.Arbitrary<HostileRequest> = fc.tuple(
   methodAndTarget,
   fc.tuple(...HEADERS.map(headerLines)),
   extraHeaders,
-  fc.oneof({ weight: 200, arbitrary: fc.constant([] as [string, string][]) }, { weight: 1, arbitrary: manyHeaders }),
+  fc.oneof({ weight: 200, arbitrary: fc.constant([] as [string, string][]) }, {
+    weight: 1,
+    arbitrary: manyHeaders,
+  }),
   body,
   fc.boolean(),
 ).map(([[m, t], specHeaders, extra, many, b, shuffle]) => {

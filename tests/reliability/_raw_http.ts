@@ -161,7 +161,9 @@ export class RawConnection {
     try {
       count = await this.conn.read(this.#readChunk);
     } catch (error) {
-      if (this.#buffer.length === 0) throw new ConnectionLostError("Connection reset", { cause: error });
+      if (this.#buffer.length === 0) {
+        throw new ConnectionLostError("Connection reset", { cause: error });
+      }
       count = null;
     }
     if (count === null) return false;

@@ -184,7 +184,10 @@ export async function launch(options: LaunchOptions = {}): Promise<Launched> {
       clearTimeout(timer);
     }
   };
-  const timer = setTimeout(() => listening.reject(new Error("serve did not start in 30 s")), 30_000);
+  const timer = setTimeout(
+    () => listening.reject(new Error("serve did not start in 30 s")),
+    30_000,
+  );
   try {
     const url = await listening.promise;
     const health = await fetch(`${url}/healthz`);
@@ -246,6 +249,8 @@ export async function issuePrincipal(
     }),
   });
   const body = await response.json();
-  if (response.status !== 201) throw new Error(`Issuance answered ${response.status}: ${JSON.stringify(body)}`);
+  if (response.status !== 201) {
+    throw new Error(`Issuance answered ${response.status}: ${JSON.stringify(body)}`);
+  }
   return { principalId, bearer: body.bearer };
 }

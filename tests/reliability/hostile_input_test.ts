@@ -11,8 +11,20 @@
  */
 import assert, { AssertionError } from "node:assert/strict";
 import fc from "fast-check";
-import { type HostileRequest, hostileRequest, serialize, type WireVerdict, wireVerdict } from "./_hostile.ts";
-import { bodyText, ConnectionLostError, headerOf, RawConnection, type RawResponse } from "./_raw_http.ts";
+import {
+  type HostileRequest,
+  hostileRequest,
+  serialize,
+  type WireVerdict,
+  wireVerdict,
+} from "./_hostile.ts";
+import {
+  bodyText,
+  ConnectionLostError,
+  headerOf,
+  RawConnection,
+  type RawResponse,
+} from "./_raw_http.ts";
 import { launch, rssBytes } from "./_serve.ts";
 
 const TOTAL = Number(Deno.env.get("AUTOMATION_RUNTIME_HOSTILE_REQUESTS") ?? 100_000);
@@ -34,7 +46,9 @@ function median(values: number[]): number {
 
 /** Describes a request for an assertion message, without megabytes of body. */
 function describe(request: HostileRequest): string {
-  const clip = (text: string) => (text.length > 120 ? `${text.slice(0, 120)}…(${text.length})` : text);
+  const clip = (
+    text: string,
+  ) => (text.length > 120 ? `${text.slice(0, 120)}…(${text.length})` : text);
   return JSON.stringify({
     method: request.method,
     target: clip(request.target),
@@ -52,7 +66,10 @@ function isParserRefusal(response: RawResponse): boolean {
 function check(request: HostileRequest, verdict: WireVerdict, response: RawResponse): void {
   const fail = (why: string) => {
     throw new AssertionError({
-      message: `${why}: status ${response.status}, body ${JSON.stringify(bodyText(response).slice(0, 300))}\n` +
+      message:
+        `${why}: status ${response.status}, body ${
+          JSON.stringify(bodyText(response).slice(0, 300))
+        }\n` +
         `request: ${describe(request)}`,
     });
   };
@@ -66,10 +83,14 @@ function check(request: HostileRequest, verdict: WireVerdict, response: RawRespo
     if (verdict === "valid") fail("A well-formed request was refused without a JSON body");
     return;
   }
-  if (headerOf(response, "x-content-type-options") !== "nosniff") fail("No x-content-type-options: nosniff");
+  if (headerOf(response, "x-content-type-options") !== "nosniff") {
+    fail("No x-content-type-options: nosniff");
+  }
   if (response.status < 400) return;
   const type = headerOf(response, "content-type") ?? "";
-  if (!type.startsWith("application/json")) fail(`An error with content-type ${JSON.stringify(type)}`);
+  if (!type.startsWith("application/json")) {
+    fail(`An error with content-type ${JSON.stringify(type)}`);
+  }
   if (request.method === "HEAD") return;
   let parsed: unknown;
   try {
@@ -81,7 +102,8 @@ function check(request: HostileRequest, verdict: WireVerdict, response: RawRespo
   // The MCP endpoint answers in JSON-RPC's own error shape.
   const isMcp = request.target.startsWith("/v1/mcp");
   if (
-    isMcp && (parsed as { jsonrpc?: unknown }).jsonrpc === "2.0" && typeof error?.code === "number" &&
+    isMcp && (parsed as { jsonrpc?: unknown }).jsonrpc === "2.0" &&
+    typeof error?.code === "number" &&
     typeof error.message === "string"
   ) return;
   if (
@@ -171,7 +193,8 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
             sent++;
             statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
             if (response.status >= 400) {
-              const code = /"code":"?([^",]*)/.exec(bodyText(response))?.[1] ?? `${response.status}-${verdict}`;
+              const code = /"code":"?([^",]*)/.exec(bodyText(response))?.[1] ??
+                `${response.status}-${verdict}`;
               codes.set(code, (codes.get(code) ?? 0) + 1);
             }
             try {

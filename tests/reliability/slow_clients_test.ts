@@ -70,7 +70,10 @@ Deno.test("slow clients: a body trickling one byte a second does not delay other
     const elapsed = performance.now() - started;
     await trickle;
     assert.ok(elapsed < 4000, `100 reads took ${Math.round(elapsed)} ms beside the trickle`);
-    assert.ok(Math.max(...latencies) < 1000, `slowest read ${Math.round(Math.max(...latencies))} ms`);
+    assert.ok(
+      Math.max(...latencies) < 1000,
+      `slowest read ${Math.round(Math.max(...latencies))} ms`,
+    );
   } finally {
     trickling = false;
     slow.close();
@@ -93,8 +96,14 @@ Deno.test("slow clients: 500 idle connections do not delay other callers", async
     const started = performance.now();
     const latencies = await timedReads(server, reader.bearer, 100);
     const elapsed = performance.now() - started;
-    assert.ok(elapsed < 4000, `100 reads took ${Math.round(elapsed)} ms beside 500 idle connections`);
-    assert.ok(Math.max(...latencies) < 1000, `slowest read ${Math.round(Math.max(...latencies))} ms`);
+    assert.ok(
+      elapsed < 4000,
+      `100 reads took ${Math.round(elapsed)} ms beside 500 idle connections`,
+    );
+    assert.ok(
+      Math.max(...latencies) < 1000,
+      `slowest read ${Math.round(Math.max(...latencies))} ms`,
+    );
     const health = await fetch(`${server.url}/healthz`);
     assert.equal(health.status, 200);
     await health.body?.cancel();
@@ -114,7 +123,9 @@ for (const framing of ["content-length", "chunked"] as const) {
       const head = issuanceHead(server, 100, deadlineMs);
       const started = performance.now();
       await slow.write(
-        framing === "chunked" ? head.replace("content-length: 100", "transfer-encoding: chunked") : head,
+        framing === "chunked"
+          ? head.replace("content-length: 100", "transfer-encoding: chunked")
+          : head,
       );
       const trickle = (async () => {
         for (let i = 0; i < 100 && trickling; i++) {
@@ -129,8 +140,14 @@ for (const framing of ["content-length", "chunked"] as const) {
       assert.equal(response.status, 408, bodyText(response));
       assert.match(headerOf(response, "content-type") ?? "", /^application\/json/);
       assert.equal(JSON.parse(bodyText(response)).error.code, "deadlineExceeded");
-      assert.ok(elapsed >= deadlineMs - 1100, `cut after ${Math.round(elapsed)} ms, before the deadline`);
-      assert.ok(elapsed < deadlineMs + 1500, `cut after ${Math.round(elapsed)} ms, long after the deadline`);
+      assert.ok(
+        elapsed >= deadlineMs - 1100,
+        `cut after ${Math.round(elapsed)} ms, before the deadline`,
+      );
+      assert.ok(
+        elapsed < deadlineMs + 1500,
+        `cut after ${Math.round(elapsed)} ms, long after the deadline`,
+      );
     } finally {
       trickling = false;
       slow.close();

@@ -89,6 +89,22 @@ export async function startReplicas(url: string, options: ReplicaOptions = {}): 
   return { servers: replicas, admin: bootstrap.token, stop, [Symbol.asyncDispose]: stop };
 }
 
+/**
+ * The replicas' last stderr lines other than successful request logs, to explain a failure.
+ *
+ * @example
+ * ```ts ignore
+ * throw new Error(`stream failed\n${recentTrouble(replicas.servers)}`);
+ * ```
+ */
+export function recentTrouble(replicas: readonly Replica[], lines = 20): string {
+  return replicas.map((replica) => {
+    const logs = replica.server?.logs() ?? [];
+    const trouble = logs.filter((line) => !/"status":(2\d\d|503)/.test(line)).slice(-lines);
+    return `--- ${replica.url}\n${trouble.join("\n")}`;
+  }).join("\n");
+}
+
 /** A parsed HTTP answer. */
 export interface Answer {
   /** Status code. */

@@ -13,9 +13,11 @@ import {
 } from "../support/postgres.ts";
 import {
   type Answer,
+  assertNotLogged,
   issue,
   issueBody,
   list,
+  recentTrouble,
   type Replica,
   startReplicas,
   use,
@@ -66,7 +68,7 @@ Deno.test({
     // unhandled rejection.
     const streams = Promise.all(servers.map(stream)).then(() => null, (error: unknown) => error);
 
-    try {
+    async function scenario(): Promise<void> {
       await waitUntil(() => Promise.resolve(acknowledged.size >= 10), "10 principals exist");
       const [someId, someBearer] = [...acknowledged][0];
       for (const server of servers) assert.equal((await use(server, someBearer)).status, 200);
@@ -95,13 +97,20 @@ Deno.test({
         );
       }
       assert.ok(acknowledged.has(someId));
-    } finally {
-      streaming = false;
-      const failure = await streams;
-      if (failure !== null) { for (const s of servers) console.log("LOGS", s.url, s.server?.logs().filter((l) => !l.includes('"status":20')).slice(-40).join("\n")); throw failure; }
     }
+    const outcome = await scenario().then(() => null, (error: unknown) => error);
+    streaming = false;
+    const failure = await streams;
+    if (failure !== null) {
+      throw new Error(`A replica stopped answering:\n${recentTrouble(servers)}`, {
+        cause: failure,
+      });
+    }
+    if (outcome !== null) throw outcome;
 
     assert.ok((seen.get(503) ?? 0) > 0, "the stream never met the outage");
+    assertNotLogged(servers, "postgres://");
+    assertNotLogged(servers, `:${cluster.port}`);
     for (const server of servers) {
       const listed = await list(server, admin);
       assert.equal(listed.status, 200);

@@ -54,8 +54,14 @@ Deno.test({
     await using db = await createTestDatabase();
     const sql = postgres(db.url, { max: 2, onnotice: () => {} });
     try {
-      assert.deepEqual(await migratePostgres(sql), MIGRATIONS.map((m) => m.version));
-      assert.deepEqual(await migratePostgres(sql), []);
+      await migratePostgres(sql);
+      const first = await sql<{ version: number; applied_at: Date }[]>`
+        SELECT version, applied_at FROM automation_runtime_schema_migrations ORDER BY version`;
+      await migratePostgres(sql);
+      const second = await sql<{ version: number; applied_at: Date }[]>`
+        SELECT version, applied_at FROM automation_runtime_schema_migrations ORDER BY version`;
+      assert.deepEqual([...second], [...first]);
+      assert.deepEqual(first.map((row) => row.version), MIGRATIONS.map((m) => m.version));
     } finally {
       await sql.end();
     }

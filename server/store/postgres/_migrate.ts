@@ -1,18 +1,22 @@
 /**
  * Applies the versioned schema migrations on start, safely when several replicas start at once.
  *
- * Everything runs in one transaction holding a transaction-scoped advisory lock: the first
- * replica creates or upgrades the schema while the others wait on the lock, then find every
- * version recorded and apply nothing. PostgreSQL DDL is transactional, so a replica that dies
- * half-way leaves the schema as it was.
+ * The whole upgrade is one `DO` statement, so it runs in one transaction holding a
+ * transaction-scoped advisory lock: the first replica creates or upgrades the schema while the
+ * others wait on the lock, then find every version recorded and apply nothing. PostgreSQL DDL is
+ * transactional, so a replica that dies half-way leaves the schema as it was. Being a single
+ * statement, it never pins a pooled connection (see `postgres.ts` for why that matters).
  *
  * @module
  */
 import type postgres from "postgres";
 import { type Migration, MIGRATIONS } from "./migrations/mod.ts";
 
-/** Advisory lock key of the schema migrations ("art-mig" in ASCII, as a bigint). */
+/** Advisory lock key of the schema migrations ("art-mig" read as a number). */
 const MIGRATION_LOCK_KEY = "107448466434407";
+
+/** SQLSTATE the migration raises when the database is ahead of this build. */
+const SCHEMA_TOO_NEW = "AR001";
 
 /** Raised when the database holds a schema newer than this build knows. */
 export class SchemaVersionError extends Error {
@@ -39,56 +43,79 @@ export interface MigrateOptions {
   migrations?: readonly Migration[];
 }
 
+function step(migration: Migration, index: number): string {
+  if (migration.version !== index + 1 || !/^[a-z0-9_]+$/.test(migration.name)) {
+    throw new Error(`Migration ${index + 1} is misnumbered or misnamed`);
+  }
+  const tag = `$automation_runtime_migration_${migration.version}$`;
+  if (migration.sql.includes(tag)) throw new Error(`Migration ${migration.version} holds ${tag}`);
+  return `
+  IF NOT EXISTS (
+    SELECT 1 FROM automation_runtime_schema_migrations WHERE version = ${migration.version}
+  ) THEN
+    EXECUTE ${tag}${migration.sql}${tag};
+    INSERT INTO automation_runtime_schema_migrations (version, name)
+    VALUES (${migration.version}, '${migration.name}');
+  END IF;`;
+}
+
 /**
- * Brings the schema up to date and returns the versions this call applied (empty when another
- * replica, or an earlier start, already did).
+ * The one statement that brings the schema up to date.
+ *
+ * @example
+ * ```ts
+ * import { migrationStatement } from "./_migrate.ts";
+ * console.log(migrationStatement().startsWith("DO ")); // true
+ * ```
+ */
+export function migrationStatement(options: MigrateOptions = {}): string {
+  const migrations = options.migrations ?? MIGRATIONS;
+  const known = migrations.length;
+  return `DO $automation_runtime_migrate$
+DECLARE
+  newest integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${MIGRATION_LOCK_KEY});
+  -- Checked first so that a role without CREATE can start once the schema is in place.
+  IF to_regclass('automation_runtime_schema_migrations') IS NULL THEN
+    CREATE TABLE automation_runtime_schema_migrations (
+      version    integer     PRIMARY KEY,
+      name       text        NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    );
+  END IF;
+  SELECT coalesce(max(version), 0) INTO newest FROM automation_runtime_schema_migrations;
+  IF newest > ${known} THEN
+    RAISE EXCEPTION 'Database schema version % is newer than this build supports (${known}); upgrade this replica', newest
+      USING ERRCODE = '${SCHEMA_TOO_NEW}';
+  END IF;${migrations.map(step).join("")}
+END
+$automation_runtime_migrate$`;
+}
+
+/**
+ * Brings the schema up to date; a no-op when another replica, or an earlier start, already did.
+ * Throws {@linkcode SchemaVersionError} when the database is ahead of this build.
  *
  * @example
  * ```ts ignore
  * import postgres from "postgres";
  * import { migratePostgres } from "./_migrate.ts";
  * const sql = postgres("postgres://app@127.0.0.1:5432/app");
- * console.log(await migratePostgres(sql)); // [1] the first time, [] after
+ * await migratePostgres(sql);
  * await sql.end();
  * ```
  */
 export async function migratePostgres(
   sql: postgres.Sql,
   options: MigrateOptions = {},
-): Promise<number[]> {
-  const migrations = options.migrations ?? MIGRATIONS;
-  const known = migrations.at(-1)?.version ?? 0;
-  return await sql.begin(async (tx) => {
-    await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
-    // Checked first so that a role without CREATE can start once the schema is in place.
-    const [{ present }] = await tx<{ present: boolean }[]>`
-      SELECT to_regclass('automation_runtime_schema_migrations') IS NOT NULL AS present`;
-    if (!present) {
-      await tx.unsafe(`
-        CREATE TABLE automation_runtime_schema_migrations (
-          version    integer     PRIMARY KEY,
-          name       text        NOT NULL,
-          applied_at timestamptz NOT NULL DEFAULT now()
-        )`);
+): Promise<void> {
+  try {
+    await sql.unsafe(migrationStatement(options));
+  } catch (error) {
+    if ((error as { code?: unknown }).code === SCHEMA_TOO_NEW) {
+      throw new SchemaVersionError((error as Error).message);
     }
-    const rows = await tx<{ version: number }[]>`
-      SELECT version FROM automation_runtime_schema_migrations ORDER BY version`;
-    const applied = new Set(rows.map((row) => Number(row.version)));
-    const newest = Math.max(0, ...applied);
-    if (newest > known) {
-      throw new SchemaVersionError(
-        `Database schema version ${newest} is newer than this build supports (${known}); upgrade this replica`,
-      );
-    }
-    const done: number[] = [];
-    for (const migration of migrations) {
-      if (applied.has(migration.version)) continue;
-      await tx.unsafe(migration.sql);
-      await tx`
-        INSERT INTO automation_runtime_schema_migrations (version, name)
-        VALUES (${migration.version}, ${migration.name})`;
-      done.push(migration.version);
-    }
-    return done;
-  });
+    throw error;
+  }
 }

@@ -2,9 +2,9 @@
  * Migration 1: the principals and idempotency tables.
  *
  * Timestamps of principals are kept as the exact RFC 3339 text the server wrote, so a record reads
- * back byte for byte as it was stored; `seq` records insertion order. Idempotency times are
- * milliseconds since the epoch, as the store interface passes them. Every row carries the
- * namespace derived from the bootstrap credential, so rotating the bootstrap orphans old rows.
+ * back byte for byte as it was stored. Idempotency times are milliseconds since the epoch, as the
+ * store interface passes them. Every row carries the namespace derived from the bootstrap
+ * credential, so rotating the bootstrap orphans old rows.
  *
  * @module
  */
@@ -33,7 +33,6 @@ CREATE TABLE automation_runtime_principals (
   created_at    text   NOT NULL,
   revoked_at    text,
   nonce         text   NOT NULL,
-  seq           bigint GENERATED ALWAYS AS IDENTITY,
   CONSTRAINT automation_runtime_principals_pkey PRIMARY KEY (namespace, principal_id),
   CONSTRAINT automation_runtime_principals_digest_key UNIQUE (namespace, bearer_digest)
 );

@@ -1,0 +1,227 @@
+/**
+ * Synchronous SHA-256 and HMAC-SHA256 over bytes, hex and base64url, and a constant-time
+ * comparison: what the service hashes with. Plain JavaScript on purpose: importing `node:crypto`
+ * loads Deno's Node compatibility layer, which costs tens of milliseconds of startup, and
+ * WebCrypto is asynchronous where the authentication path is not.
+ *
+ * @module
+ */
+
+const K = Uint32Array.from([
+  0x428a2f98,
+  0x71374491,
+  0xb5c0fbcf,
+  0xe9b5dba5,
+  0x3956c25b,
+  0x59f111f1,
+  0x923f82a4,
+  0xab1c5ed5,
+  0xd807aa98,
+  0x12835b01,
+  0x243185be,
+  0x550c7dc3,
+  0x72be5d74,
+  0x80deb1fe,
+  0x9bdc06a7,
+  0xc19bf174,
+  0xe49b69c1,
+  0xefbe4786,
+  0x0fc19dc6,
+  0x240ca1cc,
+  0x2de92c6f,
+  0x4a7484aa,
+  0x5cb0a9dc,
+  0x76f988da,
+  0x983e5152,
+  0xa831c66d,
+  0xb00327c8,
+  0xbf597fc7,
+  0xc6e00bf3,
+  0xd5a79147,
+  0x06ca6351,
+  0x14292967,
+  0x27b70a85,
+  0x2e1b2138,
+  0x4d2c6dfc,
+  0x53380d13,
+  0x650a7354,
+  0x766a0abb,
+  0x81c2c92e,
+  0x92722c85,
+  0xa2bfe8a1,
+  0xa81a664b,
+  0xc24b8b70,
+  0xc76c51a3,
+  0xd192e819,
+  0xd6990624,
+  0xf40e3585,
+  0x106aa070,
+  0x19a4c116,
+  0x1e376c08,
+  0x2748774c,
+  0x34b0bcb5,
+  0x391c0cb3,
+  0x4ed8aa4a,
+  0x5b9cca4f,
+  0x682e6ff3,
+  0x748f82ee,
+  0x78a5636f,
+  0x84c87814,
+  0x8cc70208,
+  0x90befffa,
+  0xa4506ceb,
+  0xbef9a3f7,
+  0xc67178f2,
+]);
+const INITIAL = Int32Array.from([
+  0x6a09e667,
+  0xbb67ae85,
+  0x3c6ef372,
+  0xa54ff53a,
+  0x510e527f,
+  0x9b05688c,
+  0x1f83d9ab,
+  0x5be0cd19,
+]);
+const W = new Int32Array(64);
+const encoder = new TextEncoder();
+
+function compress(state: Int32Array, bytes: Uint8Array, offset: number): void {
+  for (let i = 0; i < 16; i++) {
+    const at = offset + (i << 2);
+    W[i] = (bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3];
+  }
+  for (let i = 16; i < 64; i++) {
+    const x = W[i - 15];
+    const y = W[i - 2];
+    const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+    const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+    W[i] = (W[i - 16] + s0 + W[i - 7] + s1) | 0;
+  }
+  let a = state[0], b = state[1], c = state[2], d = state[3];
+  let e = state[4], f = state[5], g = state[6], h = state[7];
+  for (let i = 0; i < 64; i++) {
+    const s1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (h + s1 + ((e & f) ^ (~e & g)) + K[i] + W[i]) | 0;
+    const s0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (s0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    h = g;
+    g = f;
+    f = e;
+    e = (d + t1) | 0;
+    d = c;
+    c = b;
+    b = a;
+    a = (t1 + t2) | 0;
+  }
+  state[0] = (state[0] + a) | 0;
+  state[1] = (state[1] + b) | 0;
+  state[2] = (state[2] + c) | 0;
+  state[3] = (state[3] + d) | 0;
+  state[4] = (state[4] + e) | 0;
+  state[5] = (state[5] + f) | 0;
+  state[6] = (state[6] + g) | 0;
+  state[7] = (state[7] + h) | 0;
+}
+
+/**
+ * SHA-256 of bytes, or of a string as UTF-8.
+ *
+ * @example
+ * ```ts
+ * import { sha256, toHex } from "./_digest.ts";
+ * console.log(toHex(sha256("abc")).slice(0, 8)); // "ba7816bf"
+ * ```
+ */
+export function sha256(data: Uint8Array | string): Uint8Array {
+  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  const state = INITIAL.slice();
+  const whole = bytes.length - (bytes.length % 64);
+  for (let offset = 0; offset < whole; offset += 64) compress(state, bytes, offset);
+  const rest = bytes.length - whole;
+  const tail = new Uint8Array(rest < 56 ? 64 : 128);
+  tail.set(bytes.subarray(whole));
+  tail[rest] = 0x80;
+  const bits = bytes.length * 8;
+  const view = new DataView(tail.buffer);
+  view.setUint32(tail.length - 8, Math.floor(bits / 0x1_0000_0000));
+  view.setUint32(tail.length - 4, bits >>> 0);
+  for (let offset = 0; offset < tail.length; offset += 64) compress(state, tail, offset);
+  const out = new Uint8Array(32);
+  const outView = new DataView(out.buffer);
+  for (let i = 0; i < 8; i++) outView.setInt32(i * 4, state[i]);
+  return out;
+}
+
+/**
+ * HMAC-SHA256 (RFC 2104) with a key of bytes, or a string as UTF-8.
+ *
+ * @example
+ * ```ts
+ * import { hmacSha256, toHex } from "./_digest.ts";
+ * console.log(toHex(hmacSha256("key", "The quick brown fox jumps over the lazy dog")).slice(0, 8)); // "f7bc83f4"
+ * ```
+ */
+export function hmacSha256(key: Uint8Array | string, message: Uint8Array | string): Uint8Array {
+  let keyBytes = typeof key === "string" ? encoder.encode(key) : key;
+  if (keyBytes.length > 64) keyBytes = sha256(keyBytes);
+  const messageBytes = typeof message === "string" ? encoder.encode(message) : message;
+  const inner = new Uint8Array(64 + messageBytes.length);
+  const outer = new Uint8Array(64 + 32);
+  for (let i = 0; i < 64; i++) {
+    const byte = i < keyBytes.length ? keyBytes[i] : 0;
+    inner[i] = byte ^ 0x36;
+    outer[i] = byte ^ 0x5c;
+  }
+  inner.set(messageBytes, 64);
+  outer.set(sha256(inner), 64);
+  return sha256(outer);
+}
+
+const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/**
+ * Lower-case hex of bytes.
+ *
+ * @example
+ * ```ts
+ * import { toHex } from "./_digest.ts";
+ * console.log(toHex(new Uint8Array([0, 255]))); // "00ff"
+ * ```
+ */
+export function toHex(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) text += HEX[bytes[i]];
+  return text;
+}
+
+/**
+ * Unpadded base64url of bytes.
+ *
+ * @example
+ * ```ts
+ * import { toBase64Url } from "./_digest.ts";
+ * console.log(toBase64Url(new Uint8Array([251, 255]))); // "-_8"
+ * ```
+ */
+export function toBase64Url(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/**
+ * Compares two byte arrays in time that depends only on their lengths.
+ *
+ * @example
+ * ```ts
+ * import { constantTimeEqual } from "./_digest.ts";
+ * console.log(constantTimeEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2]))); // true
+ * ```
+ */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a[i] ^ b[i];
+  return difference === 0;
+}
