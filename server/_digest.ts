@@ -7,7 +7,8 @@
  * @module
  */
 
-const K = Uint32Array.from([
+// Signed 32-bit, so the rounds stay in small-integer math.
+const K = Int32Array.from([
   0x428a2f98,
   0x71374491,
   0xb5c0fbcf,
@@ -86,11 +87,8 @@ const INITIAL = Int32Array.from([
 const W = new Int32Array(64);
 const encoder = new TextEncoder();
 
-function compress(state: Int32Array, bytes: Uint8Array, offset: number): void {
-  for (let i = 0; i < 16; i++) {
-    const at = offset + (i << 2);
-    W[i] = (bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3];
-  }
+/** Expands the message schedule in `W` (words 0 to 15 filled) and runs the 64 rounds on `state`. */
+function rounds(state: Int32Array): void {
   for (let i = 16; i < 64; i++) {
     const x = W[i - 15];
     const y = W[i - 2];
@@ -122,6 +120,68 @@ function compress(state: Int32Array, bytes: Uint8Array, offset: number): void {
   state[5] = (state[5] + f) | 0;
   state[6] = (state[6] + g) | 0;
   state[7] = (state[7] + h) | 0;
+}
+
+function compress(state: Int32Array, bytes: Uint8Array, offset: number): void {
+  for (let i = 0; i < 16; i++) {
+    const at = offset + (i << 2);
+    W[i] = (bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3];
+  }
+  rounds(state);
+}
+
+const asciiState = new Int32Array(8);
+
+/**
+ * SHA-256 of the low byte of each UTF-16 code unit of `text` (exact for ASCII, which is all a
+ * bearer may hold), written into `out` (32 bytes). The authentication hot path uses it: it reads
+ * the string directly, with no encoder and no allocation.
+ *
+ * @example
+ * ```ts
+ * import { sha256Ascii } from "./_digest.ts";
+ * const digest = sha256Ascii("abc", new Uint8Array(32));
+ * console.log(digest[0].toString(16)); // "ba"
+ * ```
+ */
+export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
+  const length = text.length;
+  const blocks = ((length + 8) >> 6) + 1;
+  const state = asciiState;
+  state.set(INITIAL);
+  for (let block = 0; block < blocks; block++) {
+    const base = block << 6;
+    for (let i = 0; i < 16; i++) {
+      const at = base + (i << 2);
+      if (at + 4 <= length) {
+        W[i] = ((text.charCodeAt(at) & 0xff) << 24) | ((text.charCodeAt(at + 1) & 0xff) << 16) |
+          ((text.charCodeAt(at + 2) & 0xff) << 8) | (text.charCodeAt(at + 3) & 0xff);
+      } else {
+        // The word holding the end of the text, its 0x80 terminator, or padding.
+        let word = 0;
+        for (let j = 0; j < 4; j++) {
+          const index = at + j;
+          const byte = index < length ? text.charCodeAt(index) & 0xff : index === length ? 0x80 : 0;
+          word = (word << 8) | byte;
+        }
+        W[i] = word;
+      }
+    }
+    if (block === blocks - 1) {
+      W[14] = Math.floor(length / 0x20000000);
+      W[15] = length << 3;
+    }
+    rounds(state);
+  }
+  for (let i = 0; i < 8; i++) {
+    const word = state[i];
+    const at = i << 2;
+    out[at] = word >>> 24;
+    out[at + 1] = word >>> 16;
+    out[at + 2] = word >>> 8;
+    out[at + 3] = word;
+  }
+  return out;
 }
 
 /**

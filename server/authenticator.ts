@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { constantTimeEqual, sha256, toHex } from "./_digest.ts";
-import { sha256Ascii } from "./_sha256.ts";
+import { constantTimeEqual, sha256, sha256Ascii, toHex } from "./_digest.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { AuthenticatedPrincipal } from "./context.ts";
 import { InterfaceError } from "./errors.ts";
@@ -28,7 +27,8 @@ export interface AuthenticatorOptions {
   cacheSize?: number;
 }
 
-const BEARER = /^bearer +([\x21-\x7e]{1,4096}) *$/i;
+/** Longest bearer token accepted, in characters. */
+const MAX_TOKEN = 4096;
 /** Scratch space of the digest; authentication is synchronous up to the store lookup. */
 const DIGEST = new Uint8Array(32);
 const MALFORMED = "Authorization must be one `Bearer <token>` header";
@@ -43,6 +43,44 @@ function tokenExpired(): InterfaceError {
   return new InterfaceError("tokenExpired", "Bearer credential has expired", {
     headers: { "www-authenticate": 'Bearer error="invalid_token"' },
   });
+}
+
+/**
+ * The token of an `Authorization` value of the form `Bearer <token>`: the scheme in any case,
+ * one or more spaces, 1 to 4096 printable ASCII characters other than space, then nothing but
+ * spaces. Returns null for anything else.
+ *
+ * @example
+ * ```ts
+ * import { bearerToken } from "./authenticator.ts";
+ * console.log(bearerToken("bearer  art_example ")); // "art_example"
+ * console.log(bearerToken("Basic abc")); // null
+ * ```
+ */
+export function bearerToken(authorization: string): string | null {
+  const length = authorization.length;
+  // "bearer" in any case: each letter with bit 5 set is the lower-case letter.
+  if (
+    length < 8 || (authorization.charCodeAt(0) | 0x20) !== 98 ||
+    (authorization.charCodeAt(1) | 0x20) !== 101 || (authorization.charCodeAt(2) | 0x20) !== 97 ||
+    (authorization.charCodeAt(3) | 0x20) !== 114 || (authorization.charCodeAt(4) | 0x20) !== 101 ||
+    (authorization.charCodeAt(5) | 0x20) !== 114 || authorization.charCodeAt(6) !== 32
+  ) {
+    return null;
+  }
+  let start = 7;
+  while (start < length && authorization.charCodeAt(start) === 32) start++;
+  let end = start;
+  while (end < length) {
+    const code = authorization.charCodeAt(end);
+    if (code < 0x21 || code > 0x7e) break;
+    end++;
+  }
+  if (end === start || end - start > MAX_TOKEN) return null;
+  for (let i = end; i < length; i++) {
+    if (authorization.charCodeAt(i) !== 32) return null;
+  }
+  return authorization.slice(start, end);
 }
 
 /**
@@ -119,10 +157,10 @@ export class Authenticator {
     now: number,
   ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
     if (authorization === null) throw authenticationFailed("Authorization header is required");
-    const match = BEARER.exec(authorization);
-    if (match === null) throw authenticationFailed(MALFORMED);
+    const token = bearerToken(authorization);
+    if (token === null) throw authenticationFailed(MALFORMED);
     // The bearer is printable ASCII here, so the fast synchronous digest applies.
-    const digest = sha256Ascii(match[1], DIGEST);
+    const digest = sha256Ascii(token, DIGEST);
     if (constantTimeEqual(digest, this.#bootstrapDigest)) {
       if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
       return this.#bootstrap;

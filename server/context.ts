@@ -20,19 +20,24 @@ export interface AuthenticatedPrincipal {
   readonly bootstrap: boolean;
 }
 
-/** The idempotency claim a mutating request holds while its handler runs. */
+/** The idempotency key a mutating request uses while its handler runs. */
 export interface IdempotencyState {
   /** Scope key of the claim (digest of principal, method, path and key). */
   readonly scope: string;
-  /** Token proving ownership of the claim. */
-  readonly token: string;
+  /**
+   * Token proving ownership of the claim, or null when no claim was written: the handler then
+   * records its answer in the same atomic store write as its effect (`Store.createPrincipal`
+   * with an `IdempotencyRecording`), which writes nothing when the key is used meanwhile.
+   */
+  readonly token: string | null;
+  /** Lower-case hex SHA-256 of the raw request body. */
+  readonly requestDigest: string;
   /** When the record may be purged, ms since the epoch. */
   readonly expiresAt: number;
   /** Set by a handler that recorded its response itself, atomically with its effect. */
   completed: boolean;
 }
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
@@ -46,7 +51,31 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
  * ```
  */
 export function isValidCorrelationId(value: string): boolean {
-  return value.length <= 64 && UUID.test(value);
+  return isUuid(value);
+}
+
+/**
+ * Whether a value is a UUID in its text form: 8-4-4-4-12 hexadecimal digits of either case
+ * (any version and variant), nothing around it.
+ *
+ * @example
+ * ```ts
+ * import { isUuid } from "./context.ts";
+ * console.log(isUuid("6F1C3D1E-8A6B-4A0E-9D7E-2F4B5C6D7E8F")); // true
+ * console.log(isUuid("6f1c3d1e8a6b4a0e9d7e2f4b5c6d7e8f")); // false
+ * ```
+ */
+export function isUuid(value: string): boolean {
+  if (value.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const code = value.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (code !== 45 /* - */) return false;
+    } else if (!(code >= 48 && code <= 57) && !((code | 0x20) >= 97 && (code | 0x20) <= 102)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /**
@@ -129,6 +158,10 @@ export class RequestContext {
       this.query = url.slice(question);
     }
     const headers = request.headers;
+    // Under `Deno.serve` each `get` is a call into the runtime until the whole header list has
+    // been fetched, which Deno does anyway once a handler has looked at the headers. Reading the
+    // list first (any read of every header does it) makes the six `get`s below plain lookups.
+    headers.getSetCookie();
     this.authorization = headers.get("authorization");
     this.interfaceVersion = headers.get("x-interface-version");
     this.correlationHeader = headers.get("x-correlation-id");

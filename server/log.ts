@@ -43,8 +43,10 @@ export interface JsonLoggerOptions {
   write?: (text: string) => void;
   /**
    * Batching of request lines: above 0 (the default, 10) the lines of one turn of the event
-   * loop are written together when it ends (no timer: the first timer of a process loads Deno's
-   * timer module, 10 to 25 ms, which would delay the first answer); 0 writes each at once.
+   * loop are written together when it ends; once lines come faster than one turn a millisecond
+   * (a server under load), those of up to `batchMs` ms are written together. 0 writes each at
+   * once. The first answers of a process never wait for a timer: the first timer loads Deno's
+   * timer module (several ms), so timers are used only once the load has begun.
    */
   batchMs?: number;
   /** Clock for the `time` field (default `Date.now`). */
@@ -52,12 +54,17 @@ export interface JsonLoggerOptions {
 }
 
 const encoder = new TextEncoder();
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-/** JSON string literal of a value; plain ASCII (ids, paths, methods) skips the generic path. */
+/**
+ * JSON string literal of a value; printable ASCII without `"` and `\` (ids, paths, methods)
+ * needs no escaping, so it skips the generic path.
+ */
 function quote(value: string | null): string {
   if (value === null) return "null";
-  return PLAIN.test(value) ? `"${value}"` : JSON.stringify(value);
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return JSON.stringify(value);
+  }
+  return `"${value}"`;
 }
 
 function writeStderr(text: string): void {
@@ -85,9 +92,35 @@ export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger
   const now = options.now ?? Date.now;
   let pending = "";
   let scheduled = false;
+  // Under load every request would otherwise end its own turn of the event loop with a write.
+  let underLoad = false;
+  let lastFlushMs = Number.NaN;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  function flushTurn(): void {
+    lastFlushMs = clockMs;
+    flush();
+  }
+
+  function schedule(): void {
+    scheduled = true;
+    if (!underLoad && clockMs === lastFlushMs) underLoad = true;
+    if (underLoad) {
+      const id = setTimeout(flush, batchMs);
+      // Pending lines never hold the process open; closing the server flushes them.
+      Deno.unrefTimer(id);
+      timer = id;
+    } else {
+      queueMicrotask(flushTurn);
+    }
+  }
 
   function flush(): void {
     scheduled = false;
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     if (pending === "") return;
     const text = pending;
     pending = "";
@@ -133,8 +166,7 @@ export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger
       if (batchMs <= 0) {
         flush();
       } else if (!scheduled) {
-        scheduled = true;
-        queueMicrotask(flush);
+        schedule();
       }
     },
     info(message: string, fields?: LogFields): void {

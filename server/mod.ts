@@ -42,6 +42,7 @@ export {
 } from "./log.ts";
 export {
   type BodySchema,
+  type IdempotencyMode,
   type RouteDefinition,
   type RouteKind,
   type RouteMatch,

@@ -23,6 +23,18 @@ export interface BodySchema {
  */
 export type RouteKind = "public" | "shared" | "custom";
 
+/**
+ * How an idempotent route records its answer under the key:
+ *
+ * - `claim`: the key is claimed before the handler runs and completed after it (two store
+ *   writes); a duplicate arriving meanwhile, from any replica, answers 409 `idempotencyInFlight`.
+ * - `atomic`: no claim is written; the handler records its answer in the same atomic store write
+ *   as its effect (one store write), which writes nothing when the key was used meanwhile. A
+ *   duplicate arriving while the first runs in this process answers 409 `idempotencyInFlight`;
+ *   one racing it from another replica gets the recorded answer once the first has committed.
+ */
+export type IdempotencyMode = "claim" | "atomic";
+
 /** One route. */
 export interface RouteDefinition {
   /** HTTP method, upper case. */
@@ -35,6 +47,11 @@ export interface RouteDefinition {
   readonly capability?: Capability;
   /** A mutating request that requires an `idempotency-key` and is replayed by it. */
   readonly idempotent?: boolean;
+  /**
+   * How an idempotent route records its answer (default `claim`): see
+   * {@linkcode IdempotencyMode}.
+   */
+  readonly idempotency?: IdempotencyMode;
   /** Schema of the JSON body; when set, the content-type, body and JSON rules run. */
   readonly body?: BodySchema;
   /** Answers the request. */
@@ -48,6 +65,8 @@ export type RouteMatch<T> =
   | { readonly value: T; readonly params: Readonly<Record<string, string>> }
   | { readonly allow: readonly string[] }
   | null;
+
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 interface Pattern<T> {
   readonly segments: readonly string[];
@@ -67,7 +86,7 @@ interface Pattern<T> {
  * ```
  */
 export class Router<T> {
-  #static = new Map<string, Map<string, T>>();
+  #static = new Map<string, Map<string, RouteMatch<T>>>();
   #patterns: Pattern<T>[] = [];
 
   /**
@@ -83,7 +102,8 @@ export class Router<T> {
     if (!path.includes("/:")) {
       let methods = this.#static.get(path);
       if (methods === undefined) this.#static.set(path, methods = new Map());
-      methods.set(method, value);
+      // The match of a literal path is built once here, not on every request.
+      methods.set(method, Object.freeze({ value, params: NO_PARAMS }));
       return;
     }
     const segments = path.split("/");
@@ -110,8 +130,7 @@ export class Router<T> {
   match(method: string, path: string): RouteMatch<T> {
     const methods = this.#static.get(path);
     if (methods !== undefined) {
-      const value = methods.get(method);
-      return value === undefined ? { allow: [...methods.keys()] } : { value, params: {} };
+      return methods.get(method) ?? { allow: [...methods.keys()] };
     }
     if (this.#patterns.length === 0) return null;
     const parts = path.split("/");

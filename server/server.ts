@@ -5,7 +5,7 @@
  */
 import { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
-import { type Chain, compose, type Step } from "./chain.ts";
+import { compose, composeEager, type EagerChain, type EagerStep, type Step } from "./chain.ts";
 import { RequestContext } from "./context.ts";
 import { InterfaceError, internalError, toResponse } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
@@ -87,8 +87,8 @@ function shuttingDown(): InterfaceError {
   });
 }
 
-function neverNext(): Promise<Response> {
-  return Promise.reject(new Error("The route step has no next step"));
+function neverNext(): never {
+  throw new Error("The route step has no next step");
 }
 
 /**
@@ -134,10 +134,12 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     body: bodyStep({ maxBytes: maxBodyBytes }),
   };
 
-  function chainFor(route: RouteDefinition): Chain<RequestContext> {
-    const handle: Step<RequestContext> = (context) => route.handle(context);
-    if (route.kind !== "shared") return compose(handle);
-    const steps: Step<RequestContext>[] = [
+  function chainFor(route: RouteDefinition): EagerChain<RequestContext> {
+    const handle = (context: RequestContext) => route.handle(context);
+    if (route.kind !== "shared") return handle;
+    // The header rules answer or refuse without waiting (unless the principal must be read from
+    // the store), so they run eagerly: a read allocates no promise on its way to the handler.
+    const steps: EagerStep<RequestContext>[] = [
       shared.duplicates,
       shared.authenticate,
       shared.interfaceVersion,
@@ -146,18 +148,32 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ];
     if (route.capability !== undefined) steps.push(capabilityStep(route.capability));
     steps.push(shared.quota);
-    if (route.idempotent) steps.push(shared.idempotencyKey);
+    // The rules of a mutating route read the body and the store: one promise chain after quota.
+    const tail: Step<RequestContext>[] = [];
+    if (route.idempotent) tail.push(shared.idempotencyKey);
     if (route.body !== undefined) {
-      steps.push(shared.contentType, shared.body, jsonStep(route.body));
+      tail.push(shared.contentType, shared.body, jsonStep(route.body));
     }
     if (route.idempotent) {
-      steps.push(idempotencyClaimStep({ store, replay: route.replay?.bind(route) }));
+      tail.push(
+        idempotencyClaimStep({
+          store,
+          replay: route.replay?.bind(route),
+          mode: route.idempotency,
+        }),
+      );
     }
-    steps.push(handle);
-    return compose(...steps);
+    if (tail.length === 0) {
+      steps.push(handle);
+    } else {
+      tail.push(handle);
+      const rest = compose(...tail);
+      steps.push((context) => rest(context));
+    }
+    return composeEager(...steps);
   }
 
-  const router = new Router<Chain<RequestContext>>();
+  const router = new Router<EagerChain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
     ...healthRoutes(),
@@ -216,26 +232,63 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     if (drained !== null && inFlight === 0) drained.resolve();
   }
 
-  async function handler(request: Request, _info?: unknown): Promise<Response> {
+  function handler(request: Request, _info?: unknown): Promise<Response> {
+    // (Deno.serve settles the answer of a handler that read the request headers through a
+    // promise either way, so answering with a plain Response would save nothing more.)
+    try {
+      const answer = answerRequest(request);
+      return answer instanceof Promise ? answer : Promise.resolve(answer);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // The chain answers synchronously when no step had to wait (a read whose principal is cached,
+  // a refusal): such a request allocates no promise before its answer.
+  function answerRequest(request: Request): Response | Promise<Response> {
     const context = new RequestContext(request, now());
     maybeCleanup(context.receivedAt);
-    let response: Response;
     if (drained !== null) {
-      response = toResponse(shuttingDown(), context.responseCorrelationId);
+      const response = toResponse(shuttingDown(), context.responseCorrelationId);
       response.headers.set("connection", "close");
-    } else {
-      inFlight++;
-      try {
-        response = await dispatch(context, neverNext);
-      } catch (error) {
-        response = fail(error, context);
-      } finally {
-        inFlight--;
-        settleDrain();
-      }
+      return complete(context, response);
     }
-    response = finish(context, response);
-    if (request.body !== null && !request.bodyUsed) {
+    inFlight++;
+    let result: Response | Promise<Response>;
+    try {
+      result = dispatch(context, neverNext);
+    } catch (error) {
+      return settle(context, error, true);
+    }
+    if (result instanceof Promise) {
+      return result.then(
+        (response) => settle(context, response, false),
+        (error) => settle(context, error, true),
+      );
+    }
+    return settle(context, result, false);
+  }
+
+  /** A request in flight has its answer, or failed with `outcome`. */
+  function settle(context: RequestContext, outcome: unknown, failed: boolean): Response {
+    let response: Response;
+    try {
+      response = failed ? fail(outcome, context) : outcome as Response;
+    } finally {
+      inFlight--;
+      settleDrain();
+    }
+    return complete(context, response);
+  }
+
+  function complete(context: RequestContext, answer: Response): Response {
+    const response = finish(context, answer);
+    const request = context.request;
+    // GET and HEAD requests have no body.
+    if (
+      context.method !== "GET" && context.method !== "HEAD" && request.body !== null &&
+      !request.bodyUsed
+    ) {
       // An unread body (refused before the body rule) is dropped rather than buffered.
       request.body.cancel().catch(() => {});
     }

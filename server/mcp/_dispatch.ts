@@ -93,7 +93,11 @@ export async function runRoute(
   if (route.idempotent && call.idempotencyKey !== undefined) {
     steps.push(
       idempotencyKeyStep(),
-      idempotencyClaimStep({ store: shared.store, replay: route.replay?.bind(route) }),
+      idempotencyClaimStep({
+        store: shared.store,
+        replay: route.replay?.bind(route),
+        mode: route.idempotency,
+      }),
     );
   }
   steps.push((current) => route.handle(current));

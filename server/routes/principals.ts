@@ -15,9 +15,11 @@ import { InterfaceError } from "../errors.ts";
 import type { BodySchema, RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
+import { IdempotencyKeyUsedError } from "../rules/idempotency.ts";
 import {
   CAPABILITIES,
   type Capability,
+  type CreatePrincipalResult,
   type PrincipalRecord,
   type StoredResponse,
 } from "../store/types.ts";
@@ -231,18 +233,31 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       capabilities: body.capabilities,
       expiresAt,
     };
-    const claim = context.idempotency;
-    const result = await store.createPrincipal(
-      record,
-      claim === null ? undefined : {
-        scope: claim.scope,
-        token: claim.token,
+    const key = context.idempotency;
+    let result: CreatePrincipalResult;
+    if (key === null) {
+      result = await store.createPrincipal(record);
+    } else if (key.token === null) {
+      // One atomic write: the principal, its digest index and the recorded answer.
+      const outcome = await store.createPrincipal(record, {
+        scope: key.scope,
+        requestDigest: key.requestDigest,
+        now,
         response: { status: 201, body: JSON.stringify(publicBody) },
-        expiresAt: claim.expiresAt,
-      },
-    );
+        expiresAt: key.expiresAt,
+      });
+      if (typeof outcome !== "string") throw new IdempotencyKeyUsedError(outcome);
+      result = outcome;
+    } else {
+      result = await store.createPrincipal(record, {
+        scope: key.scope,
+        token: key.token,
+        response: { status: 201, body: JSON.stringify(publicBody) },
+        expiresAt: key.expiresAt,
+      });
+    }
     if (result === "exists") throw principalExists();
-    if (claim !== null) claim.completed = true;
+    if (key !== null) key.completed = true;
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 
@@ -296,6 +311,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       kind: "shared",
       capability: "authority:admin",
       idempotent: true,
+      idempotency: "atomic",
       body: createPrincipalSchema,
       handle: create,
       replay: replayCreate,

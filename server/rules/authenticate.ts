@@ -6,7 +6,7 @@
  * @module
  */
 import type { Authenticator } from "../authenticator.ts";
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 
 /**
@@ -18,16 +18,14 @@ import type { RequestContext } from "../context.ts";
  * const step = authenticateStep(authenticator);
  * ```
  */
-export function authenticateStep(authenticator: Authenticator): Step<RequestContext> {
-  return function authenticate(context: RequestContext, next: Next): Promise<Response> {
+export function authenticateStep(authenticator: Authenticator): GuardStep<RequestContext> {
+  return guardStep(function authenticate(context: RequestContext): void | Promise<void> {
     const result = authenticator.authenticate(context.authorization, context.receivedAt);
     if (result instanceof Promise) {
       return result.then((principal) => {
         context.principal = principal;
-        return next();
       });
     }
     context.principal = result;
-    return next();
-  };
+  });
 }

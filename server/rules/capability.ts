@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { Capability } from "../store/types.ts";
@@ -18,11 +18,11 @@ import type { Capability } from "../store/types.ts";
  * const step = capabilityStep("authority:admin");
  * ```
  */
-export function capabilityStep(required: Capability): Step<RequestContext> {
-  return function capability(context: RequestContext, next: Next): Promise<Response> {
-    if (context.principal?.capabilities.includes(required)) return next();
+export function capabilityStep(required: Capability): GuardStep<RequestContext> {
+  return guardStep(function capability(context: RequestContext): void {
+    if (context.principal?.capabilities.includes(required)) return;
     throw new InterfaceError("missingCapability", `This operation requires ${required}`, {
       extra: { requiredCapability: required },
     });
-  };
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -17,9 +17,9 @@ import { InterfaceError } from "../errors.ts";
  * const step = correlationStep();
  * ```
  */
-export function correlationStep(): Step<RequestContext> {
-  return function correlation(context: RequestContext, next: Next): Promise<Response> {
-    if (context.correlationId !== null) return next();
+export function correlationStep(): GuardStep<RequestContext> {
+  return guardStep(function correlation(context: RequestContext): void {
+    if (context.correlationId !== null) return;
     if (context.correlationHeader === null) {
       throw new InterfaceError("missingHeader", "Header x-correlation-id is required", {
         extra: { header: "x-correlation-id" },
@@ -30,5 +30,5 @@ export function correlationStep(): Step<RequestContext> {
       "Header x-correlation-id must be a UUID of at most 64 bytes",
       { extra: { header: "x-correlation-id" } },
     );
-  };
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -36,15 +36,26 @@ export function deadlineExceeded(): InterfaceError {
  * const step = deadlineStep();
  * ```
  */
-export function deadlineStep(): Step<RequestContext> {
-  return function deadline(context: RequestContext, next: Next): Promise<Response> {
+export function deadlineStep(): GuardStep<RequestContext> {
+  // Clients send the same deadline text for many requests (one computed per second, say), so
+  // the last text parsed is remembered; parsing is a pure function of the text.
+  let lastText: string | null = null;
+  let lastAt: number | null = null;
+  return guardStep(function deadline(context: RequestContext): void {
     const raw = context.deadlineHeader;
     if (raw === null) {
       throw new InterfaceError("missingHeader", "Header x-deadline is required", {
         extra: { header: "x-deadline" },
       });
     }
-    const at = parseRfc3339(raw);
+    let at: number | null;
+    if (raw === lastText) {
+      at = lastAt;
+    } else {
+      at = parseRfc3339(raw);
+      lastText = raw;
+      lastAt = at;
+    }
     if (at === null) {
       throw new InterfaceError("invalidHeader", "Header x-deadline must be an RFC 3339 timestamp", {
         extra: { header: "x-deadline" },
@@ -60,6 +71,5 @@ export function deadlineStep(): Step<RequestContext> {
       );
     }
     context.deadline = at;
-    return next();
-  };
+  });
 }

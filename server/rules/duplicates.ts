@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -92,10 +92,9 @@ export function findDuplicate(context: RequestContext): InterfaceError | null {
  * const chain = compose<RequestContext>(duplicatesStep(), () => new Response("ok"));
  * ```
  */
-export function duplicatesStep(): Step<RequestContext> {
-  return function duplicates(context: RequestContext, next: Next): Promise<Response> {
+export function duplicatesStep(): GuardStep<RequestContext> {
+  return guardStep(function duplicates(context: RequestContext): void {
     const error = findDuplicate(context);
     if (error !== null) throw error;
-    return next();
-  };
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import { type GuardStep, guardStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -23,10 +23,10 @@ export const SUPPORTED_INTERFACE_VERSIONS: readonly string[] = Object.freeze([IN
  * const step = interfaceVersionStep();
  * ```
  */
-export function interfaceVersionStep(): Step<RequestContext> {
-  return function interfaceVersion(context: RequestContext, next: Next): Promise<Response> {
+export function interfaceVersionStep(): GuardStep<RequestContext> {
+  return guardStep(function interfaceVersion(context: RequestContext): void {
     const value = context.interfaceVersion;
-    if (value === INTERFACE_VERSION) return next();
+    if (value === INTERFACE_VERSION) return;
     if (value === null) {
       throw new InterfaceError("missingHeader", "Header x-interface-version is required", {
         extra: { header: "x-interface-version" },
@@ -37,5 +37,5 @@ export function interfaceVersionStep(): Step<RequestContext> {
       "This interface version is not supported",
       { extra: { header: "x-interface-version", supportedVersions: SUPPORTED_INTERFACE_VERSIONS } },
     );
-  };
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import type { EagerNext, EagerStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -90,7 +90,8 @@ export function quotaExceeded(): InterfaceError {
 }
 
 /**
- * The quota step: holds a slot until the rest of the chain has answered.
+ * The quota step: holds a slot until the rest of the chain has answered (at once when it
+ * answers synchronously, else when its promise settles).
  *
  * @example
  * ```ts
@@ -98,14 +99,19 @@ export function quotaExceeded(): InterfaceError {
  * const step = quotaStep(new InFlightQuota(64));
  * ```
  */
-export function quotaStep(quota: InFlightQuota): Step<RequestContext> {
-  return async function inFlight(context: RequestContext, next: Next): Promise<Response> {
+export function quotaStep(quota: InFlightQuota): EagerStep<RequestContext> {
+  return function inFlight(context: RequestContext, next: EagerNext): Response | Promise<Response> {
     const principalId = context.principal?.principalId ?? "";
     if (!quota.acquire(principalId)) throw quotaExceeded();
+    let result: Response | Promise<Response>;
     try {
-      return await next();
-    } finally {
+      result = next();
+    } catch (error) {
       quota.release(principalId);
+      throw error;
     }
+    if (result instanceof Promise) return result.finally(() => quota.release(principalId));
+    quota.release(principalId);
+    return result;
   };
 }

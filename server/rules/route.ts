@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Chain, Step } from "../chain.ts";
+import type { EagerChain, EagerStep } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { Router } from "../router.ts";
@@ -24,8 +24,10 @@ import type { Router } from "../router.ts";
  * console.log((await step(context, () => Promise.reject())).status); // 200
  * ```
  */
-export function routeStep(router: Router<Chain<RequestContext>>): Step<RequestContext> {
-  return function route(context: RequestContext): Promise<Response> {
+export function routeStep(
+  router: Router<EagerChain<RequestContext>>,
+): EagerStep<RequestContext> {
+  return function route(context: RequestContext): Response | Promise<Response> {
     const match = router.match(context.method, context.path);
     if (match === null) throw new InterfaceError("notFound", "No route for this path");
     if ("allow" in match) {

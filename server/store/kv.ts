@@ -17,7 +17,11 @@ import {
   type IdempotencyClaim,
   type IdempotencyClaimParams,
   type IdempotencyCompletion,
+  type IdempotencyKeyUsed,
+  IdempotencyLeaseLostError,
+  type IdempotencyRecording,
   type PrincipalRecord,
+  type RecordedCreateResult,
   type RevokePrincipalResult,
   type Store,
   type StoredResponse,
@@ -46,13 +50,40 @@ const MAX_ATTEMPTS = 32;
 /** KV drops values on its own a while after this; the purge does it on time. */
 const EXPIRY_SLACK_MS = 3_600_000;
 
-function unavailable(error: unknown): StoreUnavailableError {
-  if (error instanceof StoreUnavailableError) return error;
+function unavailable(error: unknown): Error {
+  if (error instanceof StoreUnavailableError || error instanceof IdempotencyLeaseLostError) {
+    return error;
+  }
   return new StoreUnavailableError("The KV store failed", { cause: error });
 }
 
 function contention(): StoreUnavailableError {
   return new StoreUnavailableError("The KV store is too contended to commit");
+}
+
+function leaseLost(): IdempotencyLeaseLostError {
+  return new IdempotencyLeaseLostError(
+    "The idempotency claim was taken over before the principal was created",
+  );
+}
+
+/**
+ * What a live idempotency entry means for a request of `requestDigest` at `now`, or null when the
+ * key counts as unused: no entry, an expired one, or an unfinished claim of the same body whose
+ * lease ran out (its holder crashed), which may be taken over.
+ */
+function usedState(
+  current: IdempotencyEntry | null,
+  requestDigest: string,
+  now: number,
+): IdempotencyKeyUsed | null {
+  if (current === null || current.expiresAt <= now) return null;
+  if (current.requestDigest !== requestDigest) return { state: "conflict" };
+  if (current.state === "done" && current.response !== undefined) {
+    return { state: "completed", response: current.response };
+  }
+  if (current.leaseUntil > now) return { state: "inFlight" };
+  return null;
 }
 
 /**
@@ -77,11 +108,26 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
   return new KvStore(kv, options.namespace);
 }
 
+/** A recorded creation waiting for the next group commit. */
+interface QueuedCreate {
+  record: PrincipalRecord;
+  recording: IdempotencyRecording;
+  done: PromiseWithResolvers<RecordedCreateResult>;
+}
+
+/**
+ * Most creations in one group commit: 3 checks and 4 mutations each stay far inside Deno KV's
+ * limits of one atomic operation (100 checks, 1000 mutations, 80 KiB of keys, 800 KiB in all).
+ */
+const MAX_GROUP = 16;
+
 class KvStore implements Store {
   readonly kind = "kv";
   #kv: Deno.Kv;
   #root: Deno.KvKey;
   #closed = false;
+  #queue: QueuedCreate[] = [];
+  #committing = false;
 
   constructor(kv: Deno.Kv, namespace: string) {
     this.#kv = kv;
@@ -148,11 +194,22 @@ class KvStore implements Store {
     }
   }
 
-  async createPrincipal(
+  createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
-  ): Promise<CreatePrincipalResult> {
+  ): Promise<CreatePrincipalResult>;
+  createPrincipal(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+  ): Promise<RecordedCreateResult>;
+  async createPrincipal(
+    record: PrincipalRecord,
+    idempotency?: IdempotencyCompletion | IdempotencyRecording,
+  ): Promise<RecordedCreateResult> {
     try {
+      if (idempotency !== undefined && "requestDigest" in idempotency) {
+        return await this.#createRecorded(record, idempotency);
+      }
       const idKey = this.#principalKey(record.principalId);
       const digestKey = this.#digestKey(record.bearerDigest);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -161,7 +218,10 @@ class KvStore implements Store {
           .check({ key: digestKey, versionstamp: null })
           .set(idKey, record)
           .set(digestKey, record.principalId);
-        if (completion !== undefined) await this.#addCompletion(operation, completion);
+        if (idempotency !== undefined && !(await this.#addCompletion(operation, idempotency))) {
+          // Like PostgreSQL: a claim taken over meanwhile belongs to another request now.
+          throw leaseLost();
+        }
         const result = await operation.commit();
         if (result.ok) return "created";
         const [byId, byDigest] = await this.#kv.getMany([idKey, digestKey]);
@@ -172,6 +232,151 @@ class KvStore implements Store {
     } catch (error) {
       throw unavailable(error);
     }
+  }
+
+  /**
+   * A recorded creation is ONE atomic commit checking that the key, the id and the digest are
+   * all unused, then writing the principal, its digest index and the finished idempotency record
+   * (with its purge index). It reads nothing first: a fresh key is the common case.
+   *
+   * Creations are group-committed: while one commit is running, the creations that arrive queue
+   * up, and the next commit carries all of them (up to {@linkcode MAX_GROUP}, none sharing a key
+   * with another), so a busy server pays the fixed cost of a commit once per group instead of
+   * once per request. Each creation stays all-or-nothing. When a group's checks fail, every
+   * member is retried alone ({@linkcode KvStore.#createAlone}), which tells why.
+   */
+  #createRecorded(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+  ): Promise<RecordedCreateResult> {
+    const done = Promise.withResolvers<RecordedCreateResult>();
+    this.#queue.push({ record, recording, done });
+    if (!this.#committing) this.#commitGroups();
+    return done.promise;
+  }
+
+  /** Commits queued creations group by group until the queue is empty. Never rejects. */
+  async #commitGroups(): Promise<void> {
+    this.#committing = true;
+    try {
+      while (this.#queue.length > 0) {
+        const group = this.#takeGroup();
+        let committed = false;
+        try {
+          const operation = this.#kv.atomic();
+          for (const item of group) this.#addRecorded(operation, item.record, item.recording, null);
+          committed = (await operation.commit()).ok;
+        } catch (error) {
+          if (group.length === 1) {
+            group[0].done.reject(unavailable(error));
+            continue;
+          }
+          // A group may exceed a limit of the host's KV that one creation does not: go alone.
+        }
+        if (committed) {
+          for (const item of group) item.done.resolve("created");
+          continue;
+        }
+        for (const item of group) {
+          this.#createAlone(item.record, item.recording, group.length === 1).then(
+            item.done.resolve,
+            (error) => item.done.reject(unavailable(error)),
+          );
+        }
+      }
+    } finally {
+      this.#committing = false;
+    }
+  }
+
+  /** Takes the next group off the queue: queue order, no two members sharing a key. */
+  #takeGroup(): QueuedCreate[] {
+    const group: QueuedCreate[] = [];
+    const rest: QueuedCreate[] = [];
+    const keys = new Set<string>();
+    for (const item of this.#queue) {
+      const id = `p${item.record.principalId}`;
+      const digest = `d${item.record.bearerDigest}`;
+      const scope = `i${item.recording.scope}`;
+      if (group.length >= MAX_GROUP || keys.has(id) || keys.has(digest) || keys.has(scope)) {
+        rest.push(item);
+        continue;
+      }
+      keys.add(id).add(digest).add(scope);
+      group.push(item);
+    }
+    this.#queue = rest;
+    return group;
+  }
+
+  /**
+   * Adds one recorded creation to `operation`: checks that the key holds `seen` (null: absent)
+   * and that the id and digest are absent, then writes everything.
+   */
+  #addRecorded(
+    operation: Deno.AtomicOperation,
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+    seen: Deno.KvEntryMaybe<IdempotencyEntry> | null,
+  ): void {
+    const idKey = this.#principalKey(record.principalId);
+    const digestKey = this.#digestKey(record.bearerDigest);
+    const key = this.#idempotencyKey(recording.scope);
+    const expireIn = Math.max(recording.expiresAt - recording.now, 0) + EXPIRY_SLACK_MS;
+    const entry: IdempotencyEntry = {
+      state: "done",
+      // No claim ever held this record, so no token owns it.
+      token: "",
+      requestDigest: recording.requestDigest,
+      leaseUntil: recording.now,
+      expiresAt: recording.expiresAt,
+      response: recording.response,
+    };
+    operation
+      .check({ key, versionstamp: seen?.versionstamp ?? null })
+      .check({ key: idKey, versionstamp: null })
+      .check({ key: digestKey, versionstamp: null })
+      .set(idKey, record)
+      .set(digestKey, record.principalId)
+      .set(key, entry, { expireIn })
+      .set(this.#expiryKey(recording.expiresAt, recording.scope), true, { expireIn });
+    const replaced = seen?.value ?? null;
+    if (replaced !== null && replaced.expiresAt !== recording.expiresAt) {
+      operation.delete(this.#expiryKey(replaced.expiresAt, recording.scope));
+    }
+  }
+
+  /**
+   * One recorded creation on its own: after a failed commit (`failed`), reads the key, the id
+   * and the digest once to tell why, and commits again only when the key may be taken over or
+   * what failed the check is gone.
+   */
+  async #createAlone(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+    failed: boolean,
+  ): Promise<RecordedCreateResult> {
+    const keys: [Deno.KvKey, Deno.KvKey, Deno.KvKey] = [
+      this.#idempotencyKey(recording.scope),
+      this.#principalKey(record.principalId),
+      this.#digestKey(record.bearerDigest),
+    ];
+    let seen: Deno.KvEntryMaybe<IdempotencyEntry> | null = null;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      if (attempt > 0 || !failed) {
+        const operation = this.#kv.atomic();
+        this.#addRecorded(operation, record, recording, seen);
+        if ((await operation.commit()).ok) return "created";
+      }
+      const [current, byId, byDigest] = await this.#kv.getMany<
+        [IdempotencyEntry, string, string]
+      >(keys);
+      const used = usedState(current.value, recording.requestDigest, recording.now);
+      if (used !== null) return used;
+      if (byId.versionstamp !== null || byDigest.versionstamp !== null) return "exists";
+      seen = current;
+    }
+    throw contention();
   }
 
   async revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult> {
@@ -198,15 +403,8 @@ class KvStore implements Store {
       const key = this.#idempotencyKey(params.scope);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const entry = await this.#kv.get<IdempotencyEntry>(key);
-        const current = entry.value;
-        if (current !== null && current.expiresAt > params.now) {
-          if (current.requestDigest !== params.requestDigest) return { state: "conflict" };
-          if (current.state === "done" && current.response !== undefined) {
-            return { state: "completed", response: current.response };
-          }
-          if (current.leaseUntil > params.now) return { state: "inFlight" };
-          // The holder's lease ran out (it crashed): take the claim over.
-        }
+        const used = usedState(entry.value, params.requestDigest, params.now);
+        if (used !== null) return used;
         const token = crypto.randomUUID();
         const claimed: IdempotencyEntry = {
           state: "pending",

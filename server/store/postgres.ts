@@ -17,17 +17,21 @@ import type {
   IdempotencyClaim,
   IdempotencyClaimParams,
   IdempotencyCompletion,
+  IdempotencyKeyUsed,
+  IdempotencyRecording,
   PrincipalRecord,
+  RecordedCreateResult,
   RevokePrincipalResult,
   Store,
 } from "./types.ts";
-import { type Capability, StoreUnavailableError } from "./types.ts";
+import { type Capability, IdempotencyLeaseLostError, StoreUnavailableError } from "./types.ts";
 import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
+export { IdempotencyLeaseLostError } from "./types.ts";
 export { SchemaVersionError } from "./postgres/_migrate.ts";
 
 /** Options of {@linkcode openPostgresStore}. */
@@ -59,6 +63,21 @@ interface IdempotencyRow {
   response_body: string | null;
 }
 
+/** What the single statement of a recorded creation reports. */
+interface RecordedCreateRow {
+  created: number;
+  taken: number;
+  request_digest: string | null;
+  completed: boolean | null;
+  lease_until: string | null;
+  expires_at: string | null;
+  response_status: number | null;
+  response_body: string | null;
+}
+
+/** SQLSTATE of a unique constraint violation. */
+const UNIQUE_VIOLATION = "23505";
+
 const PRINCIPAL_COLUMNS: readonly string[] = [
   "principal_id",
   "bearer_digest",
@@ -72,25 +91,6 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
 
 /** How often a claim retries when the row it collided with vanished before it could be read. */
 const CLAIM_ATTEMPTS = 5;
-
-/** Raised when a creation's idempotency claim was taken over (its lease ran out) mid-request. */
-export class IdempotencyLeaseLostError extends Error {
-  /** Stable error code. */
-  readonly code = "idempotencyLeaseLost" as const;
-  /**
-   * Creates the error.
-   *
-   * @example
-   * ```ts
-   * import { IdempotencyLeaseLostError } from "./postgres.ts";
-   * throw new IdempotencyLeaseLostError("The idempotency claim was taken over");
-   * ```
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "IdempotencyLeaseLostError";
-  }
-}
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
   return {
@@ -107,6 +107,33 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
 
 function ms(value: number): string {
   return String(Math.floor(value));
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && error.name === "PostgresError" &&
+    (error as { code?: unknown }).code === UNIQUE_VIOLATION;
+}
+
+/**
+ * What the idempotency row a statement saw means for a request of `requestDigest` at `now`, or
+ * null when the key counts as unused (no row, an expired one, or an unfinished claim of the same
+ * body whose lease ran out).
+ */
+function usedState(
+  row: RecordedCreateRow,
+  requestDigest: string,
+  now: number,
+): IdempotencyKeyUsed | null {
+  if (row.request_digest === null || Number(row.expires_at) <= now) return null;
+  if (row.request_digest !== requestDigest) return { state: "conflict" };
+  if (row.completed && row.response_status !== null && row.response_body !== null) {
+    return {
+      state: "completed",
+      response: { status: row.response_status, body: row.response_body },
+    };
+  }
+  if (Number(row.lease_until) > now) return { state: "inFlight" };
+  return null;
 }
 
 /** Shortest time between two pool replacements caused by connect timeouts, in ms. */
@@ -224,7 +251,23 @@ class PostgresStore implements Store {
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
-  ): Promise<CreatePrincipalResult> {
+  ): Promise<CreatePrincipalResult>;
+  /**
+   * Creates a principal and records the answer under an unclaimed idempotency key, in one
+   * statement: see {@linkcode PostgresStore.#createRecorded}.
+   */
+  createPrincipal(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+  ): Promise<RecordedCreateResult>;
+  createPrincipal(
+    record: PrincipalRecord,
+    idempotency?: IdempotencyCompletion | IdempotencyRecording,
+  ): Promise<RecordedCreateResult> {
+    if (idempotency !== undefined && "requestDigest" in idempotency) {
+      return this.#createRecorded(record, idempotency);
+    }
+    const completion = idempotency;
     return this.#run(async (sql) => {
       const capabilities = sql.array([...record.capabilities]);
       if (completion === undefined) {
@@ -276,6 +319,85 @@ class PostgresStore implements Store {
       if (row.created === 0) return "exists";
       if (row.completed === 0) throw new Error("The idempotency claim was not completed");
       return "created";
+    });
+  }
+
+  /**
+   * A recorded creation as ONE statement (no pinned connection). It reads the key's row and
+   * whether the id or digest is taken; writes the finished idempotency record only when the key
+   * is unused and neither is taken (an upsert whose conflict arm re-checks the row it collided
+   * with, so of two statements racing on one key exactly one writes it); and inserts the
+   * principal only when the record was written. The principal insert has no `ON CONFLICT`: a
+   * racing creation of the same id under another key makes it fail with a unique violation,
+   * which rolls back the whole statement, record included, and the next attempt sees the
+   * principal. An attempt that wrote nothing and saw no reason (a race it lost) is retried with
+   * a fresh snapshot.
+   */
+  #createRecorded(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+  ): Promise<RecordedCreateResult> {
+    return this.#run(async (sql) => {
+      const capabilities = sql.array([...record.capabilities]);
+      const now = ms(recording.now);
+      for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+        let row: RecordedCreateRow;
+        try {
+          [row] = await sql<RecordedCreateRow[]>`
+            WITH prior AS (
+              SELECT request_digest, completed, lease_until, expires_at, response_status,
+                     response_body
+              FROM automation_runtime_idempotency
+              WHERE namespace = ${this.#ns} AND scope = ${recording.scope}
+            ), taken AS (
+              SELECT 1 FROM automation_runtime_principals
+              WHERE namespace = ${this.#ns}
+                AND (principal_id = ${record.principalId}
+                     OR bearer_digest = ${record.bearerDigest})
+            ), recorded AS (
+              INSERT INTO automation_runtime_idempotency AS i
+                (namespace, scope, request_digest, token, completed, lease_until, expires_at,
+                 response_status, response_body)
+              SELECT ${this.#ns}, ${recording.scope}, ${recording.requestDigest},
+                     ${crypto.randomUUID()}, true, ${now}, ${ms(recording.expiresAt)},
+                     ${recording.response.status}, ${recording.response.body}
+              WHERE NOT EXISTS (SELECT 1 FROM taken)
+              ON CONFLICT (namespace, scope) DO UPDATE SET
+                request_digest = EXCLUDED.request_digest, token = EXCLUDED.token,
+                completed = true, lease_until = EXCLUDED.lease_until,
+                expires_at = EXCLUDED.expires_at, response_status = EXCLUDED.response_status,
+                response_body = EXCLUDED.response_body
+              WHERE i.expires_at <= ${now}
+                 OR (NOT i.completed AND i.lease_until <= ${now}
+                     AND i.request_digest = EXCLUDED.request_digest)
+              RETURNING 1
+            ), inserted AS (
+              INSERT INTO automation_runtime_principals
+                (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
+                 created_at, revoked_at, nonce)
+              SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
+                     ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
+                     ${record.revokedAt}, ${record.nonce}
+              WHERE EXISTS (SELECT 1 FROM recorded)
+              RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM inserted)::int AS created,
+                   (SELECT count(*) FROM taken)::int AS taken,
+                   prior.request_digest, prior.completed, prior.lease_until, prior.expires_at,
+                   prior.response_status, prior.response_body
+            FROM (SELECT 1) AS one LEFT JOIN prior ON true`;
+        } catch (error) {
+          // A creation of the same id or digest committed meanwhile: look again.
+          if (isUniqueViolation(error)) continue;
+          throw error;
+        }
+        if (row.created > 0) return "created";
+        const used = usedState(row, recording.requestDigest, recording.now);
+        if (used !== null) return used;
+        if (row.taken > 0) return "exists";
+        // Another statement wrote the key after this one's snapshot: look again.
+      }
+      return { state: "inFlight" };
     });
   }
 

@@ -93,8 +93,36 @@ export interface IdempotencyCompletion {
   expiresAt: number;
 }
 
+/**
+ * An idempotency key that no request claimed, to be recorded together with a principal's
+ * creation: {@linkcode Store.createPrincipal} writes the principal and the finished answer under
+ * the key in one atomic step, or writes nothing when the key is already used.
+ */
+export interface IdempotencyRecording {
+  /** Opaque scope key: a digest over (principal, method, path, key). */
+  scope: string;
+  /** Lower-case hex SHA-256 of the raw request body. */
+  requestDigest: string;
+  /** Current time, ms since epoch: records that expired before it count as unused. */
+  now: number;
+  /** The answer to record when the principal is created. */
+  response: StoredResponse;
+  /** When the record may be purged, ms since epoch. */
+  expiresAt: number;
+}
+
+/** What an already used idempotency key holds: the claim states other than `claimed`. */
+export type IdempotencyKeyUsed = Exclude<IdempotencyClaim, { state: "claimed" }>;
+
 /** Result of {@linkcode Store.createPrincipal}. */
 export type CreatePrincipalResult = "created" | "exists";
+
+/**
+ * Result of {@linkcode Store.createPrincipal} with an {@linkcode IdempotencyRecording}: created
+ * (and recorded), the id or digest taken (nothing written, the key left as it was), or the key
+ * already used (nothing written).
+ */
+export type RecordedCreateResult = CreatePrincipalResult | IdempotencyKeyUsed;
 
 /** Result of {@linkcode Store.revokePrincipal}. */
 export type RevokePrincipalResult = "revoked" | "alreadyRevoked" | "notFound";
@@ -116,12 +144,25 @@ export interface Store {
   /**
    * Creates a principal unless the id (or digest) exists. When `completion` is given, the
    * idempotency record is completed in the same atomic step, so an acknowledged creation is
-   * never left with an unfinished claim.
+   * never left with an unfinished claim; when `completion.token` no longer owns the claim (its
+   * lease ran out and another request took it over), nothing is written and
+   * {@linkcode IdempotencyLeaseLostError} is thrown.
    */
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
   ): Promise<CreatePrincipalResult>;
+  /**
+   * Creates a principal and records `recording.response` under an unclaimed idempotency key in
+   * ONE atomic step, unless the key is used (a live record or a claim holding it: its state is
+   * returned) or the id or digest exists (`exists`, the key left as it was); either way nothing
+   * is written then. A record that expired, or an unfinished claim of the same body whose lease
+   * ran out, counts as unused. Of concurrent calls on one key or one id, exactly one creates.
+   */
+  createPrincipal(
+    record: PrincipalRecord,
+    recording: IdempotencyRecording,
+  ): Promise<RecordedCreateResult>;
   /** Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. */
   revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult>;
   /** Claims an idempotency key atomically. */
@@ -152,5 +193,27 @@ export class StoreUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "StoreUnavailableError";
+  }
+}
+
+/**
+ * Raised by {@linkcode Store.createPrincipal} when the idempotency claim it should complete was
+ * taken over (its lease ran out) before the principal was created; nothing was written.
+ */
+export class IdempotencyLeaseLostError extends Error {
+  /** Stable error code. */
+  readonly code = "idempotencyLeaseLost" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import { IdempotencyLeaseLostError } from "./types.ts";
+   * throw new IdempotencyLeaseLostError("The idempotency claim was taken over");
+   * ```
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "IdempotencyLeaseLostError";
   }
 }

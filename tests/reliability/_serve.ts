@@ -27,6 +27,8 @@ export interface LaunchOptions {
   home?: string;
   /** Extra `serve` arguments. */
   args?: string[];
+  /** V8 flags for the server process, such as a heap cap (`--max-old-space-size=256`). */
+  v8Flags?: string[];
   /** Extra environment. */
   env?: Record<string, string>;
 }
@@ -126,7 +128,16 @@ export async function launch(options: LaunchOptions = {}): Promise<Launched> {
   };
   if (options.store !== undefined) env.AUTOMATION_RUNTIME_STORE = options.store;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_PERMISSIONS, MAIN.href, "serve", "--port", "0", ...(options.args ?? [])],
+    args: [
+      "run",
+      ...SERVE_PERMISSIONS,
+      ...(options.v8Flags?.length ? [`--v8-flags=${options.v8Flags.join(",")}`] : []),
+      MAIN.href,
+      "serve",
+      "--port",
+      "0",
+      ...(options.args ?? []),
+    ],
     cwd: decodeURIComponent(ROOT.pathname),
     env,
     clearEnv: true,

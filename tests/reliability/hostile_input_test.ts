@@ -165,8 +165,19 @@ async function withTimeout<T>(connection: RawConnection, work: Promise<T>): Prom
   }
 }
 
+/** Old-space cap of the server under test; bodies are at most 1 MiB, 16 at a time. */
+const HEAP_CAP_MIB = 192;
+
 Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors, no crash, flat memory`, async () => {
-  const server = await launch();
+  // Two caps make "memory flat" a stable measurement rather than a reading of allocator moods:
+  // a capped old space makes V8 collect instead of growing at leisure on a large machine (a
+  // JavaScript leak then crashes the server, which fails the test), and two malloc arenas stop
+  // glibc's per-thread arenas from fragmenting under megabyte bodies (without it RSS drifted by
+  // up to 100 MiB between runs; with it the quarter medians agree within a few MiB).
+  const server = await launch({
+    v8Flags: [`--max-old-space-size=${HEAP_CAP_MIB}`],
+    env: { MALLOC_ARENA_MAX: "2" },
+  });
   const slots = Array.from({ length: CONNECTIONS }, () => new Slot(server.port));
   const rss: number[] = [];
   let sent = 0;

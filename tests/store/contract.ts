@@ -6,7 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { PrincipalRecord, Store } from "../../server/store/types.ts";
+import {
+  IdempotencyLeaseLostError,
+  type PrincipalRecord,
+  type Store,
+} from "../../server/store/types.ts";
 
 /** Opens a store for `namespace` on the backend under test; every call shares one backend. */
 export type OpenStore = (namespace: string) => Promise<Store>;
@@ -333,6 +337,236 @@ export function runStoreContract(
       state: "completed",
       response: conflict,
     });
+  });
+
+  test("createPrincipal with a claim taken over writes nothing and throws IdempotencyLeaseLostError", async (store) => {
+    const now = Date.now();
+    const params = {
+      scope: randomHex(),
+      requestDigest: randomHex(),
+      now,
+      leaseMs: 1_000,
+      expiresAt: now + DAY,
+    };
+    const first = await store.claimIdempotency(params);
+    assert.ok(first.state === "claimed");
+    const second = await store.claimIdempotency({ ...params, now: now + 1_500 });
+    assert.ok(second.state === "claimed");
+    const record = principal();
+    await assert.rejects(
+      () =>
+        store.createPrincipal(record, {
+          scope: params.scope,
+          token: first.token,
+          response: { status: 201, body: "{}" },
+          expiresAt: params.expiresAt,
+        }),
+      IdempotencyLeaseLostError,
+    );
+    assert.equal(await store.getPrincipal(record.principalId), null);
+    assert.equal(await store.findPrincipalByDigest(record.bearerDigest), null);
+    assert.deepEqual(await store.claimIdempotency({ ...params, now: now + 1_600 }), {
+      state: "inFlight",
+    });
+  });
+
+  /** A recording for a fresh key, the answer naming the principal. */
+  function recording(record: PrincipalRecord, now = Date.now()) {
+    return {
+      scope: randomHex(),
+      requestDigest: randomHex(),
+      now,
+      response: { status: 201, body: JSON.stringify({ principalId: record.principalId }) },
+      expiresAt: now + DAY,
+    };
+  }
+
+  test("createPrincipal with a recording creates and records the answer in one step", async (store) => {
+    const record = principal();
+    const params = recording(record);
+    assert.equal(await store.createPrincipal(record, params), "created");
+    assert.deepEqual(await store.getPrincipal(record.principalId), record);
+    assert.deepEqual(await store.findPrincipalByDigest(record.bearerDigest), record);
+    const claim = { ...params, now: params.now + 1, leaseMs: 60_000 };
+    assert.deepEqual(await store.claimIdempotency(claim), {
+      state: "completed",
+      response: params.response,
+    });
+    assert.deepEqual(
+      await store.claimIdempotency({ ...claim, requestDigest: randomHex() }),
+      { state: "conflict" },
+    );
+  });
+
+  test("a recording on a used key writes nothing and reports what the key holds", async (store) => {
+    const first = principal();
+    const params = recording(first);
+    assert.equal(await store.createPrincipal(first, params), "created");
+    const again = principal();
+    assert.deepEqual(
+      await store.createPrincipal(again, { ...params, now: params.now + 1 }),
+      { state: "completed", response: params.response },
+    );
+    assert.deepEqual(
+      await store.createPrincipal(again, { ...params, requestDigest: randomHex() }),
+      { state: "conflict" },
+    );
+
+    const held = recording(again);
+    const claim = await store.claimIdempotency({ ...held, leaseMs: 60_000 });
+    assert.ok(claim.state === "claimed");
+    assert.deepEqual(await store.createPrincipal(again, { ...held, now: held.now + 1 }), {
+      state: "inFlight",
+    });
+    assert.deepEqual(await store.createPrincipal(again, { ...held, requestDigest: randomHex() }), {
+      state: "conflict",
+    });
+    assert.equal(await store.getPrincipal(again.principalId), null);
+    assert.equal(await store.findPrincipalByDigest(again.bearerDigest), null);
+    assert.equal((await store.listPrincipals()).length, 1);
+  });
+
+  test("a recording whose id or digest is taken answers exists and leaves the key unused", async (store) => {
+    const existing = principal();
+    assert.equal(await store.createPrincipal(existing), "created");
+    const sameId = principal({ principalId: existing.principalId });
+    const byId = recording(sameId);
+    assert.equal(await store.createPrincipal(sameId, byId), "exists");
+    const sameDigest = principal({ bearerDigest: existing.bearerDigest });
+    const byDigest = recording(sameDigest);
+    assert.equal(await store.createPrincipal(sameDigest, byDigest), "exists");
+    assert.deepEqual(await store.getPrincipal(existing.principalId), existing);
+    assert.equal(await store.getPrincipal(sameDigest.principalId), null);
+    for (const params of [byId, byDigest]) {
+      assert.equal((await store.claimIdempotency({ ...params, leaseMs: 60_000 })).state, "claimed");
+    }
+  });
+
+  test("a recording takes over an expired record, or a lapsed claim of the same body", async (store) => {
+    const now = Date.now();
+    const lapsed = principal();
+    const stale = recording(lapsed, now);
+    const claim = await store.claimIdempotency({ ...stale, leaseMs: 1_000 });
+    assert.ok(claim.state === "claimed");
+    assert.deepEqual(
+      await store.createPrincipal(lapsed, {
+        ...stale,
+        requestDigest: randomHex(),
+        now: now + 1_500,
+      }),
+      { state: "conflict" },
+      "a lapsed claim of another body still holds the key",
+    );
+    assert.equal(await store.createPrincipal(lapsed, { ...stale, now: now + 1_500 }), "created");
+    await store.completeIdempotency({
+      scope: stale.scope,
+      token: claim.token,
+      response: { status: 200, body: '{"who":"crashed"}' },
+      expiresAt: stale.expiresAt,
+    });
+    assert.deepEqual(await store.claimIdempotency({ ...stale, now: now + 2_000, leaseMs: 1 }), {
+      state: "completed",
+      response: stale.response,
+    });
+
+    const old = recording(principal(), now);
+    const oldClaim = await store.claimIdempotency({
+      ...old,
+      leaseMs: 100,
+      expiresAt: now + 1_000,
+    });
+    assert.ok(oldClaim.state === "claimed");
+    await store.completeIdempotency({
+      scope: old.scope,
+      token: oldClaim.token,
+      response: { status: 422, body: "{}" },
+      expiresAt: now + 1_000,
+    });
+    const fresh = principal();
+    const renewed = { ...old, requestDigest: randomHex(), now: now + 2_000 };
+    assert.equal(await store.createPrincipal(fresh, renewed), "created");
+    assert.deepEqual(await store.claimIdempotency({ ...renewed, now: now + 2_001, leaseMs: 1 }), {
+      state: "completed",
+      response: old.response,
+    });
+    // The purge keeps the renewed record: it expires a day after the takeover.
+    assert.equal(await store.deleteExpired(now + 3_000), 0);
+  });
+
+  test("50 concurrent recordings on one key: exactly one creates, the others get its answer", async (store) => {
+    const now = Date.now();
+    const params = recording(principal(), now);
+    const records = Array.from({ length: 50 }, () => principal());
+    const results = await Promise.all(
+      records.map((record) => store.createPrincipal(record, params)),
+    );
+    assert.equal(results.filter((result) => result === "created").length, 1);
+    for (const result of results.filter((result) => result !== "created")) {
+      assert.deepEqual(result, { state: "completed", response: params.response });
+    }
+    const winner = records[results.indexOf("created")];
+    assert.deepEqual(
+      (await store.listPrincipals()).map((record) => record.principalId),
+      [winner.principalId],
+    );
+  });
+
+  test("50 concurrent recordings of one id under 50 keys: one creates, the others exist", async (store) => {
+    const principalId = crypto.randomUUID();
+    const records = Array.from({ length: 50 }, () => principal({ principalId }));
+    const params = records.map((record) => recording(record));
+    const results = await Promise.all(
+      records.map((record, index) => store.createPrincipal(record, params[index])),
+    );
+    assert.equal(results.filter((result) => result === "created").length, 1);
+    assert.equal(results.filter((result) => result === "exists").length, 49);
+    const winner = results.indexOf("created");
+    assert.deepEqual(await store.getPrincipal(principalId), records[winner]);
+    for (const [index, key] of params.entries()) {
+      const claim = await store.claimIdempotency({ ...key, now: key.now + 1, leaseMs: 60_000 });
+      assert.equal(claim.state, index === winner ? "completed" : "claimed");
+    }
+  });
+
+  test("concurrent recordings of many principals, some sharing a key or an id, each decide alone", async (store) => {
+    const now = Date.now();
+    const records = Array.from({ length: 30 }, () => principal());
+    const keys = records.map((record) => recording(record, now));
+    const sameKey = Array.from({ length: 5 }, () => principal());
+    const sameId = Array.from(
+      { length: 5 },
+      () => principal({ principalId: records[1].principalId }),
+    );
+    const calls = [
+      ...records.map((record, index) => ({ record, params: keys[index] })),
+      ...sameKey.map((record) => ({ record, params: keys[0] })),
+      ...sameId.map((record) => ({ record, params: recording(record, now) })),
+    ];
+    const results = await Promise.all(
+      calls.map(({ record, params }) => store.createPrincipal(record, params)),
+    );
+    const keyUsers = [0, ...sameKey.map((_, index) => 30 + index)];
+    const keyWinners = keyUsers.filter((index) => results[index] === "created");
+    assert.equal(keyWinners.length, 1);
+    for (const index of keyUsers.filter((index) => index !== keyWinners[0])) {
+      assert.deepEqual(results[index], { state: "completed", response: keys[0].response });
+    }
+    const idUsers = [1, ...sameId.map((_, index) => 35 + index)];
+    const idWinners = idUsers.filter((index) => results[index] === "created");
+    assert.equal(idWinners.length, 1);
+    for (const index of idUsers.filter((index) => index !== idWinners[0])) {
+      assert.equal(results[index], "exists");
+    }
+    for (let index = 2; index < 30; index++) assert.equal(results[index], "created");
+    const listed = await store.listPrincipals();
+    assert.equal(listed.length, 30);
+    assert.deepEqual(await store.getPrincipal(records[1].principalId), calls[idWinners[0]].record);
+    for (let index = 2; index < 30; index++) {
+      assert.deepEqual(
+        await store.findPrincipalByDigest(records[index].bearerDigest),
+        records[index],
+      );
+    }
   });
 
   test("deleteExpired purges expired idempotency records only and counts them", async (store) => {
