@@ -3,37 +3,20 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import {
   ProviderAbortError,
-  ProviderApiClient,
   ProviderBatchLineError,
   ProviderBatchResultsError,
   readProviderBatchResults,
   type RuntimeBatchResult,
 } from "../../client/mod.ts";
 import {
-  type FakeMessagesState,
   generatedLines,
-  installMessagesRoutes,
   messageRecord,
+  type MessagesFakeTest,
+  withMessagesFake,
 } from "../support/fake_messages.ts";
-import { FakeProvider } from "../support/fake_provider.ts";
 
-async function withFake(
-  fn: (fake: FakeProvider, state: FakeMessagesState, client: ProviderApiClient) => Promise<void>,
-): Promise<void> {
-  const fake = await FakeProvider.start({ bare: true });
-  try {
-    const state = installMessagesRoutes(fake);
-    const client = new ProviderApiClient({
-      apiKey: fake.apiKey,
-      baseUrl: fake.baseUrl,
-      defaultModel: "model-small",
-      defaultMaxTokens: 64,
-      maxRetries: 0,
-    });
-    await fn(fake, state, client);
-  } finally {
-    await fake.close();
-  }
+function withFake(test: MessagesFakeTest): Promise<void> {
+  return withMessagesFake(test, { defaultMaxTokens: 64 });
 }
 
 // A ~330-byte succeeded line; built from a template so generating 200,000 of them is cheap.

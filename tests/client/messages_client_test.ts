@@ -6,22 +6,10 @@ import {
   type ProviderTrace,
   ProviderUnsupportedError,
 } from "../../client/mod.ts";
-import { type FakeMessagesState, installMessagesRoutes } from "../support/fake_messages.ts";
-import { FakeProvider } from "../support/fake_provider.ts";
-
-async function withFake(
-  fn: (fake: FakeProvider, state: FakeMessagesState) => Promise<void>,
-): Promise<void> {
-  const fake = await FakeProvider.start({ bare: true });
-  try {
-    await fn(fake, installMessagesRoutes(fake));
-  } finally {
-    await fake.close();
-  }
-}
+import { withMessagesFake } from "../support/fake_messages.ts";
 
 Deno.test("startRun sends a non-streaming create and returns the completed run", async () => {
-  await withFake(async (fake) => {
+  await withMessagesFake(async (fake) => {
     const client = new ProviderApiClient({ apiKey: fake.apiKey, baseUrl: fake.baseUrl });
     const run = await client.startRun({
       input: [
@@ -55,7 +43,7 @@ Deno.test("startRun sends a non-streaming create and returns the completed run",
 });
 
 Deno.test("startRun reports requires_action when the model stopped to call a tool", async () => {
-  await withFake(async (fake, state) => {
+  await withMessagesFake(async (fake, state) => {
     state.messages.push({
       id: "msg_tool",
       type: "message",
@@ -82,7 +70,7 @@ Deno.test("startRun reports requires_action when the model stopped to call a too
 });
 
 Deno.test("a run uses the client defaults and fails before any request without them", async () => {
-  await withFake(async (fake) => {
+  await withMessagesFake(async (fake) => {
     const withDefaults = new ProviderApiClient({
       apiKey: fake.apiKey,
       baseUrl: fake.baseUrl,
@@ -148,7 +136,7 @@ Deno.test("the constructor requires apiKey and a valid baseUrl", () => {
 });
 
 Deno.test("onTrace and fetchImpl are used, and the key never reaches a trace", async () => {
-  await withFake(async (fake) => {
+  await withMessagesFake(async (fake) => {
     const traces: ProviderTrace[] = [];
     let fetched = 0;
     const client = new ProviderApiClient({

@@ -1,36 +1,12 @@
 import assert from "node:assert/strict";
 import {
   ProviderAbortError,
-  ProviderApiClient,
+  type ProviderApiClient,
   ProviderApiError,
   ProviderConnectionError,
   type RunStreamEvent,
 } from "../../client/mod.ts";
-import {
-  type FakeMessagesState,
-  installMessagesRoutes,
-  textStreamFrames,
-} from "../support/fake_messages.ts";
-import { FakeProvider } from "../support/fake_provider.ts";
-
-async function withFake(
-  fn: (fake: FakeProvider, state: FakeMessagesState, client: ProviderApiClient) => Promise<void>,
-): Promise<void> {
-  const fake = await FakeProvider.start({ bare: true });
-  try {
-    const state = installMessagesRoutes(fake);
-    const client = new ProviderApiClient({
-      apiKey: fake.apiKey,
-      baseUrl: fake.baseUrl,
-      defaultModel: "model-small",
-      defaultMaxTokens: 256,
-      maxRetries: 0,
-    });
-    await fn(fake, state, client);
-  } finally {
-    await fake.close();
-  }
-}
+import { textStreamFrames, withMessagesFake } from "../support/fake_messages.ts";
 
 async function collect(
   client: ProviderApiClient,
@@ -42,7 +18,7 @@ async function collect(
 }
 
 Deno.test("streamRun sends one POST with stream true and maps text to run events", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     state.scriptStream({
       frames: textStreamFrames({ id: "msg_text_1", chunks: ["Hel", "lo, ", "world"] }),
     });
@@ -79,7 +55,7 @@ Deno.test("streamRun sends one POST with stream true and maps text to run events
 });
 
 Deno.test("streamRun takes the run id from message_start, not from a guess", async () => {
-  await withFake(async (_fake, state, client) => {
+  await withMessagesFake(async (_fake, state, client) => {
     const frames = textStreamFrames({ id: "msg_from_start", chunks: ["a"] });
     // The run id is only in message_start: every later frame lacks it.
     state.scriptStream({ frames });
@@ -90,7 +66,7 @@ Deno.test("streamRun takes the run id from message_start, not from a guess", asy
 });
 
 Deno.test("streamRun assembles tool input split across many input_json_delta frames", async () => {
-  await withFake(async (_fake, state, client) => {
+  await withMessagesFake(async (_fake, state, client) => {
     const input = {
       city: "Zürich \u{1F326}",
       days: [1, 2, 3],
@@ -126,7 +102,7 @@ Deno.test("streamRun assembles tool input split across many input_json_delta fra
 });
 
 Deno.test("a tool call with no input deltas has an empty object as input", async () => {
-  await withFake(async (_fake, state, client) => {
+  await withMessagesFake(async (_fake, state, client) => {
     state.scriptStream({
       frames: textStreamFrames({
         id: "msg_tool_2",
@@ -140,7 +116,7 @@ Deno.test("a tool call with no input deltas has an empty object as input", async
 });
 
 Deno.test("an error frame mid-stream fails the run and releases the stream", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     const frames = textStreamFrames({ id: "msg_err_1", chunks: ["one", "two", "three"] });
     // Cut after the second delta: error frame, then frames the client must not read.
     const cut = frames.findIndex((frame) =>
@@ -178,7 +154,7 @@ Deno.test("an error frame mid-stream fails the run and releases the stream", asy
 });
 
 Deno.test("a ping storm changes nothing in the mapped events", async () => {
-  await withFake(async (_fake, state, client) => {
+  await withMessagesFake(async (_fake, state, client) => {
     const chunks = Array.from({ length: 200 }, (_, i) => `t${i} `);
     state.scriptStream({ frames: textStreamFrames({ id: "msg_calm", chunks }) });
     const calm = await collect(client);
@@ -193,7 +169,7 @@ Deno.test("a ping storm changes nothing in the mapped events", async () => {
 });
 
 Deno.test("aborting mid-stream rejects with ProviderAbortError and closes the stream", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     state.scriptStream({
       frames: textStreamFrames({ id: "msg_long", chunks: ["first"] }).slice(0, 3),
       hold: true,
@@ -218,7 +194,7 @@ Deno.test("aborting mid-stream rejects with ProviderAbortError and closes the st
 });
 
 Deno.test("an abort while waiting for the next frame stops the stream", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     state.scriptStream({
       frames: textStreamFrames({ id: "msg_wait", chunks: ["a"] }).slice(0, 2),
       hold: true,
@@ -238,7 +214,7 @@ Deno.test("an abort while waiting for the next frame stops the stream", async ()
 });
 
 Deno.test("a stream cut mid-frame is a ProviderConnectionError", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     state.scriptStream({ frames: textStreamFrames({ id: "msg_cut", chunks: ["a", "b", "c"] }) });
     fake.dropNextStream({ afterBytes: 400 });
     const events: RunStreamEvent[] = [];
@@ -251,7 +227,7 @@ Deno.test("a stream cut mid-frame is a ProviderConnectionError", async () => {
 });
 
 Deno.test("an error status before the stream is a ProviderApiError", async () => {
-  await withFake(async (fake, _state, client) => {
+  await withMessagesFake(async (fake, _state, client) => {
     fake.failNext({ path: "/v1/messages", status: 429, message: "Slow down" });
     await assert.rejects(
       client.streamRun({ input: "x" }, {}),
@@ -263,7 +239,7 @@ Deno.test("an error status before the stream is a ProviderApiError", async () =>
 });
 
 Deno.test("streamRun awaits an async handler before the next event", async () => {
-  await withFake(async (_fake, state, client) => {
+  await withMessagesFake(async (_fake, state, client) => {
     state.scriptStream({ frames: textStreamFrames({ id: "msg_slow", chunks: ["a", "b"] }) });
     const log: string[] = [];
     await client.streamRun({ input: "x" }, {
@@ -280,7 +256,7 @@ Deno.test("streamRun awaits an async handler before the next event", async () =>
 });
 
 Deno.test("a handler error stops the stream and reaches the caller", async () => {
-  await withFake(async (fake, state, client) => {
+  await withMessagesFake(async (fake, state, client) => {
     state.scriptStream({ frames: textStreamFrames({ id: "msg_h", chunks: ["a"] }), hold: true });
     await assert.rejects(
       client.streamRun({ input: "x" }, {

@@ -8,12 +8,8 @@
 import assert from "node:assert/strict";
 import Vendor from "@anthropic-ai/sdk";
 import { ProviderApiClient, type RunStreamEvent } from "../../client/mod.ts";
-import {
-  type FakeMessagesState,
-  installMessagesRoutes,
-  textStreamFrames,
-} from "../support/fake_messages.ts";
-import { FakeProvider, type FakeRequestLog } from "../support/fake_provider.ts";
+import { textStreamFrames, withMessagesFake } from "../support/fake_messages.ts";
+import type { FakeProvider, FakeRequestLog } from "../support/fake_provider.ts";
 
 const VENDOR_PREFIX = /^anthropic-/;
 
@@ -43,17 +39,6 @@ function comparable(log: FakeRequestLog): Comparable {
     accept: headers.accept,
     body: log.body,
   };
-}
-
-async function withFake(
-  fn: (fake: FakeProvider, state: FakeMessagesState) => Promise<void>,
-): Promise<void> {
-  const fake = await FakeProvider.start({ bare: true });
-  try {
-    await fn(fake, installMessagesRoutes(fake));
-  } finally {
-    await fake.close();
-  }
 }
 
 function clients(fake: FakeProvider): { vendor: Vendor; ours: ProviderApiClient } {
@@ -109,7 +94,7 @@ const BODY = {
 };
 
 Deno.test("create: startRun sends what the SDK's messages.create sends", async () => {
-  await withFake(async (fake) => {
+  await withMessagesFake(async (fake) => {
     const { vendor, ours } = clients(fake);
     const sent = await sameWire(
       fake,
@@ -122,7 +107,7 @@ Deno.test("create: startRun sends what the SDK's messages.create sends", async (
 });
 
 Deno.test("stream: streamRun sends what the SDK's messages.stream sends", async () => {
-  await withFake(async (fake, state) => {
+  await withMessagesFake(async (fake, state) => {
     const { vendor, ours } = clients(fake);
     await sameWire(
       fake,
@@ -143,7 +128,7 @@ Deno.test("stream: streamRun sends what the SDK's messages.stream sends", async 
 });
 
 Deno.test("every batch call sends what the SDK's batches API sends", async () => {
-  await withFake(async (fake, state) => {
+  await withMessagesFake(async (fake, state) => {
     const { vendor, ours } = clients(fake);
     const requests = [
       {
@@ -224,7 +209,7 @@ Deno.test("every batch call sends what the SDK's batches API sends", async () =>
 });
 
 Deno.test("response side: the SDK and streamRun read the same stream the same way", async () => {
-  await withFake(async (fake, state) => {
+  await withMessagesFake(async (fake, state) => {
     const { vendor, ours } = clients(fake);
     const json = JSON.stringify({ city: "Oslo", units: "metric", days: [1, 2] });
     const script = () =>

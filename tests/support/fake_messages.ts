@@ -7,13 +7,8 @@
  *
  * @module
  */
-import {
-  FakeHttpError,
-  type FakeProvider,
-  type Json,
-  jsonResponse,
-  sseFrame,
-} from "./fake_provider.ts";
+import { ProviderApiClient } from "../../client/mod.ts";
+import { FakeHttpError, FakeProvider, type Json, jsonResponse, sseFrame } from "./fake_provider.ts";
 
 /** A scripted stream: frames (event objects, or raw text written as is), then close or hold. */
 export interface ScriptedStream {
@@ -315,4 +310,48 @@ export function generatedLines(
       },
     });
   };
+}
+
+/** A test body run by {@linkcode withMessagesFake}. */
+export type MessagesFakeTest = (
+  fake: FakeProvider,
+  state: FakeMessagesState,
+  client: ProviderApiClient,
+) => Promise<void>;
+
+/** Options of {@linkcode withMessagesFake}. */
+export interface MessagesFakeOptions {
+  /** The client's `defaultMaxTokens` (default 256). */
+  defaultMaxTokens?: number;
+}
+
+/**
+ * Runs `test` against a fresh fake messages server and a `ProviderApiClient` pointed at it
+ * (default model `model-small`, no retries), and always closes the server.
+ *
+ * @example
+ * ```ts ignore
+ * await withMessagesFake(async (_fake, state, client) => {
+ *   await client.startRun({ input: "hi" });
+ * });
+ * ```
+ */
+export async function withMessagesFake(
+  test: MessagesFakeTest,
+  options: MessagesFakeOptions = {},
+): Promise<void> {
+  const fake = await FakeProvider.start({ bare: true });
+  try {
+    const state = installMessagesRoutes(fake);
+    const client = new ProviderApiClient({
+      apiKey: fake.apiKey,
+      baseUrl: fake.baseUrl,
+      defaultModel: "model-small",
+      defaultMaxTokens: options.defaultMaxTokens ?? 256,
+      maxRetries: 0,
+    });
+    await test(fake, state, client);
+  } finally {
+    await fake.close();
+  }
 }
