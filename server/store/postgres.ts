@@ -269,15 +269,9 @@ class PostgresStore implements Store {
     }
     const completion = idempotency;
     return this.#run(async (sql) => {
-      const capabilities = sql.array([...record.capabilities]);
       if (completion === undefined) {
         const inserted = await sql`
-          INSERT INTO automation_runtime_principals
-            (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-             created_at, revoked_at, nonce)
-          VALUES (${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
-                  ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
-                  ${record.revokedAt}, ${record.nonce})
+          ${this.#principalInsert(sql, record)}
           ON CONFLICT DO NOTHING
           RETURNING 1`;
         return inserted.count === 0 ? "exists" : "created";
@@ -289,12 +283,7 @@ class PostgresStore implements Store {
             AND token = ${completion.token} AND NOT completed
           FOR UPDATE
         ), inserted AS (
-          INSERT INTO automation_runtime_principals
-            (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-             created_at, revoked_at, nonce)
-          SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
-                 ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
-                 ${record.revokedAt}, ${record.nonce}
+          ${this.#principalInsert(sql, record)}
           WHERE EXISTS (SELECT 1 FROM claim)
           ON CONFLICT DO NOTHING
           RETURNING 1
@@ -323,6 +312,23 @@ class PostgresStore implements Store {
   }
 
   /**
+   * The `INSERT … SELECT` of one principal row, shared by every statement that creates a
+   * principal; callers append their `WHERE`, `ON CONFLICT` and `RETURNING`.
+   */
+  #principalInsert(
+    sql: postgres.Sql,
+    record: PrincipalRecord,
+  ): postgres.PendingQuery<postgres.Row[]> {
+    return sql`
+      INSERT INTO automation_runtime_principals
+        (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
+         created_at, revoked_at, nonce)
+      SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest},
+             ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
+             ${record.createdAt}, ${record.revokedAt}, ${record.nonce}`;
+  }
+
+  /**
    * A recorded creation as ONE statement (no pinned connection). It reads the key's row and
    * whether the id or digest is taken; writes the finished idempotency record only when the key
    * is unused and neither is taken (an upsert whose conflict arm re-checks the row it collided
@@ -338,7 +344,6 @@ class PostgresStore implements Store {
     recording: IdempotencyRecording,
   ): Promise<RecordedCreateResult> {
     return this.#run(async (sql) => {
-      const capabilities = sql.array([...record.capabilities]);
       const now = ms(recording.now);
       for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
         let row: RecordedCreateRow;
@@ -372,12 +377,7 @@ class PostgresStore implements Store {
                      AND i.request_digest = EXCLUDED.request_digest)
               RETURNING 1
             ), inserted AS (
-              INSERT INTO automation_runtime_principals
-                (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-                 created_at, revoked_at, nonce)
-              SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest}, ${capabilities},
-                     ${record.expiresAt}, ${record.issuerId}, ${record.createdAt},
-                     ${record.revokedAt}, ${record.nonce}
+              ${this.#principalInsert(sql, record)}
               WHERE EXISTS (SELECT 1 FROM recorded)
               RETURNING 1
             )
