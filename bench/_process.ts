@@ -87,6 +87,35 @@ export interface ServerSpec {
   env?: Record<string, string>;
 }
 
+/**
+ * The spec of our service as every benchmark runs it: the real `cli/main.ts serve` with the
+ * `start` task's permissions, on loopback, bootstrap from the environment, KV store under `home`.
+ *
+ * @example
+ * ```ts ignore
+ * import { benchBootstrap, ourServeSpec } from "./_process.ts";
+ * const spec = ourServeSpec({ home: "/tmp/bench-home", bootstrap: benchBootstrap() });
+ * ```
+ */
+export function ourServeSpec(
+  options: { home: string; bootstrap: Record<string, string> },
+): ServerSpec {
+  const { home, bootstrap } = options;
+  return {
+    name: "ours",
+    args: [
+      ...SERVE_PERMISSIONS,
+      "cli/main.ts",
+      "serve",
+      "--hostname",
+      "127.0.0.1",
+      "--port",
+      "{port}",
+    ],
+    env: { ...bootstrap, HOME: home, XDG_CONFIG_HOME: home },
+  };
+}
+
 /** A running benchmark server. */
 export interface BenchServer {
   /** Name in reports. */

@@ -21,8 +21,8 @@
 import {
   benchBootstrap,
   type BenchServer,
+  ourServeSpec,
   pinSelf,
-  SERVE_PERMISSIONS,
   startServer,
 } from "./_process.ts";
 import { ensureWrk, pinning, runWrk, type WrkResult } from "./_wrk.ts";
@@ -182,19 +182,7 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
     await Deno.mkdir(home, { recursive: true });
     servers.set(
       "ours",
-      await startServer({
-        name: "ours",
-        args: [
-          ...SERVE_PERMISSIONS,
-          "cli/main.ts",
-          "serve",
-          "--hostname",
-          "127.0.0.1",
-          "--port",
-          "{port}",
-        ],
-        env: { ...bootstrap, HOME: home, XDG_CONFIG_HOME: home },
-      }),
+      await startServer(ourServeSpec({ home, bootstrap })),
     );
     const measure = (def: CaseDef, secs: number) =>
       runWrk({

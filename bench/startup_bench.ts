@@ -10,8 +10,8 @@
  */
 import {
   benchBootstrap,
+  ourServeSpec,
   pinSelf,
-  SERVE_PERMISSIONS,
   type ServerSpec,
   spawnServer,
   stopChild,
@@ -76,19 +76,7 @@ export async function runStartupBench(
       name: "bare",
       args: ["--allow-net", "bench/peers/bare.ts", "{port}"],
     };
-    const ours: ServerSpec = {
-      name: "ours",
-      args: [
-        ...SERVE_PERMISSIONS,
-        "cli/main.ts",
-        "serve",
-        "--hostname",
-        "127.0.0.1",
-        "--port",
-        "{port}",
-      ],
-      env: { ...benchBootstrap(), HOME: home, XDG_CONFIG_HOME: home },
-    };
+    const ours = ourServeSpec({ home, bootstrap: benchBootstrap() });
     progress("startup: warming up");
     await timeStart(bare);
     await timeStart(ours);
