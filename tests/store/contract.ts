@@ -32,7 +32,11 @@ function randomHex(): string {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-function principal(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
+/**
+ * A valid principal record with fresh random ids, digest and nonce, expiring in a day; every
+ * store test builds its records with it.
+ */
+export function testPrincipal(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
   return {
     principalId: crypto.randomUUID(),
     bearerDigest: randomHex(),
@@ -41,7 +45,7 @@ function principal(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
     issuerId: crypto.randomUUID(),
     createdAt: new Date().toISOString(),
     revokedAt: null,
-    nonce: "bm9uY2Utbm9uY2Utbm9uY2U",
+    nonce: randomHex().slice(0, 22),
     ...overrides,
   };
 }
@@ -83,7 +87,7 @@ export function runStoreContract(
   }
 
   test("a created principal is found by id and by bearer digest, every field intact", async (store) => {
-    const record = principal({ capabilities: ["session:read", "session:write"] });
+    const record = testPrincipal({ capabilities: ["session:read", "session:write"] });
     assert.equal(await store.createPrincipal(record), "created");
     assert.deepEqual(await store.getPrincipal(record.principalId), record);
     assert.deepEqual(await store.findPrincipalByDigest(record.bearerDigest), record);
@@ -92,11 +96,11 @@ export function runStoreContract(
   });
 
   test("creating an existing id or digest answers exists and changes nothing", async (store) => {
-    const record = principal();
+    const record = testPrincipal();
     assert.equal(await store.createPrincipal(record), "created");
-    const sameId = principal({ principalId: record.principalId });
+    const sameId = testPrincipal({ principalId: record.principalId });
     assert.equal(await store.createPrincipal(sameId), "exists");
-    const sameDigest = principal({ bearerDigest: record.bearerDigest });
+    const sameDigest = testPrincipal({ bearerDigest: record.bearerDigest });
     assert.equal(await store.createPrincipal(sameDigest), "exists");
     assert.deepEqual(await store.getPrincipal(record.principalId), record);
     assert.equal(await store.findPrincipalByDigest(sameId.bearerDigest), null);
@@ -105,7 +109,7 @@ export function runStoreContract(
 
   test("50 concurrent creations of one id: exactly one succeeds", async (store) => {
     const principalId = crypto.randomUUID();
-    const records = Array.from({ length: 50 }, () => principal({ principalId }));
+    const records = Array.from({ length: 50 }, () => testPrincipal({ principalId }));
     const results = await Promise.all(records.map((record) => store.createPrincipal(record)));
     assert.equal(results.filter((result) => result === "created").length, 1);
     assert.equal(results.filter((result) => result === "exists").length, 49);
@@ -119,7 +123,7 @@ export function runStoreContract(
   });
 
   test("revocation is recorded once and is idempotent; unknown ids are notFound", async (store) => {
-    const record = principal();
+    const record = testPrincipal();
     await store.createPrincipal(record);
     const first = "2026-01-02T03:04:05.000Z";
     assert.equal(await store.revokePrincipal(record.principalId, first), "revoked");
@@ -134,9 +138,9 @@ export function runStoreContract(
 
   test("listPrincipals returns every principal oldest first, revoked ones included", async (store) => {
     const base = Date.now();
-    const middle = principal({ createdAt: new Date(base + 1_000).toISOString() });
-    const oldest = principal({ createdAt: new Date(base).toISOString() });
-    const newest = principal({ createdAt: new Date(base + 2_000).toISOString() });
+    const middle = testPrincipal({ createdAt: new Date(base + 1_000).toISOString() });
+    const oldest = testPrincipal({ createdAt: new Date(base).toISOString() });
+    const newest = testPrincipal({ createdAt: new Date(base + 2_000).toISOString() });
     for (const record of [middle, newest, oldest]) await store.createPrincipal(record);
     await store.revokePrincipal(middle.principalId, new Date(base + 3_000).toISOString());
     const listed = await store.listPrincipals();
@@ -292,7 +296,7 @@ export function runStoreContract(
     };
     const claim = await store.claimIdempotency(params);
     assert.ok(claim.state === "claimed");
-    const record = principal();
+    const record = testPrincipal();
     const response = { status: 201, body: JSON.stringify({ principalId: record.principalId }) };
     const result = await store.createPrincipal(record, {
       scope: params.scope,
@@ -307,7 +311,7 @@ export function runStoreContract(
 
   test("createPrincipal that finds the id taken leaves the claim unfinished", async (store) => {
     const now = Date.now();
-    const existing = principal();
+    const existing = testPrincipal();
     await store.createPrincipal(existing);
     const params = {
       scope: randomHex(),
@@ -318,12 +322,15 @@ export function runStoreContract(
     };
     const claim = await store.claimIdempotency(params);
     assert.ok(claim.state === "claimed");
-    const result = await store.createPrincipal(principal({ principalId: existing.principalId }), {
-      scope: params.scope,
-      token: claim.token,
-      response: { status: 201, body: "{}" },
-      expiresAt: params.expiresAt,
-    });
+    const result = await store.createPrincipal(
+      testPrincipal({ principalId: existing.principalId }),
+      {
+        scope: params.scope,
+        token: claim.token,
+        response: { status: 201, body: "{}" },
+        expiresAt: params.expiresAt,
+      },
+    );
     assert.equal(result, "exists");
     assert.deepEqual(await store.claimIdempotency(params), { state: "inFlight" });
     const conflict = { status: 409, body: '{"error":{"code":"principalExists"}}' };
@@ -352,7 +359,7 @@ export function runStoreContract(
     assert.ok(first.state === "claimed");
     const second = await store.claimIdempotency({ ...params, now: now + 1_500 });
     assert.ok(second.state === "claimed");
-    const record = principal();
+    const record = testPrincipal();
     await assert.rejects(
       () =>
         store.createPrincipal(record, {
@@ -382,7 +389,7 @@ export function runStoreContract(
   }
 
   test("createPrincipal with a recording creates and records the answer in one step", async (store) => {
-    const record = principal();
+    const record = testPrincipal();
     const params = recording(record);
     assert.equal(await store.createPrincipal(record, params), "created");
     assert.deepEqual(await store.getPrincipal(record.principalId), record);
@@ -399,10 +406,10 @@ export function runStoreContract(
   });
 
   test("a recording on a used key writes nothing and reports what the key holds", async (store) => {
-    const first = principal();
+    const first = testPrincipal();
     const params = recording(first);
     assert.equal(await store.createPrincipal(first, params), "created");
-    const again = principal();
+    const again = testPrincipal();
     assert.deepEqual(
       await store.createPrincipal(again, { ...params, now: params.now + 1 }),
       { state: "completed", response: params.response },
@@ -427,12 +434,12 @@ export function runStoreContract(
   });
 
   test("a recording whose id or digest is taken answers exists and leaves the key unused", async (store) => {
-    const existing = principal();
+    const existing = testPrincipal();
     assert.equal(await store.createPrincipal(existing), "created");
-    const sameId = principal({ principalId: existing.principalId });
+    const sameId = testPrincipal({ principalId: existing.principalId });
     const byId = recording(sameId);
     assert.equal(await store.createPrincipal(sameId, byId), "exists");
-    const sameDigest = principal({ bearerDigest: existing.bearerDigest });
+    const sameDigest = testPrincipal({ bearerDigest: existing.bearerDigest });
     const byDigest = recording(sameDigest);
     assert.equal(await store.createPrincipal(sameDigest, byDigest), "exists");
     assert.deepEqual(await store.getPrincipal(existing.principalId), existing);
@@ -444,7 +451,7 @@ export function runStoreContract(
 
   test("a recording takes over an expired record, or a lapsed claim of the same body", async (store) => {
     const now = Date.now();
-    const lapsed = principal();
+    const lapsed = testPrincipal();
     const stale = recording(lapsed, now);
     const claim = await store.claimIdempotency({ ...stale, leaseMs: 1_000 });
     assert.ok(claim.state === "claimed");
@@ -469,7 +476,7 @@ export function runStoreContract(
       response: stale.response,
     });
 
-    const old = recording(principal(), now);
+    const old = recording(testPrincipal(), now);
     const oldClaim = await store.claimIdempotency({
       ...old,
       leaseMs: 100,
@@ -482,7 +489,7 @@ export function runStoreContract(
       response: { status: 422, body: "{}" },
       expiresAt: now + 1_000,
     });
-    const fresh = principal();
+    const fresh = testPrincipal();
     const renewed = { ...old, requestDigest: randomHex(), now: now + 2_000 };
     assert.equal(await store.createPrincipal(fresh, renewed), "created");
     assert.deepEqual(await store.claimIdempotency({ ...renewed, now: now + 2_001, leaseMs: 1 }), {
@@ -495,8 +502,8 @@ export function runStoreContract(
 
   test("50 concurrent recordings on one key: exactly one creates, the others get its answer", async (store) => {
     const now = Date.now();
-    const params = recording(principal(), now);
-    const records = Array.from({ length: 50 }, () => principal());
+    const params = recording(testPrincipal(), now);
+    const records = Array.from({ length: 50 }, () => testPrincipal());
     const results = await Promise.all(
       records.map((record) => store.createPrincipal(record, params)),
     );
@@ -513,7 +520,7 @@ export function runStoreContract(
 
   test("50 concurrent recordings of one id under 50 keys: one creates, the others exist", async (store) => {
     const principalId = crypto.randomUUID();
-    const records = Array.from({ length: 50 }, () => principal({ principalId }));
+    const records = Array.from({ length: 50 }, () => testPrincipal({ principalId }));
     const params = records.map((record) => recording(record));
     const results = await Promise.all(
       records.map((record, index) => store.createPrincipal(record, params[index])),
@@ -530,12 +537,12 @@ export function runStoreContract(
 
   test("concurrent recordings of many principals, some sharing a key or an id, each decide alone", async (store) => {
     const now = Date.now();
-    const records = Array.from({ length: 30 }, () => principal());
+    const records = Array.from({ length: 30 }, () => testPrincipal());
     const keys = records.map((record) => recording(record, now));
-    const sameKey = Array.from({ length: 5 }, () => principal());
+    const sameKey = Array.from({ length: 5 }, () => testPrincipal());
     const sameId = Array.from(
       { length: 5 },
-      () => principal({ principalId: records[1].principalId }),
+      () => testPrincipal({ principalId: records[1].principalId }),
     );
     const calls = [
       ...records.map((record, index) => ({ record, params: keys[index] })),
@@ -582,7 +589,7 @@ export function runStoreContract(
       response: { status: 200, body: "{}" },
       expiresAt: now + 1_000,
     });
-    const record = principal();
+    const record = testPrincipal();
     await store.createPrincipal(record);
 
     assert.equal(await store.deleteExpired(now), 0);
@@ -609,7 +616,7 @@ export function runStoreContract(
       const first = await open(randomNamespace());
       const second = await open(randomNamespace());
       try {
-        const record = principal();
+        const record = testPrincipal();
         assert.equal(await first.createPrincipal(record), "created");
         assert.equal(await second.getPrincipal(record.principalId), null);
         assert.equal(await second.findPrincipalByDigest(record.bearerDigest), null);

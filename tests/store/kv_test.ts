@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { openKvStore } from "../../server/store/kv.ts";
 import { openStore, StoreLocationError } from "../../server/store/mod.ts";
-import { runStoreContract } from "./contract.ts";
+import { runStoreContract, testPrincipal } from "./contract.ts";
 
 const directory = Deno.makeTempDirSync({ prefix: "automation-runtime-kv-" });
 const path = `${directory}/store.kv`;
@@ -10,16 +10,7 @@ runStoreContract("kv", (namespace) => openKvStore({ path, namespace }));
 
 Deno.test("kv store: records survive closing and reopening the file", async () => {
   const namespace = crypto.randomUUID().replaceAll("-", "");
-  const record = {
-    principalId: crypto.randomUUID(),
-    bearerDigest: "ab".repeat(32),
-    capabilities: ["session:read" as const],
-    expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    issuerId: crypto.randomUUID(),
-    createdAt: new Date().toISOString(),
-    revokedAt: null,
-    nonce: "n",
-  };
+  const record = testPrincipal();
   const first = await openKvStore({ path, namespace });
   try {
     assert.equal(await first.createPrincipal(record), "created");

@@ -12,6 +12,7 @@ import {
   isDriverWriteCrash,
 } from "../../server/store/postgres/_driver_guard.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
+import { testPrincipal } from "./contract.ts";
 
 Deno.test("postgres driver guard recognises only the null-socket write crash", () => {
   let crash: unknown;
@@ -43,16 +44,7 @@ Deno.test({
     const raw = postgres(db.url, { max: 1, onnotice: () => {} });
     const admin = postgres(db.url, { max: 1, onnotice: () => {} });
     try {
-      const principal = {
-        principalId: crypto.randomUUID(),
-        bearerDigest: "c".repeat(64),
-        capabilities: ["session:read" as const],
-        expiresAt: "2099-01-01T00:00:00Z",
-        issuerId: crypto.randomUUID(),
-        createdAt: new Date().toISOString(),
-        revokedAt: null,
-        nonce: "n",
-      };
+      const principal = testPrincipal();
       assert.equal(await store.createPrincipal(principal), "created");
 
       const before = driverCrashesCaught();

@@ -13,6 +13,7 @@ import {
   skipNote,
   startPostgresCluster,
 } from "../support/postgres.ts";
+import { testPrincipal } from "./contract.ts";
 
 const PASSWORD = "pw-Zq8xK2-not-for-logs";
 
@@ -84,16 +85,7 @@ Deno.test({
     await using cluster = await startPostgresCluster();
     const store = await openPostgresStore({ url: cluster.url, namespace: "a".repeat(32) });
     try {
-      const principal = {
-        principalId: crypto.randomUUID(),
-        bearerDigest: "b".repeat(64),
-        capabilities: ["session:read" as const],
-        expiresAt: "2099-01-01T00:00:00Z",
-        issuerId: crypto.randomUUID(),
-        createdAt: new Date().toISOString(),
-        revokedAt: null,
-        nonce: "n",
-      };
+      const principal = testPrincipal();
       assert.equal(await store.createPrincipal(principal), "created");
       await cluster.stop();
       for (let i = 0; i < 3; i++) {

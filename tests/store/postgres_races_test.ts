@@ -4,24 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { openPostgresStore } from "../../server/store/postgres.ts";
-import type { PrincipalRecord, Store } from "../../server/store/types.ts";
+import type { Store } from "../../server/store/types.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
+import { testPrincipal } from "./contract.ts";
 
 const ignore = ignorePostgresTests();
-
-function record(overrides: Partial<PrincipalRecord> = {}): PrincipalRecord {
-  return {
-    principalId: crypto.randomUUID(),
-    bearerDigest: crypto.randomUUID().replaceAll("-", "").repeat(2),
-    capabilities: ["session:read"],
-    expiresAt: "2099-01-01T00:00:00Z",
-    issuerId: crypto.randomUUID(),
-    createdAt: new Date().toISOString(),
-    revokedAt: null,
-    nonce: crypto.randomUUID(),
-    ...overrides,
-  };
-}
 
 async function withReplicas(
   fn: (a: Store, b: Store) => Promise<void>,
@@ -47,7 +34,7 @@ Deno.test({
       const principalId = crypto.randomUUID();
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 ? a : b).createPrincipal(record({ principalId }))),
+          (i % 2 ? a : b).createPrincipal(testPrincipal({ principalId }))),
       );
       assert.equal(
         results.filter((r) =>
@@ -98,7 +85,7 @@ Deno.test({
       assert.equal(claim.state, "claimed");
       if (claim.state !== "claimed") return;
       const response = { status: 201, body: '{"ok":true}' };
-      const principal = record();
+      const principal = testPrincipal();
       const completion = {
         scope: params.scope,
         token: claim.token,
@@ -132,7 +119,7 @@ Deno.test({
       assert.equal(first.state, "claimed");
       assert.equal(second.state, "claimed");
       if (first.state !== "claimed") return;
-      const principal = record();
+      const principal = testPrincipal();
       await assert.rejects(
         a.createPrincipal(principal, {
           scope: params.scope,
@@ -151,7 +138,7 @@ Deno.test({
   ignore,
   fn: () =>
     withReplicas(async (a, b) => {
-      const principal = record();
+      const principal = testPrincipal();
       assert.equal(await a.createPrincipal(principal), "created");
       const at = new Date().toISOString();
       const results = await Promise.all(
@@ -178,7 +165,7 @@ Deno.test({
     const one = await openPostgresStore({ url: db.url, namespace: "a".repeat(32) });
     const two = await openPostgresStore({ url: db.url, namespace: "b".repeat(32) });
     try {
-      const principal = record();
+      const principal = testPrincipal();
       assert.equal(await one.createPrincipal(principal), "created");
       assert.equal(await two.findPrincipalByDigest(principal.bearerDigest), null);
       assert.equal(await two.getPrincipal(principal.principalId), null);
