@@ -184,8 +184,62 @@ export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
   return out;
 }
 
+/** Reusable room for a string's UTF-8 bytes; grows to the largest string hashed. */
+let textBytes = new Uint8Array(1024);
+/** The last block or two of a message with its padding. */
+const TAIL = new Uint8Array(128);
+const digestState = new Int32Array(8);
+
+/** The UTF-8 bytes of `text` in reusable memory, valid until the next call. */
+function utf8(text: string): Uint8Array {
+  // Three bytes per UTF-16 code unit is the most UTF-8 can need.
+  if (text.length * 3 > textBytes.length) textBytes = new Uint8Array(text.length * 3);
+  const { written } = encoder.encodeInto(text, textBytes);
+  return textBytes.subarray(0, written);
+}
+
 /**
- * SHA-256 of bytes, or of a string as UTF-8.
+ * Runs SHA-256 over `prefix` (one 64-byte block, or null) followed by `bytes`, and writes the
+ * digest into `out`. Allocates nothing: the padding goes through {@linkcode TAIL}.
+ */
+function digestInto(prefix: Uint8Array | null, bytes: Uint8Array, out: Uint8Array): Uint8Array {
+  const state = digestState;
+  state.set(INITIAL);
+  if (prefix !== null) compress(state, prefix, 0);
+  const length = bytes.length;
+  const whole = length - (length % 64);
+  for (let offset = 0; offset < whole; offset += 64) compress(state, bytes, offset);
+  const rest = length - whole;
+  const tailLength = rest < 56 ? 64 : 128;
+  TAIL.fill(0);
+  TAIL.set(bytes.subarray(whole));
+  TAIL[rest] = 0x80;
+  const bits = (length + (prefix === null ? 0 : 64)) * 8;
+  const high = Math.floor(bits / 0x1_0000_0000);
+  const low = bits >>> 0;
+  TAIL[tailLength - 8] = high >>> 24;
+  TAIL[tailLength - 7] = high >>> 16;
+  TAIL[tailLength - 6] = high >>> 8;
+  TAIL[tailLength - 5] = high;
+  TAIL[tailLength - 4] = low >>> 24;
+  TAIL[tailLength - 3] = low >>> 16;
+  TAIL[tailLength - 2] = low >>> 8;
+  TAIL[tailLength - 1] = low;
+  for (let offset = 0; offset < tailLength; offset += 64) compress(state, TAIL, offset);
+  for (let i = 0; i < 8; i++) {
+    const word = state[i];
+    const at = i << 2;
+    out[at] = word >>> 24;
+    out[at + 1] = word >>> 16;
+    out[at + 2] = word >>> 8;
+    out[at + 3] = word;
+  }
+  return out;
+}
+
+/**
+ * SHA-256 of bytes, or of a string as UTF-8, written into `out` (a new 32-byte array unless
+ * given).
  *
  * @example
  * ```ts
@@ -193,28 +247,35 @@ export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
  * console.log(toHex(sha256("abc")).slice(0, 8)); // "ba7816bf"
  * ```
  */
-export function sha256(data: Uint8Array | string): Uint8Array {
-  const bytes = typeof data === "string" ? encoder.encode(data) : data;
-  const state = INITIAL.slice();
-  const whole = bytes.length - (bytes.length % 64);
-  for (let offset = 0; offset < whole; offset += 64) compress(state, bytes, offset);
-  const rest = bytes.length - whole;
-  const tail = new Uint8Array(rest < 56 ? 64 : 128);
-  tail.set(bytes.subarray(whole));
-  tail[rest] = 0x80;
-  const bits = bytes.length * 8;
-  const view = new DataView(tail.buffer);
-  view.setUint32(tail.length - 8, Math.floor(bits / 0x1_0000_0000));
-  view.setUint32(tail.length - 4, bits >>> 0);
-  for (let offset = 0; offset < tail.length; offset += 64) compress(state, tail, offset);
-  const out = new Uint8Array(32);
-  const outView = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) outView.setInt32(i * 4, state[i]);
-  return out;
+export function sha256(
+  data: Uint8Array | string,
+  out: Uint8Array = new Uint8Array(32),
+): Uint8Array {
+  return digestInto(null, typeof data === "string" ? utf8(data) : data, out);
 }
 
+const SCRATCH_DIGEST = new Uint8Array(32);
+
 /**
- * HMAC-SHA256 (RFC 2104) with a key of bytes, or a string as UTF-8.
+ * Lower-case hex SHA-256 of bytes, or of a string as UTF-8, with no intermediate array.
+ *
+ * @example
+ * ```ts
+ * import { sha256Hex } from "./_digest.ts";
+ * console.log(sha256Hex("abc").slice(0, 8)); // "ba7816bf"
+ * ```
+ */
+export function sha256Hex(data: Uint8Array | string): string {
+  return toHex(sha256(data, SCRATCH_DIGEST));
+}
+
+const INNER_PAD = new Uint8Array(64);
+const OUTER_PAD = new Uint8Array(64);
+const INNER_DIGEST = new Uint8Array(32);
+
+/**
+ * HMAC-SHA256 (RFC 2104) with a key of bytes, or a string as UTF-8, written into `out` (a new
+ * 32-byte array unless given).
  *
  * @example
  * ```ts
@@ -222,20 +283,21 @@ export function sha256(data: Uint8Array | string): Uint8Array {
  * console.log(toHex(hmacSha256("key", "The quick brown fox jumps over the lazy dog")).slice(0, 8)); // "f7bc83f4"
  * ```
  */
-export function hmacSha256(key: Uint8Array | string, message: Uint8Array | string): Uint8Array {
+export function hmacSha256(
+  key: Uint8Array | string,
+  message: Uint8Array | string,
+  out: Uint8Array = new Uint8Array(32),
+): Uint8Array {
   let keyBytes = typeof key === "string" ? encoder.encode(key) : key;
   if (keyBytes.length > 64) keyBytes = sha256(keyBytes);
-  const messageBytes = typeof message === "string" ? encoder.encode(message) : message;
-  const inner = new Uint8Array(64 + messageBytes.length);
-  const outer = new Uint8Array(64 + 32);
   for (let i = 0; i < 64; i++) {
     const byte = i < keyBytes.length ? keyBytes[i] : 0;
-    inner[i] = byte ^ 0x36;
-    outer[i] = byte ^ 0x5c;
+    INNER_PAD[i] = byte ^ 0x36;
+    OUTER_PAD[i] = byte ^ 0x5c;
   }
-  inner.set(messageBytes, 64);
-  outer.set(sha256(inner), 64);
-  return sha256(outer);
+  const messageBytes = typeof message === "string" ? utf8(message) : message;
+  digestInto(INNER_PAD, messageBytes, INNER_DIGEST);
+  return digestInto(OUTER_PAD, INNER_DIGEST, out);
 }
 
 const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
@@ -255,6 +317,8 @@ export function toHex(bytes: Uint8Array): string {
   return text;
 }
 
+const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
 /**
  * Unpadded base64url of bytes.
  *
@@ -266,8 +330,21 @@ export function toHex(bytes: Uint8Array): string {
  */
 export function toBase64Url(bytes: Uint8Array): string {
   let text = "";
-  for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const whole = bytes.length - (bytes.length % 3);
+  for (let i = 0; i < whole; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    text += BASE64URL[n >>> 18] + BASE64URL[(n >>> 12) & 63] + BASE64URL[(n >>> 6) & 63] +
+      BASE64URL[n & 63];
+  }
+  const rest = bytes.length - whole;
+  if (rest === 1) {
+    const n = bytes[whole] << 16;
+    text += BASE64URL[n >>> 18] + BASE64URL[(n >>> 12) & 63];
+  } else if (rest === 2) {
+    const n = (bytes[whole] << 16) | (bytes[whole + 1] << 8);
+    text += BASE64URL[n >>> 18] + BASE64URL[(n >>> 12) & 63] + BASE64URL[(n >>> 6) & 63];
+  }
+  return text;
 }
 
 /**

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { constantTimeEqual, sha256, sha256Ascii, toHex } from "./_digest.ts";
+import { constantTimeEqual, sha256Ascii, sha256Hex, toHex } from "./_digest.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { AuthenticatedPrincipal } from "./context.ts";
 import { InterfaceError } from "./errors.ts";
@@ -93,7 +93,7 @@ export function bearerToken(authorization: string): string | null {
  * ```
  */
 export function bearerDigest(bearer: string): string {
-  return toHex(sha256(bearer));
+  return sha256Hex(bearer);
 }
 
 /**

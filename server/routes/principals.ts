@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { hmacSha256, sha256, toBase64Url, toHex } from "../_digest.ts";
+import { hmacSha256, sha256Hex, toBase64Url } from "../_digest.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { BodySchema, RouteDefinition } from "../router.ts";
@@ -144,7 +144,11 @@ export function derivePrincipalBearer(
   nonce: string,
 ): string {
   const mac = toBase64Url(
-    hmacSha256(authorityKey, `automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`),
+    hmacSha256(
+      authorityKey,
+      `automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`,
+      MAC,
+    ),
   );
   return `art_${mac}`;
 }
@@ -152,11 +156,11 @@ export function derivePrincipalBearer(
 /** Responses that carry a bearer must not be cached. */
 const NO_STORE = { "cache-control": "no-store" };
 
+const NONCE_BYTES = new Uint8Array(16);
+const MAC = new Uint8Array(32);
+
 function randomNonce(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  let text = "";
-  for (const byte of bytes) text += String.fromCharCode(byte);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64Url(crypto.getRandomValues(NONCE_BYTES));
 }
 
 function checkGrant(
@@ -220,7 +224,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     const bearer = derivePrincipalBearer(bootstrap.authorityKey, body.principalId, nonce);
     const record: PrincipalRecord = {
       principalId: body.principalId,
-      bearerDigest: toHex(sha256(bearer)),
+      bearerDigest: sha256Hex(bearer),
       capabilities: body.capabilities,
       expiresAt,
       issuerId: caller.principalId,

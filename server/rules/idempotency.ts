@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { sha256, toHex } from "../_digest.ts";
+import { sha256Hex, toHex } from "../_digest.ts";
 import type { Next, Step } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError, toResponse } from "../errors.ts";
@@ -107,12 +107,12 @@ export function idempotencyScope(
   path: string,
   key: string,
 ): string {
-  return toHex(sha256(`${principalId}\n${method}\n${path}\n${key}`));
+  return sha256Hex(`${principalId}\n${method}\n${path}\n${key}`);
 }
 
 /** Hex SHA-256 of a body: in JavaScript when small, off the event loop with WebCrypto when large. */
 async function bodyDigest(bytes: Uint8Array): Promise<string> {
-  if (bytes.length <= 16_384) return toHex(sha256(bytes));
+  if (bytes.length <= 16_384) return sha256Hex(bytes);
   return toHex(
     new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)),
   );
