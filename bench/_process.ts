@@ -9,8 +9,12 @@ import { pinning } from "./_wrk.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
-/** The permissions `deno task start` grants the service. */
+/**
+ * The flags of `deno task start` (`tests/tasks_test.ts` keeps the two equal): lazy dynamic
+ * imports and the permissions it grants the service.
+ */
 export const SERVE_PERMISSIONS: readonly string[] = [
+  "--unstable-lazy-dynamic-imports",
   "--allow-net",
   "--allow-read",
   "--allow-write",

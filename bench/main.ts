@@ -89,6 +89,49 @@ export function targetChecks(
   return checks;
 }
 
+/**
+ * Ratios that put the targets in context, with no target of their own: how close Deno itself
+ * gets to each limit when doing only the work the service must do (the floor peers), and how
+ * close the service gets to that floor.
+ *
+ * @example
+ * ```ts ignore
+ * import { contextRatios } from "./main.ts";
+ * for (const [name, ratio] of contextRatios(server, startup)) console.log(name, ratio);
+ * ```
+ */
+export function contextRatios(
+  server: ServerBenchResult | undefined,
+  startup: StartupBenchResult | undefined,
+): [string, number][] {
+  const ratios: [string, number][] = [];
+  if (server) {
+    const c = server.cases;
+    ratios.push(
+      ["read floor / bare Deno.serve", c.floorRead.rps / c.bare.rps],
+      ["authenticated reads / read floor", c.oursRead.rps / c.floorRead.rps],
+      ["read floor p99 / bare p99", c.floorRead.p99Ms / c.bare.p99Ms],
+      ["issuance-shaped commit / 1 KV commit", c.kvIssue.rps / c.kvCommit.rps],
+      ["issuance / issuance-shaped commit", c.oursIssue.rps / c.kvIssue.rps],
+    );
+  }
+  if (startup) {
+    ratios.push(
+      ["startup: Deno KV floor / bare", startup.kvFloorMs / startup.bareMs],
+      ["startup: ours / Deno KV floor", startup.oursMs / startup.kvFloorMs],
+    );
+  }
+  return ratios;
+}
+
+function formatContext(ratios: [string, number][]): string {
+  const lines = [`${"context (no target)".padEnd(42)}${"measured".padStart(10)}`];
+  for (const [name, ratio] of ratios) {
+    lines.push(name.padEnd(42) + `${ratio.toFixed(2)}x`.padStart(10));
+  }
+  return lines.join("\n");
+}
+
 function passes(check: TargetCheck): boolean {
   return check.kind === "min" ? check.ratio >= check.bound : check.ratio <= check.bound;
 }
@@ -184,13 +227,15 @@ export async function main(args: string[]): Promise<number> {
     });
     report.push(
       `Startup, spawn to first 200 on /healthz (median of ${startup.bareRuns.length}): ` +
-        `bare Deno.serve ${startup.bareMs.toFixed(1)} ms, ours ${startup.oursMs.toFixed(1)} ms`,
+        `bare Deno.serve ${startup.bareMs.toFixed(1)} ms, Deno KV floor ` +
+        `${startup.kvFloorMs.toFixed(1)} ms, ours ${startup.oursMs.toFixed(1)} ms`,
     );
   }
   const checks = targetChecks(server, startup);
   if (checks.length > 0) {
     report.push(formatChecks(checks));
     if (!checks.every(passes)) failed = true;
+    report.push(formatContext(contextRatios(server, startup)));
   }
   if (parts.has("client")) {
     for (const name of await clientScripts()) {

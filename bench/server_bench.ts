@@ -4,11 +4,15 @@
  * like with like:
  *
  * - `bare`: a bare `Deno.serve` returning a fixed JSON body (the limit for reads);
+ * - `floor read` (context): `Deno.serve` doing only the HTTP work a read must do, reading the six
+ *   headers the rules look at and echoing the four response headers, with no code of ours;
  * - `hono`: Hono on `Deno.serve` with `hono/bearer-auth` checking one static token (the peer);
  * - `ours read`: authenticated `GET /v1/runtime` with every shared header, through `serve` with
  *   the Deno KV store;
  * - `kv commit`: a bare `Deno.serve` doing one Deno KV atomic commit per request (the limit for
  *   an HTTP write path);
+ * - `issuance-shaped commit` (context): the same, committing what one issuance writes (three
+ *   checks, four sets), one commit per request;
  * - `ours issue`: `POST /v1/principals` with fresh idempotency keys.
  *
  * Every request carries the same shared headers (fresh correlation id, deadline) whichever server
@@ -28,7 +32,14 @@ import {
 import { ensureWrk, pinning, runWrk, type WrkResult } from "./_wrk.ts";
 
 /** Identifiers of the measured cases. */
-export type ServerCase = "bare" | "hono" | "oursRead" | "kvCommit" | "oursIssue";
+export type ServerCase =
+  | "bare"
+  | "floorRead"
+  | "hono"
+  | "oursRead"
+  | "kvCommit"
+  | "kvIssue"
+  | "oursIssue";
 
 /** One case's figures: medians over the rounds. */
 export interface CaseResult {
@@ -79,7 +90,7 @@ export interface ServerBenchResult {
 interface CaseDef {
   id: ServerCase;
   label: string;
-  server: "bare" | "hono" | "ours" | "kv";
+  server: "bare" | "floor" | "hono" | "ours" | "kv" | "kvIssue";
   path: string;
   mode: "read" | "issue";
 }
@@ -89,6 +100,13 @@ const CASES: readonly CaseDef[] = [
     id: "bare",
     label: "bare Deno.serve, fixed JSON (limit)",
     server: "bare",
+    path: "/v1/runtime",
+    mode: "read",
+  },
+  {
+    id: "floorRead",
+    label: "floor: headers read and echoed (context)",
+    server: "floor",
     path: "/v1/runtime",
     mode: "read",
   },
@@ -110,6 +128,13 @@ const CASES: readonly CaseDef[] = [
     id: "kvCommit",
     label: "bare Deno.serve + 1 KV commit (limit)",
     server: "kv",
+    path: "/v1/principals",
+    mode: "issue",
+  },
+  {
+    id: "kvIssue",
+    label: "floor: 1 issuance-shaped commit (context)",
+    server: "kvIssue",
     path: "/v1/principals",
     mode: "issue",
   },
@@ -157,6 +182,13 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
       await startServer({ name: "bare", args: ["--allow-net", "bench/peers/bare.ts", "{port}"] }),
     );
     servers.set(
+      "floor",
+      await startServer({
+        name: "floor",
+        args: ["--allow-net", "bench/peers/floor_read.ts", "{port}"],
+      }),
+    );
+    servers.set(
       "hono",
       await startServer({
         name: "hono",
@@ -175,6 +207,20 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
           "bench/peers/kv_commit.ts",
           "{port}",
           `${workDir}/peer.kv`,
+        ],
+      }),
+    );
+    servers.set(
+      "kvIssue",
+      await startServer({
+        name: "kvIssue",
+        args: [
+          "--allow-net",
+          "--allow-read",
+          "--allow-write",
+          "bench/peers/kv_issue_commit.ts",
+          "{port}",
+          `${workDir}/issue.kv`,
         ],
       }),
     );
@@ -237,13 +283,13 @@ export function formatServerTable(result: ServerBenchResult): string {
   const lines = [
     `Server benchmarks: ${result.connections} connections, ${result.rounds} round(s) x ${result.seconds} s, ` +
     (result.pinned ? "server on CPU 0, wrk on CPU 1" : "not pinned") + ", medians",
-    `${"case".padEnd(40)}${"req/s".padStart(10)}${"p50".padStart(10)}${"p99".padStart(10)}${
+    `${"case".padEnd(44)}${"req/s".padStart(10)}${"p50".padStart(10)}${"p99".padStart(10)}${
       "errors".padStart(8)
     }`,
   ];
   for (const item of Object.values(result.cases)) {
     lines.push(
-      item.label.padEnd(40) + Math.round(item.rps).toString().padStart(10) +
+      item.label.padEnd(44) + Math.round(item.rps).toString().padStart(10) +
         `${item.p50Ms.toFixed(2)}ms`.padStart(10) + `${item.p99Ms.toFixed(2)}ms`.padStart(10) +
         String(item.errors).padStart(8),
     );

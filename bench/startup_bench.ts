@@ -1,8 +1,10 @@
 /**
  * Startup benchmark: time from process start to the first 200 on `GET /healthz`, for the
  * service's `serve` (Deno KV store, bootstrap from the environment) and for a bare `Deno.serve`
- * script, each pinned to CPU 0 while the poller runs on CPU 1. Runs alternate between the two
- * after one unmeasured warm-up each; the figure is the median.
+ * script, each pinned to CPU 0 while the poller runs on CPU 1. For context it also times the
+ * floor of a service with an embedded store: a bare `Deno.serve` that opens Deno KV first
+ * (`bench/peers/kv_commit.ts`). Runs alternate after one unmeasured warm-up each; the figures
+ * are medians.
  *
  * Run alone: `deno run -A bench/startup_bench.ts [--runs N]`
  *
@@ -32,10 +34,14 @@ export interface StartupBenchResult {
   bareMs: number;
   /** Median ms from spawn to the first 200 of `serve`. */
   oursMs: number;
+  /** Median ms from spawn to the first 200 of the script that opens Deno KV first. */
+  kvFloorMs: number;
   /** Every measured start of the bare script, ms. */
   bareRuns: number[];
   /** Every measured start of `serve`, ms. */
   oursRuns: number[];
+  /** Every measured start of the script that opens Deno KV first, ms. */
+  kvFloorRuns: number[];
 }
 
 function median(values: number[]): number {
@@ -76,18 +82,39 @@ export async function runStartupBench(
       name: "bare",
       args: ["--allow-net", "bench/peers/bare.ts", "{port}"],
     };
+    const kvFloor: ServerSpec = {
+      name: "kv floor",
+      args: [
+        "--allow-net",
+        "--allow-read",
+        "--allow-write",
+        "bench/peers/kv_commit.ts",
+        "{port}",
+        `${home}/floor.kv`,
+      ],
+    };
     const ours = ourServeSpec({ home, bootstrap: benchBootstrap() });
     progress("startup: warming up");
     await timeStart(bare);
+    await timeStart(kvFloor);
     await timeStart(ours);
     const bareRuns: number[] = [];
+    const kvFloorRuns: number[] = [];
     const oursRuns: number[] = [];
     for (let run = 1; run <= runs; run++) {
       progress(`startup: run ${run}/${runs}`);
       bareRuns.push(await timeStart(bare));
+      kvFloorRuns.push(await timeStart(kvFloor));
       oursRuns.push(await timeStart(ours));
     }
-    return { bareMs: median(bareRuns), oursMs: median(oursRuns), bareRuns, oursRuns };
+    return {
+      bareMs: median(bareRuns),
+      oursMs: median(oursRuns),
+      kvFloorMs: median(kvFloorRuns),
+      bareRuns,
+      oursRuns,
+      kvFloorRuns,
+    };
   } finally {
     await Deno.remove(home, { recursive: true }).catch(() => {});
   }
@@ -100,7 +127,8 @@ if (import.meta.main) {
   });
   console.log(
     `startup to first 200 on /healthz (median of ${result.bareRuns.length}): ` +
-      `bare ${result.bareMs.toFixed(1)} ms, ours ${result.oursMs.toFixed(1)} ms, ` +
+      `bare ${result.bareMs.toFixed(1)} ms, Deno KV floor ${result.kvFloorMs.toFixed(1)} ms, ` +
+      `ours ${result.oursMs.toFixed(1)} ms, ` +
       `ratio ${(result.oursMs / result.bareMs).toFixed(2)}x`,
   );
 }
