@@ -8,8 +8,9 @@
 /** The repository root. */
 export const REPO_ROOT: string = new URL("../../", import.meta.url).pathname;
 
-/** Permission flags of the `start` and `cli` tasks in deno.json. */
+/** Flags of the `cli` task in deno.json (`tests/tasks_test.ts` keeps the two equal). */
 export const CLI_PERMISSIONS: readonly string[] = [
+  "--unstable-lazy-dynamic-imports",
   "--allow-net",
   "--allow-read",
   "--allow-write",

@@ -11,8 +11,12 @@ const ROOT = new URL("../../", import.meta.url);
 const ROOT_PATH = decodeURIComponent(ROOT.pathname);
 const MAIN = new URL("cli/main.ts", ROOT);
 
-/** The `start` task's permissions (see deno.json). */
+/**
+ * The `start` task's flags (see deno.json; `tests/tasks_test.ts` keeps the two equal): dynamic
+ * imports load when first reached, and the permissions.
+ */
 export const SERVE_PERMISSIONS: readonly string[] = [
+  "--unstable-lazy-dynamic-imports",
   "--allow-net",
   "--allow-read",
   "--allow-write",
