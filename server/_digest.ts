@@ -184,14 +184,18 @@ export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Reusable room for a string's UTF-8 bytes; grows to the largest string hashed. */
+/** Reusable room for a short string's UTF-8 bytes. */
 let textBytes = new Uint8Array(1024);
 /** The last block or two of a message with its padding. */
 const TAIL = new Uint8Array(128);
 const digestState = new Int32Array(8);
 
-/** The UTF-8 bytes of `text` in reusable memory, valid until the next call. */
+/** Longest string encoded into the reusable buffer; longer ones get their own array. */
+const MAX_REUSED_TEXT = 16_384;
+
+/** The UTF-8 bytes of `text`, in reusable memory when short: valid until the next call. */
 function utf8(text: string): Uint8Array {
+  if (text.length > MAX_REUSED_TEXT) return encoder.encode(text);
   // Three bytes per UTF-16 code unit is the most UTF-8 can need.
   if (text.length * 3 > textBytes.length) textBytes = new Uint8Array(text.length * 3);
   const { written } = encoder.encodeInto(text, textBytes);
