@@ -315,6 +315,33 @@ Deno.test("request log lines are valid JSON, batched per turn and written by flu
   logger.flush();
 });
 
+Deno.test("a batch larger than the log buffer is written whole, multi-byte text intact", () => {
+  const writes: string[] = [];
+  const logger = createJsonLogger({ write: (text) => writes.push(text), now: () => 0 });
+  const paths = Array.from(
+    { length: 2_000 },
+    (_, i) => `/v1/\u00e9\u65e5${i}/${"x".repeat(i % 90)}`,
+  );
+  for (const path of paths) {
+    logger.request({
+      method: "GET",
+      path,
+      status: 404,
+      durationMs: 0,
+      correlationId: null,
+      principalId: null,
+    });
+  }
+  logger.flush();
+  assert.equal(writes.length, 1);
+  assert.ok(writes[0].length > 64 * 1024, "the batch outgrew the initial buffer");
+  const lines = writes[0].trimEnd().split("\n").map((line) => JSON.parse(line));
+  assert.deepEqual(lines.map((line) => line.path), paths);
+  // The buffer is reused after a write.
+  logger.info("after");
+  assert.equal(JSON.parse(writes[1]).msg, "after");
+});
+
 Deno.test("under load, request lines of several turns share one write, on a timer", async () => {
   const writes: string[] = [];
   const clock = Date.UTC(2026, 6, 23, 12);
