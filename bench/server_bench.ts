@@ -15,6 +15,9 @@
  *   checks, four sets), one commit per request;
  * - `ours issue`: `POST /v1/principals` with fresh idempotency keys.
  *
+ * Every case runs on its own process (reads and issuance each get their own `serve`), and the
+ * write cases run after all the read cases.
+ *
  * Every request carries the same shared headers (fresh correlation id, deadline) whichever server
  * receives it. The cases run in interleaved rounds and each figure is the median over rounds.
  *
@@ -90,7 +93,7 @@ export interface ServerBenchResult {
 interface CaseDef {
   id: ServerCase;
   label: string;
-  server: "bare" | "floor" | "hono" | "ours" | "kv" | "kvIssue";
+  server: "bare" | "floor" | "hono" | "oursRead" | "kv" | "kvIssue" | "oursIssue";
   path: string;
   mode: "read" | "issue";
 }
@@ -120,7 +123,7 @@ const CASES: readonly CaseDef[] = [
   {
     id: "oursRead",
     label: "ours: GET /v1/runtime, KV store",
-    server: "ours",
+    server: "oursRead",
     path: "/v1/runtime",
     mode: "read",
   },
@@ -141,7 +144,7 @@ const CASES: readonly CaseDef[] = [
   {
     id: "oursIssue",
     label: "ours: POST /v1/principals",
-    server: "ours",
+    server: "oursIssue",
     path: "/v1/principals",
     mode: "issue",
   },
@@ -224,12 +227,17 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
         ],
       }),
     );
-    const home = `${workDir}/home`;
-    await Deno.mkdir(home, { recursive: true });
-    servers.set(
-      "ours",
-      await startServer(ourServeSpec({ home, bootstrap })),
-    );
+    // Reads and issuance each get their own `serve`, as every peer is its own process: what
+    // 50 concurrent issuances leave behind (promoted heap, Deno KV's WAL checkpoints) must not
+    // land in the read measurement, nor the reads in the issuance one.
+    for (const server of ["oursRead", "oursIssue"] as const) {
+      const home = `${workDir}/${server}`;
+      await Deno.mkdir(home, { recursive: true });
+      servers.set(
+        server,
+        await startServer({ ...ourServeSpec({ home, bootstrap }), name: server }),
+      );
+    }
     const measure = (def: CaseDef, secs: number) =>
       runWrk({
         url: servers.get(def.server)!.url + def.path,
@@ -239,15 +247,21 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
         seconds: secs,
         workDir,
       });
-    for (const def of CASES) {
-      progress(`warming up: ${def.label}`);
-      await measure(def, warmupSeconds);
-    }
     const results = new Map<ServerCase, WrkResult[]>(CASES.map((def) => [def.id, []]));
-    for (let round = 1; round <= rounds; round++) {
-      for (const def of CASES) {
-        progress(`round ${round}/${rounds}: ${def.label}`);
-        results.get(def.id)!.push(await measure(def, seconds));
+    // Every server shares CPU 0, so the write cases run after all the reads: what a burst of
+    // Deno KV commits leaves running in the background (WAL checkpoints, collections) must not
+    // slow whichever read case comes next.
+    for (const mode of ["read", "issue"] as const) {
+      const group = CASES.filter((def) => def.mode === mode);
+      for (const def of group) {
+        progress(`warming up: ${def.label}`);
+        await measure(def, warmupSeconds);
+      }
+      for (let round = 1; round <= rounds; round++) {
+        for (const def of group) {
+          progress(`round ${round}/${rounds}: ${def.label}`);
+          results.get(def.id)!.push(await measure(def, seconds));
+        }
       }
     }
     const cases = {} as Record<ServerCase, CaseResult>;
