@@ -120,6 +120,30 @@ export function ourServeSpec(
   };
 }
 
+/**
+ * The spec of a Deno KV peer (`bench/peers/kv_commit.ts` or `kv_issue_commit.ts`) with its store
+ * at `path`.
+ *
+ * @example
+ * ```ts
+ * import { kvPeerSpec } from "./_process.ts";
+ * const spec = kvPeerSpec({ name: "kv", script: "kv_commit.ts", path: "/tmp/peer.kv" });
+ * ```
+ */
+export function kvPeerSpec(options: { name: string; script: string; path: string }): ServerSpec {
+  return {
+    name: options.name,
+    args: [
+      "--allow-net",
+      "--allow-read",
+      "--allow-write",
+      `bench/peers/${options.script}`,
+      "{port}",
+      options.path,
+    ],
+  };
+}
+
 /** A running benchmark server. */
 export interface BenchServer {
   /** Name in reports. */

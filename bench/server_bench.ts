@@ -28,6 +28,7 @@
 import {
   benchBootstrap,
   type BenchServer,
+  kvPeerSpec,
   ourServeSpec,
   pinSelf,
   startServer,
@@ -201,31 +202,15 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
     );
     servers.set(
       "kv",
-      await startServer({
-        name: "kv",
-        args: [
-          "--allow-net",
-          "--allow-read",
-          "--allow-write",
-          "bench/peers/kv_commit.ts",
-          "{port}",
-          `${workDir}/peer.kv`,
-        ],
-      }),
+      await startServer(
+        kvPeerSpec({ name: "kv", script: "kv_commit.ts", path: `${workDir}/peer.kv` }),
+      ),
     );
     servers.set(
       "kvIssue",
-      await startServer({
-        name: "kvIssue",
-        args: [
-          "--allow-net",
-          "--allow-read",
-          "--allow-write",
-          "bench/peers/kv_issue_commit.ts",
-          "{port}",
-          `${workDir}/issue.kv`,
-        ],
-      }),
+      await startServer(
+        kvPeerSpec({ name: "kvIssue", script: "kv_issue_commit.ts", path: `${workDir}/issue.kv` }),
+      ),
     );
     // Reads and issuance each get their own `serve`, as every peer is its own process: what
     // 50 concurrent issuances leave behind (promoted heap, Deno KV's WAL checkpoints) must not

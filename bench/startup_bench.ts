@@ -12,6 +12,7 @@
  */
 import {
   benchBootstrap,
+  kvPeerSpec,
   ourServeSpec,
   pinSelf,
   type ServerSpec,
@@ -82,17 +83,11 @@ export async function runStartupBench(
       name: "bare",
       args: ["--allow-net", "bench/peers/bare.ts", "{port}"],
     };
-    const kvFloor: ServerSpec = {
+    const kvFloor = kvPeerSpec({
       name: "kv floor",
-      args: [
-        "--allow-net",
-        "--allow-read",
-        "--allow-write",
-        "bench/peers/kv_commit.ts",
-        "{port}",
-        `${home}/floor.kv`,
-      ],
-    };
+      script: "kv_commit.ts",
+      path: `${home}/floor.kv`,
+    });
     const ours = ourServeSpec({ home, bootstrap: benchBootstrap() });
     progress("startup: warming up");
     await timeStart(bare);

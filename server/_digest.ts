@@ -130,6 +130,14 @@ function compress(state: Int32Array, bytes: Uint8Array, offset: number): void {
   rounds(state);
 }
 
+/** Writes a 32-bit word big-endian at `at`. */
+function storeWord(bytes: Uint8Array, at: number, word: number): void {
+  bytes[at] = word >>> 24;
+  bytes[at + 1] = word >>> 16;
+  bytes[at + 2] = word >>> 8;
+  bytes[at + 3] = word;
+}
+
 const asciiState = new Int32Array(8);
 
 /**
@@ -173,14 +181,7 @@ export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
     }
     rounds(state);
   }
-  for (let i = 0; i < 8; i++) {
-    const word = state[i];
-    const at = i << 2;
-    out[at] = word >>> 24;
-    out[at + 1] = word >>> 16;
-    out[at + 2] = word >>> 8;
-    out[at + 3] = word;
-  }
+  for (let i = 0; i < 8; i++) storeWord(out, i << 2, state[i]);
   return out;
 }
 
@@ -221,23 +222,10 @@ function digestInto(prefix: Uint8Array | null, bytes: Uint8Array, out: Uint8Arra
   const bits = (length + (prefix === null ? 0 : 64)) * 8;
   const high = Math.floor(bits / 0x1_0000_0000);
   const low = bits >>> 0;
-  TAIL[tailLength - 8] = high >>> 24;
-  TAIL[tailLength - 7] = high >>> 16;
-  TAIL[tailLength - 6] = high >>> 8;
-  TAIL[tailLength - 5] = high;
-  TAIL[tailLength - 4] = low >>> 24;
-  TAIL[tailLength - 3] = low >>> 16;
-  TAIL[tailLength - 2] = low >>> 8;
-  TAIL[tailLength - 1] = low;
+  storeWord(TAIL, tailLength - 8, high);
+  storeWord(TAIL, tailLength - 4, low);
   for (let offset = 0; offset < tailLength; offset += 64) compress(state, TAIL, offset);
-  for (let i = 0; i < 8; i++) {
-    const word = state[i];
-    const at = i << 2;
-    out[at] = word >>> 24;
-    out[at + 1] = word >>> 16;
-    out[at + 2] = word >>> 8;
-    out[at + 3] = word;
-  }
+  for (let i = 0; i < 8; i++) storeWord(out, i << 2, state[i]);
   return out;
 }
 
