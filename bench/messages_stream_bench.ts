@@ -19,6 +19,8 @@
 import Vendor from "@anthropic-ai/sdk";
 import { createParser } from "eventsource-parser";
 import { ProviderApiClient } from "../client/mod.ts";
+import { textStreamFrames } from "../tests/support/fake_messages.ts";
+import { sseFrame } from "../tests/support/fake_provider.ts";
 
 const QUICK = Deno.args.includes("--quick") || Deno.env.get("BENCH_QUICK") === "1";
 const DELTAS = 50_000;
@@ -28,41 +30,13 @@ const TARGET = 1.5;
 
 /** The recorded stream: the frames a 50,000-delta answer arrives as. */
 function recordStream(): Uint8Array {
-  const frames: string[] = [];
-  const frame = (data: Record<string, unknown>): void => {
-    frames.push(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
-  };
-  frame({
-    type: "message_start",
-    message: {
-      id: "msg_01BenchRecordedStream",
-      type: "message",
-      role: "assistant",
-      model: "model-small",
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 812, output_tokens: 1 },
-    },
-  });
-  frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
   const words = ["The ", "quick ", "brown ", "fox ", "jumps ", "over ", "the ", "lazy ", "dog. "];
-  for (let i = 0; i < DELTAS; i++) {
-    if (i % 500 === 0) frame({ type: "ping" });
-    frame({
-      type: "content_block_delta",
-      index: 0,
-      delta: { type: "text_delta", text: words[i % words.length] },
-    });
-  }
-  frame({ type: "content_block_stop", index: 0 });
-  frame({
-    type: "message_delta",
-    delta: { stop_reason: "end_turn", stop_sequence: null },
-    usage: { output_tokens: DELTAS },
+  const frames = textStreamFrames({
+    id: "msg_01BenchRecordedStream",
+    chunks: Array.from({ length: DELTAS }, (_, i) => words[i % words.length]),
+    pingEvery: 500,
   });
-  frame({ type: "message_stop" });
-  return new TextEncoder().encode(frames.join(""));
+  return new TextEncoder().encode(frames.map((frame) => sseFrame(frame)).join(""));
 }
 
 const RECORDED = recordStream();
