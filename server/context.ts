@@ -69,14 +69,22 @@ export function isUuid(value: string): boolean {
   if (value.length !== 36) return false;
   for (let i = 0; i < 36; i++) {
     const code = value.charCodeAt(i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (code !== 45 /* - */) return false;
-    } else if (!(code >= 48 && code <= 57) && !((code | 0x20) >= 97 && (code | 0x20) <= 102)) {
-      return false;
-    }
+    if (code > 127 || CHARACTER_KIND[code] !== UUID_SHAPE[i]) return false;
   }
   return true;
 }
+
+const HEX_DIGIT = 1;
+const DASH = 2;
+/** The kind of each ASCII character a UUID may hold (0: none). */
+const CHARACTER_KIND = new Uint8Array(128);
+for (const digit of "0123456789abcdefABCDEF") CHARACTER_KIND[digit.charCodeAt(0)] = HEX_DIGIT;
+CHARACTER_KIND[45] = DASH;
+/** The kind of character each position of a UUID holds. */
+const UUID_SHAPE = Uint8Array.from(
+  "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+  (character) => character === "-" ? DASH : HEX_DIGIT,
+);
 
 /**
  * Everything the steps of one request share. Headers are read once, here.

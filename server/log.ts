@@ -54,18 +54,6 @@ export interface JsonLoggerOptions {
 }
 
 const encoder = new TextEncoder();
-/**
- * JSON string literal of a value; printable ASCII without `"` and `\` (ids, paths, methods)
- * needs no escaping, so it skips the generic path.
- */
-function quote(value: string | null): string {
-  if (value === null) return "null";
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i);
-    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return JSON.stringify(value);
-  }
-  return `"${value}"`;
-}
 
 function writeStderr(bytes: Uint8Array): void {
   let written = 0;
@@ -75,12 +63,15 @@ function writeStderr(bytes: Uint8Array): void {
 const INITIAL_PENDING_BYTES = 64 * 1024;
 /** A buffer a burst made larger than this is dropped once written. */
 const KEPT_PENDING_BYTES = 1024 * 1024;
+/** The most UTF-8 bytes one UTF-16 code unit of a JSON string literal can take (`\u001f`). */
+const MAX_BYTES_PER_UNIT = 6;
 
 /**
- * Lines waiting for the next write, as UTF-8 bytes outside the JavaScript heap. Each line is
- * encoded as it is logged, so its string dies young: a batch kept as one growing string would
- * survive every young-generation collection until it is written, and V8 answers survivors by
- * growing the young generation, which made every collection of a busy server slower.
+ * Lines waiting for the next write, as UTF-8 bytes outside the JavaScript heap. Request lines
+ * are written into the bytes field by field, so a busy server builds no line string at all: a
+ * batch kept as one growing string would survive every young-generation collection until it is
+ * written, and V8 answers survivors by growing the young generation, which made every
+ * collection of a busy server slower.
  */
 class PendingLines {
   #bytes = new Uint8Array(INITIAL_PENDING_BYTES);
@@ -90,15 +81,55 @@ class PendingLines {
     return this.#length === 0;
   }
 
-  append(line: string): void {
-    // n UTF-16 code units take at most 3n bytes of UTF-8.
-    const needed = this.#length + line.length * 3;
+  /** Makes room for `count` more bytes. */
+  reserve(count: number): void {
+    const needed = this.#length + count;
     if (needed > this.#bytes.length) {
       const grown = new Uint8Array(Math.max(needed, this.#bytes.length * 2));
       grown.set(this.#bytes.subarray(0, this.#length));
       this.#bytes = grown;
     }
+  }
+
+  /** Appends a line of any text. */
+  append(line: string): void {
+    // n UTF-16 code units take at most 3n bytes of UTF-8.
+    this.reserve(line.length * 3);
     this.#length += encoder.encodeInto(line, this.#bytes.subarray(this.#length)).written;
+  }
+
+  /** Appends text known to be ASCII (constants, numbers, timestamps); room must be reserved. */
+  ascii(text: string): void {
+    const bytes = this.#bytes;
+    let at = this.#length;
+    for (let i = 0; i < text.length; i++) bytes[at++] = text.charCodeAt(i);
+    this.#length = at;
+  }
+
+  /**
+   * Appends `value` as a JSON string literal, or `null`; room must be reserved
+   * ({@linkcode MAX_BYTES_PER_UNIT} a code unit, plus 2). Printable ASCII without `"` and `\`
+   * (ids, paths, methods) is copied as it is; anything else goes through `JSON.stringify`.
+   */
+  json(value: string | null): void {
+    if (value === null) {
+      this.ascii("null");
+      return;
+    }
+    const bytes = this.#bytes;
+    let at = this.#length;
+    bytes[at++] = 0x22;
+    for (let i = 0; i < value.length; i++) {
+      const code = value.charCodeAt(i);
+      if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) {
+        const rest = bytes.subarray(this.#length);
+        this.#length += encoder.encodeInto(JSON.stringify(value), rest).written;
+        return;
+      }
+      bytes[at++] = code;
+    }
+    bytes[at++] = 0x22;
+    this.#length = at;
   }
 
   /** The pending bytes, valid until the next append; the buffer is then empty. */
@@ -111,6 +142,9 @@ class PendingLines {
     return taken;
   }
 }
+
+/** Room for a request line's constant text, its timestamp and its two numbers. */
+const REQUEST_LINE_FIXED_BYTES = 256;
 
 /**
  * Creates the JSON-lines logger. Request lines are batched per turn of the event loop so that
@@ -200,12 +234,26 @@ export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger
 
   return {
     request(record: RequestLogRecord): void {
-      pending.append(
-        `{"time":"${time()}","level":"info","msg":"request","method":` +
-          `${quote(record.method)},"path":${quote(record.path)},"status":${record.status},` +
-          `"durationMs":${Math.round(record.durationMs * 1000) / 1000},"correlationId":` +
-          `${quote(record.correlationId)},"principalId":${quote(record.principalId)}}\n`,
+      const { method, path, correlationId, principalId } = record;
+      pending.reserve(
+        REQUEST_LINE_FIXED_BYTES + MAX_BYTES_PER_UNIT * (method.length + path.length +
+              (correlationId?.length ?? 0) + (principalId?.length ?? 0)),
       );
+      pending.ascii('{"time":"');
+      pending.ascii(time());
+      pending.ascii('","level":"info","msg":"request","method":');
+      pending.json(method);
+      pending.ascii(',"path":');
+      pending.json(path);
+      pending.ascii(',"status":');
+      pending.ascii(String(record.status));
+      pending.ascii(',"durationMs":');
+      pending.ascii(String(Math.round(record.durationMs * 1000) / 1000));
+      pending.ascii(',"correlationId":');
+      pending.json(correlationId);
+      pending.ascii(',"principalId":');
+      pending.json(principalId);
+      pending.ascii("}\n");
       if (batchMs <= 0) {
         flush();
       } else if (!scheduled) {
