@@ -15,6 +15,9 @@
  */
 import { UsageError } from "./_args.ts";
 import { printOut, PROGRAM, reportError } from "./_output.ts";
+// `serve` is imported, not loaded on demand: each `import()` builds a module graph of its own,
+// which cost the service about 2.5 ms of its start. The client commands load theirs on demand.
+import { serveCommand } from "./serve.ts";
 
 /** Help text of the program. */
 export const MAIN_HELP: string = `Usage: ${PROGRAM} <command> [options]
@@ -53,8 +56,7 @@ export async function main(args: string[]): Promise<number> {
       case "init":
         return await (await import("./init.ts")).initCommand(rest);
       case "serve":
-        // Each command loads only its own modules, so `serve` starts without the client code.
-        return await (await import("./serve.ts")).serveCommand(rest);
+        return await serveCommand(rest);
       case "principal":
         return await (await import("./principal.ts")).principalCommand(rest);
       default:

@@ -8,7 +8,7 @@ import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
 import { createJsonLogger } from "../server/log.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
-import type { RunningRuntime } from "../server/serve.ts";
+import { type RunningRuntime, serveRuntime } from "../server/serve.ts";
 import { openStore } from "../server/store/mod.ts";
 import type { Store } from "../server/store/types.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
@@ -155,9 +155,6 @@ function waitForSignal(): { promise: Promise<string>; dispose(): void } {
  * ```
  */
 export async function serveCommand(args: string[]): Promise<number> {
-  // The server's modules load while the bootstrap is resolved and the store opens.
-  const serverModule = import("../server/serve.ts");
-  serverModule.catch(() => {});
   let flags: ServeFlags;
   let resolved;
   try {
@@ -187,7 +184,6 @@ export async function serveCommand(args: string[]): Promise<number> {
   const signal = waitForSignal();
   let running: RunningRuntime;
   try {
-    const { serveRuntime } = await serverModule;
     running = await serveRuntime({
       bootstrap: credential,
       store,
