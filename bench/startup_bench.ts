@@ -3,8 +3,9 @@
  * service's `serve` (Deno KV store, bootstrap from the environment) and for a bare `Deno.serve`
  * script, each pinned to CPU 0 while the poller runs on CPU 1. For context it also times the
  * floor of a service with an embedded store: a bare `Deno.serve` that opens Deno KV first
- * (`bench/peers/kv_commit.ts`). Runs alternate after one unmeasured warm-up each; the figures
- * are medians.
+ * (`bench/peers/kv_commit.ts`), and `serve` reading its bootstrap from the secret file `init`
+ * writes, as `deno task start` does after its first run. Runs alternate after one unmeasured
+ * warm-up each; the figures are medians.
  *
  * Run alone: `deno run -A bench/startup_bench.ts [--runs N]`
  *
@@ -20,6 +21,8 @@ import {
   stopChild,
   waitFor200,
 } from "./_process.ts";
+import { defaultSecretFilePath, writeSecretFile } from "../server/bootstrap/secret_file.ts";
+import { formatSecretFile, generateBootstrapValues } from "../server/bootstrap/variables.ts";
 
 /** Options of {@linkcode runStartupBench}. */
 export interface StartupBenchOptions {
@@ -37,12 +40,16 @@ export interface StartupBenchResult {
   oursMs: number;
   /** Median ms from spawn to the first 200 of the script that opens Deno KV first. */
   kvFloorMs: number;
+  /** Median ms from spawn to the first 200 of `serve` with its bootstrap in the secret file. */
+  oursFileMs: number;
   /** Every measured start of the bare script, ms. */
   bareRuns: number[];
   /** Every measured start of `serve`, ms. */
   oursRuns: number[];
   /** Every measured start of the script that opens Deno KV first, ms. */
   kvFloorRuns: number[];
+  /** Every measured start of `serve` with its bootstrap in the secret file, ms. */
+  oursFileRuns: number[];
 }
 
 function median(values: number[]): number {
@@ -89,26 +96,37 @@ export async function runStartupBench(
       path: `${home}/floor.kv`,
     });
     const ours = ourServeSpec({ home, bootstrap: benchBootstrap() });
+    const fileHome = `${home}/file`;
+    await writeSecretFile(
+      defaultSecretFilePath({ env: { XDG_CONFIG_HOME: fileHome } }),
+      formatSecretFile(generateBootstrapValues()),
+    );
+    const oursFile = ourServeSpec({ home: fileHome, bootstrap: {} });
     progress("startup: warming up");
     await timeStart(bare);
     await timeStart(kvFloor);
     await timeStart(ours);
+    await timeStart(oursFile);
     const bareRuns: number[] = [];
     const kvFloorRuns: number[] = [];
     const oursRuns: number[] = [];
+    const oursFileRuns: number[] = [];
     for (let run = 1; run <= runs; run++) {
       progress(`startup: run ${run}/${runs}`);
       bareRuns.push(await timeStart(bare));
       kvFloorRuns.push(await timeStart(kvFloor));
       oursRuns.push(await timeStart(ours));
+      oursFileRuns.push(await timeStart(oursFile));
     }
     return {
       bareMs: median(bareRuns),
       oursMs: median(oursRuns),
       kvFloorMs: median(kvFloorRuns),
+      oursFileMs: median(oursFileRuns),
       bareRuns,
       oursRuns,
       kvFloorRuns,
+      oursFileRuns,
     };
   } finally {
     await Deno.remove(home, { recursive: true }).catch(() => {});
@@ -123,7 +141,7 @@ if (import.meta.main) {
   console.log(
     `startup to first 200 on /healthz (median of ${result.bareRuns.length}): ` +
       `bare ${result.bareMs.toFixed(1)} ms, Deno KV floor ${result.kvFloorMs.toFixed(1)} ms, ` +
-      `ours ${result.oursMs.toFixed(1)} ms, ` +
+      `ours ${result.oursMs.toFixed(1)} ms (secret file ${result.oursFileMs.toFixed(1)} ms), ` +
       `ratio ${(result.oursMs / result.bareMs).toFixed(2)}x`,
   );
 }

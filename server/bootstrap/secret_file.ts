@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { parsePlainDotenv } from "./_plain_dotenv.ts";
 import { BootstrapError } from "./errors.ts";
 import { BOOTSTRAP_VARIABLE_NAMES } from "./variables.ts";
 
@@ -281,9 +282,10 @@ export async function readSecretFile(path: string): Promise<Record<string, strin
   } finally {
     file.close();
   }
-  // dotenv loads Node compatibility code: only a server that reads a secret file pays for it.
-  const { parse } = await import("dotenv");
-  return parseSecretFileText(path, bytes, parse);
+  const text = decodeSecretFileText(path, bytes);
+  // dotenv loads Node compatibility code; the file `init` writes never needs it.
+  const parsed = parsePlainDotenv(text) ?? (await import("dotenv")).parse(text);
+  return pickBootstrapValues(path, parsed);
 }
 
 function unreadable(path: string, error: unknown): BootstrapError {
@@ -316,11 +318,8 @@ async function readAll(file: Deno.FsFile): Promise<Uint8Array> {
 
 const ASSIGNMENT = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*=/;
 
-function parseSecretFileText(
-  path: string,
-  bytes: Uint8Array,
-  parse: (text: string) => Record<string, string>,
-): Record<string, string> {
+/** The file's text, once it is known to be UTF-8 made of comments and assignments only. */
+function decodeSecretFileText(path: string, bytes: Uint8Array): string {
   const fail = (reason: string): never => {
     throw new BootstrapError(
       "secretFileUnparseable",
@@ -342,7 +341,13 @@ function parseSecretFileText(
     if (line === "" || line.startsWith("#")) continue;
     if (!ASSIGNMENT.test(line)) fail(`line ${i + 1} is not a KEY=value assignment`);
   }
-  const parsed = parse(text);
+  return text;
+}
+
+function pickBootstrapValues(
+  path: string,
+  parsed: Record<string, string>,
+): Record<string, string> {
   const missing = BOOTSTRAP_VARIABLE_NAMES.filter((name) => parsed[name] === undefined);
   if (missing.length > 0) {
     throw new BootstrapError(
