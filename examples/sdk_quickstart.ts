@@ -24,7 +24,9 @@ const admin = new RuntimeServiceClient({ baseUrl, token });
 console.log("service:", await admin.health());
 console.log("caller:", await admin.runtime());
 
-// The idempotency key makes the call safe to retry: a retry gets the same answer, bearer included.
+// A fresh idempotency key per run: the SDK resends it on this call's own retries, so a lost answer
+// is replayed (bearer included), never issued twice. A key reused on a later run would meet a new
+// expiresAt and principalId and answer 422 idempotencyConflict.
 const issued = await admin.createPrincipal(
   { capabilities: ["session:read"], expiresAt: new Date(Date.now() + 60 * 60 * 1000) },
   { idempotencyKey: crypto.randomUUID() },

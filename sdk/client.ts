@@ -158,7 +158,7 @@ export class RuntimeServiceClient {
    * ```ts ignore
    * const issued = await client.createPrincipal(
    *   { capabilities: ["session:read", "session:write"], expiresAt: "2026-08-01T00:00:00Z" },
-   *   { idempotencyKey: "issue-worker-7" },
+   *   { idempotencyKey: crypto.randomUUID() }, // reuse a key only with the identical body
    * );
    * ```
    */

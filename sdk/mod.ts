@@ -15,7 +15,8 @@
  * });
  * const issued = await client.createPrincipal(
  *   { capabilities: ["session:read"], expiresAt: new Date(Date.now() + 7 * 86_400_000) },
- *   { idempotencyKey: "issue-reporting-bot" },
+ *   // no idempotencyKey: a fresh one per call, resent on its retries (a fixed key would meet
+ *   // this fresh expiresAt on a second run and answer 422 idempotencyConflict)
  * );
  * // issued.bearer is shown only now: hand it to the new principal's owner.
  * console.log((await client.listPrincipals()).length);

@@ -1,6 +1,6 @@
 /**
  * `mapManagedAgentStreamEvent`: the spec's mapping rules, and the session status to run state
- * mapping of decisions.md.
+ * mapping documented in docs/library.md (run states).
  */
 import assert from "node:assert/strict";
 import {
@@ -196,7 +196,7 @@ Deno.test("terminal run events are exactly completed, failed and cancelled", () 
   for (const event of open) assert.equal(isTerminalRunStreamEvent(event!), false);
 });
 
-Deno.test("session status maps to a run state as decisions.md says", () => {
+Deno.test("session status maps to a run state as docs/library.md says", () => {
   assert.equal(sessionStatusToRunState({ status: "running" }), "running");
   assert.equal(sessionStatusToRunState({ status: "rescheduling" }), "running");
   assert.equal(

@@ -2,7 +2,7 @@
  * Wire conformance: for every operation of the managed-agents client, the request it sends
  * (method, path, decoded query multiset, body JSON, version, beta and auth headers, content-type
  * presence) is compared with what the vendor's official TypeScript SDK (1.12.x, `maxRetries: 0`)
- * sends for the same call to the same recording server (provider-wire.md section 10).
+ * sends for the same call to the same recording server (`tests/support/recorder.ts`).
  *
  * Differences the spec mandates are listed in {@linkcode ALLOWED_DIFFERENCES} with the reason and
  * asserted exactly, never ignored: any other difference fails the test.
@@ -18,17 +18,16 @@ const MEMORY = "agent-memory-2026-07-22";
 
 /** Every difference between our requests and the vendor SDK's that the spec mandates. */
 const ALLOWED_DIFFERENCES = {
-  auth: "provider-client.md (Authentication): apiKey is sent as `x-api-key`; SDK 1.12.0 sends " +
+  auth: "docs/library.md (vendor SDK): apiKey is sent as `x-api-key`; SDK 1.12.0 sends " +
     "every key as `Authorization: Bearer` (with authToken both send the same bearer header)",
-  memoryBeta: "provider-client.md (Versioning): one beta value, `managed-agents-2026-04-01`, on " +
+  memoryBeta: "docs/library.md (vendor SDK): one beta value, `managed-agents-2026-04-01`, on " +
     "every managed-agents request; the SDK sends `agent-memory-2026-07-22` on memory stores, " +
     "memories and memory versions (the provider accepts either there)",
-  environmentDefault:
-    "provider-client.md (Client operations): environment creation defaults to a " +
+  environmentDefault: "docs/library.md (vendor SDK): environment creation defaults to a " +
     "cloud, unrestricted environment, so we send that `config` when the caller gives none",
 } as const;
 
-/** The semantically relevant view of a request (provider-wire.md section 10, step 5). */
+/** The semantically relevant view of a request: what the provider reads of it. */
 interface WireView {
   method: string;
   path: string;

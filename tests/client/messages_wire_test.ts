@@ -1,5 +1,5 @@
 /**
- * Wire conformance with the vendor's SDK (provider-wire.md section 10): the same operations sent
+ * Wire conformance with the vendor's SDK (`tests/support/recorder.ts`): the same operations sent
  * by the SDK and by ProviderApiClient against the fake provider must agree on method, path,
  * query, the relevant headers and the body. The one allowed difference: the SDK sends its key as
  * `Authorization: Bearer`, this client as `x-api-key` (the spec's rule). The SDK names its

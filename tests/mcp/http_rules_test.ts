@@ -1,6 +1,6 @@
 /**
  * Black-box tests of the rules of `/v1/mcp` over raw HTTP against the real `serve`
- * (decisions.md "MCP streamable HTTP").
+ * (docs/mcp.md "The endpoint's rules").
  */
 import assert from "node:assert/strict";
 import { call, issuePrincipal } from "../server/_http.ts";

@@ -1,7 +1,7 @@
 /**
  * `serve` in PostgreSQL mode, started as a user would: an unreachable database fails the start
  * with one clear line and exit code 1, and neither that line nor any later log line ever holds
- * the store URL or its password. It also runs with only the flags the README documents for this
+ * the store URL or its password. It also runs with only the flags docs/postgres.md documents for this
  * mode: `--allow-net` (listen address and database) and `--allow-env`.
  */
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import { issue, issueBody, use } from "./_replicas.ts";
 const MAIN = new URL("../../cli/main.ts", import.meta.url).href;
 const ROOT = decodeURIComponent(new URL("../../", import.meta.url).pathname);
 const PASSWORD = "pw-7Hq2-never-in-logs";
-/** The flags the README documents for PostgreSQL mode with the bootstrap in the environment. */
+/** The flags docs/postgres.md documents for PostgreSQL mode with the bootstrap in the environment. */
 const POSTGRES_FLAGS = ["--allow-net=127.0.0.1", "--allow-env"];
 
 function freePort(): number {

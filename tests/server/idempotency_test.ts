@@ -1,5 +1,5 @@
 /**
- * Black-box tests of idempotent POSTs (decisions.md "Idempotency"), concurrency included.
+ * Black-box tests of idempotent POSTs (docs/http-api.md "Idempotency"), concurrency included.
  */
 import assert from "node:assert/strict";
 import { startServer } from "../support/server.ts";

@@ -1,5 +1,5 @@
 /**
- * Black-box tests of issuing, revoking and listing principals (decisions.md "Principals").
+ * Black-box tests of issuing, revoking and listing principals (docs/http-api.md "Principals").
  */
 import assert from "node:assert/strict";
 import { startServer } from "../support/server.ts";

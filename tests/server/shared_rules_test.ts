@@ -1,5 +1,5 @@
 /**
- * Black-box tests of every row of the shared request rules (decisions.md), through the real
+ * Black-box tests of every row of the shared request rules (docs/http-api.md), through the real
  * `serve`: status, `code`, `layer`, `correlationId`, echoed headers.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * A recording HTTP server for wire-conformance tests (provider-wire.md section 10): it keeps, for
+ * A recording HTTP server for wire-conformance tests (see docs/library.md): it keeps, for
  * every request, the method, path, raw and decoded query, lower-cased headers and the raw body
  * (parsed when JSON), and answers with canned JSON shaped like the provider's records: cursor
  * pages (`{data, next_page: null}`, sessions adding `prev_page`), `*_deleted` objects for deletes,
