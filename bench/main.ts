@@ -182,14 +182,15 @@ export function parseClientTargets(script: string, text: string): ClientTarget[]
 }
 
 function formatClientTargets(targets: ClientTarget[]): string {
+  const names = targets.map((target) => `${target.script.replace(/\.ts$/, "")}: ${target.name}`);
+  const width = Math.max(42, ...names.map((name) => name.length + 2));
   const lines = [
-    `${"client target (best rounds)".padEnd(58)}${"best".padStart(8)}${"median".padStart(8)}` +
-    `${"target".padStart(10)}  result`,
+    `${"client target (best rounds)".padEnd(width)}${"best".padStart(8)}` +
+    `${"median".padStart(8)}${"target".padStart(10)}  result`,
   ];
-  for (const target of targets) {
-    const name = `${target.script.replace(/\.ts$/, "")}: ${target.name}`;
+  for (const [index, target] of targets.entries()) {
     lines.push(
-      name.padEnd(58) + `${target.ratio.toFixed(2)}x`.padStart(8) +
+      names[index].padEnd(width) + `${target.ratio.toFixed(2)}x`.padStart(8) +
         (target.median === undefined ? "-" : `${target.median.toFixed(2)}x`).padStart(8) +
         `${target.kind === "min" ? ">=" : "<="} ${target.bound.toFixed(1)}x`.padStart(10) +
         `  ${passes(target) ? "ok" : "MISSED"}`,

@@ -143,7 +143,7 @@ if (import.meta.main) {
     const best = row.ours.best / row.peer.best;
     const mid = row.ours.median / row.peer.median;
     console.log(
-      `webhooks ${body} sequential / standardwebhooks = ${best.toFixed(2)}x, ` +
+      `${body} sequential / standardwebhooks = ${best.toFixed(2)}x, ` +
         `median ${mid.toFixed(2)}x (target >= ${bound.toFixed(1)}x: ${
           best >= bound ? "ok" : "BELOW TARGET"
         })`,
