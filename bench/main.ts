@@ -4,6 +4,10 @@
  * one combined report with the measured ratios next to their targets. Absolute figures move from
  * machine to machine; the ratios are measured in one run on one machine.
  *
+ * A client script states each target on a line of its own, which {@linkcode parseClientTargets}
+ * reads: `<name> = <ratio>x[, median <ratio>x] (target >= <bound>x: ...)`. The first ratio is of
+ * the best rounds; the median, when the script prints one, shows the spread.
+ *
  * Flags:
  * - `--only server,startup,client`: run only these parts (comma-separated);
  * - `--quick`: one short round (a smoke run, figures are noisier);
@@ -133,6 +137,68 @@ function formatContext(ratios: [string, number][]): string {
   return lines.join("\n");
 }
 
+/** A target stated by a client benchmark script. */
+export interface ClientTarget extends TargetCheck {
+  /** The script's file name. */
+  script: string;
+  /** The ratio of median rounds, when the script prints one. */
+  median?: number;
+}
+
+// `<name> = 1.23x, median 1.10x (target >= 1.5x: ok)`; the `=` and the median are optional, so
+// older lines (`ours / vendor = 1.23x (target >= 1.5x: ok)`) read too.
+const TARGET_LINE =
+  /^\s*(.+?)\s*=?\s*(\d+(?:\.\d+)?)x(?:,?\s*median\s+(\d+(?:\.\d+)?)x)?\s*\(target\s*(>=|<=|≥|≤)\s*(\d+(?:\.\d+)?)x/;
+
+/**
+ * The targets a client script printed, one per line that states one.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseClientTargets } from "./main.ts";
+ * const text = "x / peer = 1.80x, median 1.60x (target >= 1.0x: ok)\nother output";
+ * assert.deepEqual(parseClientTargets("x_bench.ts", text), [
+ *   { script: "x_bench.ts", name: "x / peer", ratio: 1.8, median: 1.6, kind: "min", bound: 1 },
+ * ]);
+ * ```
+ */
+export function parseClientTargets(script: string, text: string): ClientTarget[] {
+  const targets: ClientTarget[] = [];
+  for (const line of text.split("\n")) {
+    const match = TARGET_LINE.exec(line);
+    if (match === null) continue;
+    const [, name, ratio, median, operator, bound] = match;
+    targets.push({
+      script,
+      name,
+      ratio: Number(ratio),
+      ...(median === undefined ? {} : { median: Number(median) }),
+      kind: operator === ">=" || operator === "≥" ? "min" : "max",
+      bound: Number(bound),
+    });
+  }
+  return targets;
+}
+
+function formatClientTargets(targets: ClientTarget[]): string {
+  const names = targets.map((target) => `${target.script.replace(/\.ts$/, "")}: ${target.name}`);
+  const width = Math.max(42, ...names.map((name) => name.length + 2));
+  const lines = [
+    `${"client target (best rounds)".padEnd(width)}${"best".padStart(8)}` +
+    `${"median".padStart(8)}${"target".padStart(10)}  result`,
+  ];
+  for (const [index, target] of targets.entries()) {
+    lines.push(
+      names[index].padEnd(width) + `${target.ratio.toFixed(2)}x`.padStart(8) +
+        (target.median === undefined ? "-" : `${target.median.toFixed(2)}x`).padStart(8) +
+        `${target.kind === "min" ? ">=" : "<="} ${target.bound.toFixed(1)}x`.padStart(10) +
+        `  ${passes(target) ? "ok" : "MISSED"}`,
+    );
+  }
+  return lines.join("\n");
+}
+
 function passes(check: TargetCheck): boolean {
   return check.kind === "min" ? check.ratio >= check.bound : check.ratio <= check.bound;
 }
@@ -240,11 +306,17 @@ export async function main(args: string[]): Promise<number> {
     report.push(formatContext(contextRatios(server, startup)));
   }
   if (parts.has("client")) {
+    const targets: ClientTarget[] = [];
     for (const name of await clientScripts()) {
       console.error(`running bench/${name}`);
       const { ok, text } = await runClientScript(name, quick);
       report.push(`bench/${name}${ok ? "" : " (FAILED)"}\n${text}`);
       if (!ok) failed = true;
+      targets.push(...parseClientTargets(name, text));
+    }
+    if (targets.length > 0) {
+      report.push(formatClientTargets(targets));
+      if (!targets.every(passes)) failed = true;
     }
   }
   console.log(`\n${report.join("\n\n")}`);

@@ -22,10 +22,13 @@ export type ProviderModuleKind = "provider-sdk" | "provider-managed-agents";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { declareCapabilities } from "@automation/runtime/client";
  * const capabilities = declareCapabilities(["runs", "streaming"]);
- * console.log(capabilities.runs, capabilities.batch); // true false
- * console.log(Object.isFrozen(capabilities)); // true
+ * assert.equal(capabilities.runs, true);
+ * assert.equal(capabilities.batch, false);
+ * assert.ok(Object.isFrozen(capabilities));
+ * assert.throws(() => declareCapabilities(["teleport" as never]), TypeError);
  * ```
  */
 export function declareCapabilities(
@@ -52,8 +55,9 @@ export function declareCapabilities(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PROVIDER_CAPABILITY_DECLARATION } from "@automation/runtime/client";
- * console.log(PROVIDER_CAPABILITY_DECLARATION["provider-sdk"]); // ["runs", "streaming", "batch"]
+ * assert.deepEqual(PROVIDER_CAPABILITY_DECLARATION["provider-sdk"], ["runs", "streaming", "batch"]);
  * ```
  */
 export const PROVIDER_CAPABILITY_DECLARATION: Readonly<
@@ -76,9 +80,11 @@ const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Objec
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerCapabilities } from "@automation/runtime/client";
  * const capabilities = providerCapabilities("provider-managed-agents");
- * console.log(capabilities.streaming, capabilities.batch); // true false
+ * assert.equal(capabilities.streaming, true);
+ * assert.equal(capabilities.batch, false);
  * ```
  */
 export function providerCapabilities(kind: ProviderModuleKind): RuntimeCapabilities {
@@ -94,8 +100,10 @@ export function providerCapabilities(kind: ProviderModuleKind): RuntimeCapabilit
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PROVIDER_RUNTIME_SUPPORT } from "@automation/runtime/client";
- * console.log(PROVIDER_RUNTIME_SUPPORT.batch, PROVIDER_RUNTIME_SUPPORT.teams); // true false
+ * assert.equal(PROVIDER_RUNTIME_SUPPORT.batch, true);
+ * assert.equal(PROVIDER_RUNTIME_SUPPORT.teams, false);
  * ```
  */
 export const PROVIDER_RUNTIME_SUPPORT: RuntimeCapabilities = providerCapabilities("provider-sdk");

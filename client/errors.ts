@@ -47,6 +47,7 @@ export class ProviderApiError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiError } from "@automation/runtime/client";
    * const error = new ProviderApiError({
    *   status: 409,
@@ -54,7 +55,9 @@ export class ProviderApiError extends Error {
    *   message: "path is occupied",
    *   retryable: false,
    * });
-   * console.log(error.type); // "memory_path_conflict_error"
+   * assert.equal(error.type, "memory_path_conflict_error");
+   * assert.equal(error.status, 409);
+   * assert.equal(error.retryable, false);
    * ```
    */
   constructor(init: ProviderApiErrorInit) {
@@ -80,9 +83,11 @@ export class ProviderConnectionError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderConnectionError } from "@automation/runtime/client";
    * const error = new ProviderConnectionError("connection refused");
-   * console.log(error.code); // "providerConnectionError"
+   * assert.equal(error.code, "providerConnectionError");
+   * assert.equal(error.message, "connection refused");
    * ```
    */
   constructor(message: string, options?: ErrorOptions) {
@@ -102,9 +107,11 @@ export class ProviderTimeoutError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderTimeoutError } from "@automation/runtime/client";
    * const error = new ProviderTimeoutError(60_000);
-   * console.log(error.message); // "Request timed out after 60000 ms"
+   * assert.equal(error.message, "Request timed out after 60000 ms");
+   * assert.equal(error.timeoutMs, 60_000);
    * ```
    */
   constructor(timeoutMs: number, options?: ErrorOptions) {
@@ -123,9 +130,11 @@ export class ProviderAbortError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderAbortError } from "@automation/runtime/client";
    * const error = new ProviderAbortError({ cause: "user left" });
-   * console.log(error.code); // "providerAborted"
+   * assert.equal(error.code, "providerAborted");
+   * assert.equal(error.cause, "user left");
    * ```
    */
   constructor(options?: ErrorOptions) {
@@ -145,9 +154,11 @@ export class ProviderUnsupportedError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderUnsupportedError } from "@automation/runtime/client";
    * const error = new ProviderUnsupportedError("getRun", "a stateless client keeps no runs");
-   * console.log(error.message); // "getRun is not supported: a stateless client keeps no runs"
+   * assert.equal(error.message, "getRun is not supported: a stateless client keeps no runs");
+   * assert.equal(error.operation, "getRun");
    * ```
    */
   constructor(operation: string, reason: string) {

@@ -108,10 +108,13 @@ function builtIn<TClient extends RuntimeClient>(
  *
  * @example
  * ```ts
- * import { createProviderModule } from "@automation/runtime/client";
+ * import assert from "node:assert/strict";
+ * import { createProviderModule, ProviderApiClient } from "@automation/runtime/client";
  * const module = createProviderModule({ apiKey: "<API_KEY>", defaultModel: "model-small" });
- * console.log(module.kind, module.capabilities.batch); // "provider-sdk" true
+ * assert.equal(module.kind, "provider-sdk");
+ * assert.equal(module.capabilities.batch, true);
  * const client = module.createClient({ baseUrl: "https://provider.example" });
+ * assert.ok(client instanceof ProviderApiClient);
  * ```
  */
 export function createProviderModule(
@@ -135,13 +138,16 @@ export function createProviderModule(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createProviderManagedAgentProviderModule } from "@automation/runtime/client";
  * const module = createProviderManagedAgentProviderModule({
  *   apiKey: "<API_KEY>",
  *   agentId: "agent_01",
  *   environmentId: "env_01",
  * });
- * console.log(module.runtimeOnly, module.capabilities.streaming); // true true
+ * assert.equal(module.runtimeOnly, true);
+ * assert.equal(module.capabilities.streaming, true);
+ * assert.equal(module.capabilities.batch, false);
  * ```
  */
 export function createProviderManagedAgentProviderModule(
@@ -169,16 +175,19 @@ export function createProviderManagedAgentProviderModule(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import {
  *   createProviderManagedAgentProviderModule,
  *   createProviderModule,
+ *   ProviderApiClient,
  *   ProviderRegistry,
  * } from "@automation/runtime/client";
  * const registry = new ProviderRegistry({ baseUrl: "https://provider.example" })
  *   .register(createProviderModule({ apiKey: "<API_KEY>", defaultModel: "model-small" }))
  *   .register(createProviderManagedAgentProviderModule({ apiKey: "<API_KEY>" }));
- * const client = registry.createClient("provider-sdk"); // a ProviderApiClient
- * console.log(registry.supports("provider-managed-agents", "batch")); // false
+ * assert.ok(registry.createClient("provider-sdk") instanceof ProviderApiClient);
+ * assert.equal(registry.supports("provider-managed-agents", "batch"), false);
+ * assert.equal(registry.supports("provider-sdk", "batch"), true);
  * ```
  */
 export class ProviderRegistry {
@@ -190,9 +199,10 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderRegistry } from "@automation/runtime/client";
    * const registry = new ProviderRegistry({ baseUrl: "http://127.0.0.1:8080" });
-   * console.log(registry.list()); // []
+   * assert.deepEqual(registry.list(), []);
    * ```
    */
   constructor(options: ProviderRegistryOptions = {}) {
@@ -209,9 +219,12 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { createProviderModule, ProviderRegistry } from "@automation/runtime/client";
    * const registry = new ProviderRegistry().register(createProviderModule({ apiKey: "<API_KEY>" }));
-   * console.log(registry.has("provider-sdk")); // true
+   * assert.equal(registry.has("provider-sdk"), true);
+   * // A second module of the same kind is refused.
+   * assert.throws(() => registry.register(createProviderModule({ apiKey: "<KEY>" })), TypeError);
    * ```
    */
   register(module: ProviderModule): this {
@@ -241,8 +254,12 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
-   * import { ProviderRegistry } from "@automation/runtime/client";
-   * console.log(new ProviderRegistry().get("provider-sdk")); // undefined
+   * import assert from "node:assert/strict";
+   * import { createProviderModule, ProviderRegistry } from "@automation/runtime/client";
+   * const module = createProviderModule({ apiKey: "<API_KEY>" });
+   * const registry = new ProviderRegistry().register(module);
+   * assert.equal(registry.get("provider-sdk"), module);
+   * assert.equal(registry.get("provider-managed-agents"), undefined);
    * ```
    */
   get(kind: string): ProviderModule | undefined {
@@ -254,8 +271,9 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderRegistry } from "@automation/runtime/client";
-   * console.log(new ProviderRegistry().has("provider-sdk")); // false
+   * assert.equal(new ProviderRegistry().has("provider-sdk"), false);
    * ```
    */
   has(kind: string): boolean {
@@ -268,11 +286,13 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { createProviderModule, ProviderRegistry } from "@automation/runtime/client";
    * const registry = new ProviderRegistry({ baseUrl: "https://provider.example" })
    *   .register(createProviderModule({ apiKey: "<API_KEY>" }));
    * const client = registry.createClient("provider-sdk");
-   * console.log(client.getRuntimeCapabilities().runs); // true
+   * assert.equal(client.getRuntimeCapabilities().runs, true);
+   * assert.throws(() => registry.createClient("provider-managed-agents"), TypeError);
    * ```
    */
   createClient<K extends keyof ProviderClientKinds>(kind: K): ProviderClientKinds[K];
@@ -281,9 +301,22 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
-   * import { ProviderRegistry } from "@automation/runtime/client";
-   * const registry = new ProviderRegistry();
-   * if (registry.has("custom-runtime")) registry.createClient("custom-runtime");
+   * import assert from "node:assert/strict";
+   * import {
+   *   declareCapabilities,
+   *   ProviderApiClient,
+   *   ProviderRegistry,
+   *   type RuntimeClient,
+   * } from "@automation/runtime/client";
+   * const registry = new ProviderRegistry({ baseUrl: "https://provider.example" }).register({
+   *   kind: "custom-runtime",
+   *   runtimeOnly: true,
+   *   capabilities: declareCapabilities(["runs"]),
+   *   createClient: (overrides) =>
+   *     new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: overrides?.baseUrl }),
+   * });
+   * const client: RuntimeClient = registry.createClient("custom-runtime");
+   * assert.ok(client instanceof ProviderApiClient);
    * ```
    */
   createClient(kind: string): RuntimeClient;
@@ -298,9 +331,13 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { createProviderModule, ProviderRegistry } from "@automation/runtime/client";
    * const registry = new ProviderRegistry().register(createProviderModule({ apiKey: "<API_KEY>" }));
-   * for (const info of registry.list()) console.log(info.kind, info.capabilities.streaming);
+   * const [info] = registry.list();
+   * assert.equal(info.kind, "provider-sdk");
+   * assert.equal(info.runtimeOnly, false);
+   * assert.equal(info.capabilities.streaming, true);
    * ```
    */
   list(): ProviderModuleInfo[] {
@@ -316,9 +353,11 @@ export class ProviderRegistry {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { createProviderModule, ProviderRegistry } from "@automation/runtime/client";
    * const registry = new ProviderRegistry().register(createProviderModule({ apiKey: "<API_KEY>" }));
-   * console.log(registry.supports("provider-sdk", "batch")); // true
+   * assert.equal(registry.supports("provider-sdk", "batch"), true);
+   * assert.equal(registry.supports("unknown-kind", "runs"), false);
    * ```
    */
   supports(kind: string, capability: RuntimeCapabilityName): boolean {

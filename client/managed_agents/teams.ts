@@ -168,9 +168,11 @@ export class TeamManifestError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { TeamManifestError } from "@automation/runtime/client";
    * const error = new TeamManifestError(["teams[0].name: must be a non-empty string"]);
-   * console.log(error.message); // "Invalid team manifest: teams[0].name: must be a non-empty string"
+   * assert.equal(error.message, "Invalid team manifest: teams[0].name: must be a non-empty string");
+   * assert.deepEqual(error.issues, ["teams[0].name: must be a non-empty string"]);
    * ```
    */
   constructor(issues: readonly string[]) {
@@ -198,13 +200,18 @@ export class TeamProvisioningError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { TeamProvisioningError } from "@automation/runtime/client";
    * const error = new TeamProvisioningError(
    *   [{ teamId: "research", memberId: "reader", agentId: "agent_1" }],
    *   { teamId: "research" },
    *   { cause: new Error("rate limited") },
    * );
-   * console.log(error.created.map((agent) => agent.agentId)); // ["agent_1"]
+   * assert.deepEqual(error.created.map((agent) => agent.agentId), ["agent_1"]);
+   * assert.equal(
+   *   error.message,
+   *   "Creating the coordinator of team research failed; agents already created: agent_1",
+   * );
    * ```
    */
   constructor(
@@ -234,11 +241,13 @@ const CONFIG_KEYS = new Set(["model", "system", "description", "tools", "mcpServ
  *
  * @example
  * ```ts
- * import { validateTeamManifest } from "@automation/runtime/client";
+ * import assert from "node:assert/strict";
+ * import { TeamManifestError, validateTeamManifest } from "@automation/runtime/client";
  * const manifest = validateTeamManifest(JSON.parse(
  *   '{"version":1,"teams":[{"id":"t","name":"Team","members":[{"id":"m","name":"Member"}]}]}',
  * ));
- * console.log(manifest.teams[0].members[0].name); // "Member"
+ * assert.equal(manifest.teams[0].members[0].name, "Member");
+ * assert.throws(() => validateTeamManifest({ version: 2, teams: [] }), TeamManifestError);
  * ```
  */
 export function validateTeamManifest(value: unknown): TeamManifest {
@@ -294,6 +303,7 @@ export function validateTeamManifest(value: unknown): TeamManifest {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { buildManagedAgentTeamsPlan } from "@automation/runtime/client";
  * const plan = buildManagedAgentTeamsPlan({
  *   version: 1,
@@ -303,8 +313,8 @@ export function validateTeamManifest(value: unknown): TeamManifest {
  *     members: [{ id: "reader", name: "Reader", capabilities: ["read"] }],
  *   }],
  * }, { memberDefaults: { model: "model-small" }, coordinatorDefaults: { model: "model-large" } });
- * console.log(plan.teams[0].coordinator.model, plan.teams[0].members[0].agent.model);
- * // "model-large" "model-small"
+ * assert.equal(plan.teams[0].coordinator.model, "model-large");
+ * assert.equal(plan.teams[0].members[0].agent.model, "model-small");
  * ```
  */
 export function buildManagedAgentTeamsPlan(
@@ -388,6 +398,7 @@ export function buildManagedAgentTeamsPlan(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { provisionManagedAgentTeams } from "@automation/runtime/client";
  * let next = 0;
  * const client = {
@@ -398,7 +409,9 @@ export function buildManagedAgentTeamsPlan(
  *   version: 1,
  *   teams: [{ id: "research", name: "Research", members: [{ id: "reader", name: "Reader" }] }],
  * }, { memberDefaults: { model: "model-small" }, coordinatorDefaults: { model: "model-large" } });
- * console.log(result.teams[0].coordinatorAgentId); // "agent_2"
+ * // Members are created before the coordinator that delegates to them.
+ * assert.equal(result.teams[0].coordinatorAgentId, "agent_2");
+ * assert.equal(next, 2);
  * ```
  */
 export async function provisionManagedAgentTeams(

@@ -39,9 +39,11 @@ export class ProviderBatchLineError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderBatchLineError } from "@automation/runtime/client";
    * const error = new ProviderBatchLineError({ lineNumber: 7, problem: "invalidJson" });
-   * console.log(error.message); // "Batch results line 7 is not valid JSON"
+   * assert.equal(error.message, "Batch results line 7 is not valid JSON");
+   * assert.equal(error.lineNumber, 7);
    * ```
    */
   constructor(init: ProviderBatchLineErrorInit) {
@@ -100,12 +102,13 @@ export class ProviderBatchResultsError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderBatchResultsError } from "@automation/runtime/client";
    * const error = new ProviderBatchResultsError({
    *   problem: "notReady",
    *   message: "Batch msgbatch_1 has no results yet (in_progress)",
    * });
-   * console.log(error.problem); // "notReady"
+   * assert.equal(error.problem, "notReady");
    * ```
    */
   constructor(init: ProviderBatchResultsErrorInit) {

@@ -65,14 +65,19 @@ function lineResult(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readProviderBatchResults } from "@automation/runtime/client";
  * const body = new Response(
  *   '{"custom_id":"a","result":{"type":"expired"}}\nnot json\n',
  * ).body!;
- * const results = readProviderBatchResults(body, {
- *   onInvalidLine: (error) => console.log(error.lineNumber), // 2
- * });
- * for await (const result of results) console.log(result); // { customId: "a", type: "expired" }
+ * const invalidLines: number[] = [];
+ * const results = await Array.fromAsync(readProviderBatchResults(body, {
+ *   onInvalidLine(error) {
+ *     invalidLines.push(error.lineNumber);
+ *   },
+ * }));
+ * assert.deepEqual(results, [{ customId: "a", type: "expired" }]);
+ * assert.deepEqual(invalidLines, [2]);
  * ```
  */
 export async function* readProviderBatchResults(

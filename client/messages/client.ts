@@ -89,19 +89,41 @@ function streamFailure(error: unknown, signal: AbortSignal | undefined): unknown
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ProviderApiClient } from "@automation/runtime/client";
+ * // A stand-in for the provider: answers with the event stream of a short message.
+ * const frames = [
+ *   {
+ *     type: "message_start",
+ *     message: { id: "msg_1", type: "message", role: "assistant", content: [], usage: {} },
+ *   },
+ *   { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+ *   { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello" } },
+ *   { type: "content_block_stop", index: 0 },
+ *   { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 2 } },
+ *   { type: "message_stop" },
+ * ];
+ * const sse = frames.map((frame) => `event: ${frame.type}\ndata: ${JSON.stringify(frame)}\n\n`);
+ * const fetchImpl = () =>
+ *   Promise.resolve(
+ *     new Response(sse.join(""), { headers: { "content-type": "text/event-stream" } }),
+ *   );
  * const client = new ProviderApiClient({
  *   apiKey: "<API_KEY>",
  *   baseUrl: "https://provider.example",
  *   defaultModel: "model-small",
  *   defaultMaxTokens: 1024,
+ *   fetchImpl,
  * });
+ * let text = "";
  * const { runId, terminal } = await client.streamRun({ input: "Say hello" }, {
  *   onEvent(event) {
- *     if (event.type === "message.delta") console.log(event.text);
+ *     if (event.type === "message.delta") text += event.text;
  *   },
  * });
- * console.log(runId, terminal?.type); // "msg_…" "run.completed"
+ * assert.equal(text, "Hello");
+ * assert.equal(runId, "msg_1");
+ * assert.equal(terminal?.type, "run.completed");
  * ```
  */
 export class ProviderApiClient implements RuntimeClient {
@@ -115,9 +137,11 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
    * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "http://127.0.0.1:9" });
-   * console.log(client.getRuntimeCapabilities().batch); // true
+   * assert.equal(client.getRuntimeCapabilities().batch, true);
+   * assert.throws(() => new ProviderApiClient({ apiKey: "", baseUrl: "http://x" }), TypeError);
    * ```
    */
   constructor(options: ProviderApiClientOptions) {
@@ -160,9 +184,11 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
-   * import { ProviderApiClient } from "@automation/runtime/client";
+   * import assert from "node:assert/strict";
+   * import { PROVIDER_RUNTIME_SUPPORT, ProviderApiClient } from "@automation/runtime/client";
    * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "http://127.0.0.1:9" });
-   * console.log(client.getRuntimeCapabilities().teams); // false
+   * assert.equal(client.getRuntimeCapabilities().teams, false);
+   * assert.equal(client.getRuntimeCapabilities(), PROVIDER_RUNTIME_SUPPORT);
    * ```
    */
   getRuntimeCapabilities(): RuntimeCapabilities {
@@ -176,13 +202,27 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
+   * // A stand-in for the provider: answers with a finished message.
+   * const fetchImpl = () =>
+   *   Promise.resolve(Response.json({
+   *     id: "msg_1",
+   *     type: "message",
+   *     role: "assistant",
+   *     content: [{ type: "text", text: "4" }],
+   *     stop_reason: "end_turn",
+   *     usage: { input_tokens: 5, output_tokens: 1 },
+   *   }));
    * const client = new ProviderApiClient({
    *   apiKey: "<API_KEY>",
    *   baseUrl: "https://provider.example",
+   *   fetchImpl,
    * });
    * const run = await client.startRun({ input: "2 + 2?", model: "model-small", maxTokens: 64 });
-   * console.log(run.status, run.output); // "completed" "4"
+   * assert.equal(run.runId, "msg_1");
+   * assert.equal(run.status, "completed");
+   * assert.equal(run.output, "4");
    * ```
    */
   async startRun(
@@ -220,19 +260,55 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
-   * import { ProviderApiClient } from "@automation/runtime/client";
+   * import assert from "node:assert/strict";
+   * import { ProviderApiClient, type RunStreamEvent } from "@automation/runtime/client";
+   * // A stand-in for the provider: the model calls a tool, its input arriving in two parts.
+   * const frames = [
+   *   {
+   *     type: "message_start",
+   *     message: { id: "msg_2", type: "message", role: "assistant", content: [], usage: {} },
+   *   },
+   *   {
+   *     type: "content_block_start",
+   *     index: 0,
+   *     content_block: { type: "tool_use", id: "toolu_1", name: "weather", input: {} },
+   *   },
+   *   {
+   *     type: "content_block_delta",
+   *     index: 0,
+   *     delta: { type: "input_json_delta", partial_json: '{"city":' },
+   *   },
+   *   {
+   *     type: "content_block_delta",
+   *     index: 0,
+   *     delta: { type: "input_json_delta", partial_json: '"Paris"}' },
+   *   },
+   *   { type: "content_block_stop", index: 0 },
+   *   { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: { output_tokens: 9 } },
+   *   { type: "message_stop" },
+   * ];
+   * const sse = frames.map((frame) => `event: ${frame.type}\ndata: ${JSON.stringify(frame)}\n\n`)
+   *   .join("");
    * const client = new ProviderApiClient({
    *   apiKey: "<API_KEY>",
    *   baseUrl: "https://provider.example",
    *   defaultModel: "model-small",
    *   defaultMaxTokens: 1024,
+   *   fetchImpl: () =>
+   *     Promise.resolve(new Response(sse, { headers: { "content-type": "text/event-stream" } })),
    * });
    * const controller = new AbortController();
+   * const calls: RunStreamEvent[] = [];
    * await client.streamRun({ input: "Use the weather tool" }, {
    *   onEvent(event) {
-   *     if (event.type === "tool.call") console.log(event.name, event.input);
+   *     if (event.type === "tool.call") calls.push(event);
    *   },
    * }, { signal: controller.signal });
+   * assert.equal(calls.length, 1);
+   * assert.deepEqual(
+   *   calls.map((call) => call.type === "tool.call" && [call.name, call.input]),
+   *   [["weather", { city: "Paris" }]],
+   * );
    * ```
    */
   async streamRun(
@@ -308,9 +384,10 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient, ProviderUnsupportedError } from "@automation/runtime/client";
    * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "http://127.0.0.1:9" });
-   * await client.getRun("msg_1").catch((e) => console.log(e instanceof ProviderUnsupportedError));
+   * await assert.rejects(client.getRun("msg_1"), ProviderUnsupportedError);
    * ```
    */
   getRun(_runId: string, _options?: RunStreamOptions): Promise<RuntimeRunStatus> {
@@ -323,9 +400,10 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
    * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "http://127.0.0.1:9" });
-   * await client.cancelRun("msg_1").catch((e) => console.log(e.code)); // "providerUnsupported"
+   * await assert.rejects(client.cancelRun("msg_1"), { code: "providerUnsupported" });
    * ```
    */
   cancelRun(_runId: string, _options?: RunStreamOptions): Promise<RuntimeRunStatus> {
@@ -338,18 +416,38 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
+   * // A stand-in for the provider: keeps the request body and answers with a new batch.
+   * let sent: { requests: { custom_id: string; params: Record<string, unknown> }[] } | undefined;
+   * const fetchImpl = async (_url: string | URL | Request, init?: RequestInit) => {
+   *   sent = JSON.parse(String(init?.body));
+   *   return Response.json({
+   *     id: "msgbatch_01",
+   *     type: "message_batch",
+   *     processing_status: "in_progress",
+   *     request_counts: { processing: 2, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+   *     results_url: null,
+   *   });
+   * };
    * const client = new ProviderApiClient({
    *   apiKey: "<API_KEY>",
    *   baseUrl: "https://provider.example",
    *   defaultModel: "model-small",
    *   defaultMaxTokens: 256,
+   *   fetchImpl,
    * });
    * const batch = await client.submitBatch([
    *   { customId: "q1", body: { input: "First question" } },
    *   { customId: "q2", body: { input: "Second question" } },
    * ]);
-   * console.log(batch.batchId, batch.status); // "msgbatch_…" "in_progress"
+   * assert.equal(batch.batchId, "msgbatch_01");
+   * assert.equal(batch.status, "in_progress");
+   * // The client defaults went into every request.
+   * assert.deepEqual(
+   *   sent?.requests.map((r) => [r.custom_id, r.params.model, r.params.max_tokens]),
+   *   [["q1", "model-small", 256], ["q2", "model-small", 256]],
+   * );
    * ```
    */
   submitBatch(
@@ -364,10 +462,29 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
-   * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "https://provider.example" });
+   * const client = new ProviderApiClient({
+   *   apiKey: "<API_KEY>",
+   *   baseUrl: "https://provider.example",
+   *   fetchImpl: () =>
+   *     Promise.resolve(Response.json({
+   *       id: "msgbatch_01",
+   *       type: "message_batch",
+   *       processing_status: "in_progress",
+   *       request_counts: { processing: 1, succeeded: 2, errored: 0, canceled: 0, expired: 0 },
+   *       results_url: null,
+   *     })),
+   * });
    * const batch = await client.getBatch("msgbatch_01");
-   * console.log(batch.counts.succeeded);
+   * assert.equal(batch.status, "in_progress");
+   * assert.deepEqual(batch.counts, {
+   *   processing: 1,
+   *   succeeded: 2,
+   *   errored: 0,
+   *   canceled: 0,
+   *   expired: 0,
+   * });
    * ```
    */
   async getBatch(batchId: string, options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
@@ -380,9 +497,25 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
-   * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "https://provider.example" });
-   * console.log((await client.cancelBatch("msgbatch_01")).status); // "canceling"
+   * const requests: string[] = [];
+   * const client = new ProviderApiClient({
+   *   apiKey: "<API_KEY>",
+   *   baseUrl: "https://provider.example",
+   *   fetchImpl: (url, init) => {
+   *     requests.push(`${init?.method} ${url}`);
+   *     return Promise.resolve(Response.json({
+   *       id: "msgbatch_01",
+   *       type: "message_batch",
+   *       processing_status: "canceling",
+   *       request_counts: { processing: 3, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+   *       results_url: null,
+   *     }));
+   *   },
+   * });
+   * assert.equal((await client.cancelBatch("msgbatch_01")).status, "canceling");
+   * assert.deepEqual(requests, ["POST https://provider.example/v1/messages/batches/msgbatch_01/cancel"]);
    * ```
    */
   cancelBatch(batchId: string, options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
@@ -399,11 +532,42 @@ export class ProviderApiClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderApiClient } from "@automation/runtime/client";
-   * const client = new ProviderApiClient({ apiKey: "<API_KEY>", baseUrl: "https://provider.example" });
+   * const resultsUrl = "https://provider.example/v1/messages/batches/msgbatch_01/results";
+   * const message = (text: string) => ({
+   *   id: "msg_b1",
+   *   type: "message",
+   *   role: "assistant",
+   *   content: [{ type: "text", text }],
+   *   stop_reason: "end_turn",
+   * });
+   * // A stand-in for the provider: an ended batch, and its results as JSON lines.
+   * const fetchImpl = (url: string | URL | Request) =>
+   *   Promise.resolve(
+   *     String(url) === resultsUrl
+   *       ? new Response(
+   *         JSON.stringify({ custom_id: "q1", result: { type: "succeeded", message: message("4") } }) +
+   *           "\n" + JSON.stringify({ custom_id: "q2", result: { type: "expired" } }) + "\n",
+   *       )
+   *       : Response.json({
+   *         id: "msgbatch_01",
+   *         type: "message_batch",
+   *         processing_status: "ended",
+   *         request_counts: { processing: 0, succeeded: 1, errored: 0, canceled: 0, expired: 1 },
+   *         results_url: resultsUrl,
+   *       }),
+   *   );
+   * const client = new ProviderApiClient({
+   *   apiKey: "<API_KEY>",
+   *   baseUrl: "https://provider.example",
+   *   fetchImpl,
+   * });
+   * const seen: string[] = [];
    * for await (const result of client.getBatchResults("msgbatch_01")) {
-   *   if (result.type === "succeeded") console.log(result.customId, result.run.output);
+   *   seen.push(result.type === "succeeded" ? `${result.customId}: ${result.run.output}` : result.type);
    * }
+   * assert.deepEqual(seen, ["q1: 4", "expired"]);
    * ```
    */
   getBatchResults(

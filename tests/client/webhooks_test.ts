@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import {
   parseWebhookEvent,
@@ -369,4 +370,94 @@ Deno.test("bad options and argument types are programming errors", async () => {
   );
   await assert.rejects(signManagedAgentWebhook(BODY, SECRET, { id: "a.b" }), TypeError);
   await assert.rejects(signManagedAgentWebhook(BODY, SECRET, { timestampSeconds: 1.5 }), TypeError);
+});
+
+/** The reference: node:crypto's HMAC-SHA256 of `<id>.<timestamp>.<body>`, as a header value. */
+function referenceSignature(
+  secretBytes: Uint8Array,
+  id: string,
+  seconds: number,
+  body: string | Uint8Array,
+): string {
+  const mac = createHmac("sha256", secretBytes).update(`${id}.${seconds}.`).update(body);
+  return `v1,${mac.digest("base64")}`;
+}
+
+function envelopeOfLength(length: number, filler: string): string {
+  const base = JSON.stringify({
+    type: "event",
+    id: "wevt_len",
+    created_at: "2026-05-28T20:26:40Z",
+    data: { type: "agent.created", id: "agent_1", pad: "" },
+  });
+  // `filler` is one UTF-16 code unit; JSON.stringify keeps it as it is.
+  const pad = filler.repeat(Math.max(0, length - base.length));
+  return base.replace('"pad":""', `"pad":"${pad}"`);
+}
+
+Deno.test("short and long bodies, strings and bytes, sign like node:crypto on both hashing paths", async () => {
+  // Key lengths: short, one block, over a block (hashed first, per RFC 2104).
+  for (const keyLength of [1, 24, 32, 64, 65, 100]) {
+    const secretBytes = new Uint8Array(keyLength).map((_, i) => (i * 31 + keyLength) & 0xff);
+    const secret = "whsec_" + btoa(String.fromCharCode(...secretBytes));
+    // Every length modulo the 64-byte block (SHA-256 padding edges at 55 and 56), and lengths
+    // around the JavaScript/WebCrypto switch at 4 KiB.
+    const lengths = [...Array.from({ length: 64 }, (_, i) => 150 + i), 4095, 4096, 4097, 9000];
+    for (const length of [...lengths, 70_000]) {
+      for (const filler of ["x", "é", "€"]) {
+        const body = envelopeOfLength(length, filler);
+        const bytes = new TextEncoder().encode(body);
+        const expected = referenceSignature(secretBytes, "msg_len", NOW_S, body);
+        for (const raw of [body, bytes]) {
+          const headers = await signManagedAgentWebhook(raw, secret, {
+            id: "msg_len",
+            timestampSeconds: NOW_S,
+          });
+          assert.equal(headers["webhook-signature"], expected, `${keyLength} ${length} ${filler}`);
+          const event = await verifyManagedAgentWebhook(raw, headers, secret, { nowMs: NOW_MS });
+          assert.equal(event.id, "wevt_len");
+        }
+      }
+    }
+  }
+});
+
+Deno.test("many secrets in turn: each verifies only its own deliveries", async () => {
+  // More secrets than the key cache holds, twice over, so entries are evicted and rebuilt.
+  const secrets = Array.from(
+    { length: 20 },
+    (_, n) => "whsec_" + btoa(String.fromCharCode(...new Uint8Array(32).fill(n + 1))),
+  );
+  for (let pass = 0; pass < 2; pass++) {
+    for (const [n, secret] of secrets.entries()) {
+      const headers = signedHeaders(BODY, { secret });
+      const event = await verifyManagedAgentWebhook(BODY, headers, secret, { nowMs: NOW_MS });
+      assert.equal(event.id, "wevt_01");
+      const other = secrets[(n + 1) % secrets.length];
+      await rejects(
+        verifyManagedAgentWebhook(BODY, headers, other, { nowMs: NOW_MS }),
+        "invalidSignature",
+      );
+    }
+  }
+});
+
+Deno.test("concurrent verifications of different bodies do not mix up their signatures", async () => {
+  const bodies = Array.from({ length: 64 }, (_, n) => envelopeOfLength(200 + n * 150, "y"));
+  const results = await Promise.allSettled(
+    bodies.map((body, n) => {
+      const headers = signedHeaders(body, { id: `msg_${n}` });
+      // Every fifth delivery carries the next body's signature: it must fail, the rest pass.
+      const sent = n % 5 === 0 ? bodies[(n + 1) % bodies.length] : body;
+      return verifyManagedAgentWebhook(sent, headers, SECRET, { nowMs: NOW_MS });
+    }),
+  );
+  for (const [n, result] of results.entries()) {
+    if (n % 5 === 0) {
+      assert.equal(result.status, "rejected", `delivery ${n}`);
+      assert.equal((result as PromiseRejectedResult).reason.reason, "invalidSignature");
+    } else {
+      assert.equal(result.status, "fulfilled", `delivery ${n}`);
+    }
+  }
 });
