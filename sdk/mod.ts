@@ -27,6 +27,16 @@
  * }
  * ```
  *
+ * @example Start a run and read it back
+ * ```ts ignore
+ * const run = await client.runs.start(
+ *   { input: "Summarise the open issues", metadata: { agent_id: "agent_01" } },
+ *   { idempotencyKey: "nightly-summary-2026-07-23" },
+ * );
+ * console.log((await client.runs.get(run.runId)).state);
+ * for await (const past of client.runs.listAll({ state: "completed" })) console.log(past.runId);
+ * ```
+ *
  * @example Cancel a call
  * ```ts ignore
  * const controller = new AbortController();
@@ -37,6 +47,28 @@
  * @module
  */
 export { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
+export {
+  type ListRunsParams,
+  type RunPage,
+  type RunRecord,
+  RunsApi,
+  type SendRunMessageBody,
+  type StartRunBody,
+  type StartRunMetadata,
+} from "./runs.ts";
+export {
+  type AuditAction,
+  AuditApi,
+  type AuditEntry,
+  type AuditPage,
+  type ListAuditParams,
+} from "./audit.ts";
+export {
+  createRuntimeServiceProviderModule,
+  RUNTIME_SERVICE_PROVIDER_KIND,
+  type RuntimeServiceProviderOptions,
+  RuntimeServiceRunClient,
+} from "./provider_module.ts";
 export { RuntimeServiceError, type RuntimeServiceErrorInit } from "./errors.ts";
 export {
   type CallOptions,
