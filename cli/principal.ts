@@ -28,16 +28,20 @@ export const DEFAULT_PRINCIPAL_TTL_DAYS = 7;
 export const PRINCIPAL_HELP: string = `Usage:
   ${PROGRAM} principal issue --capabilities LIST [--ttl-days N | --expires-at TIME]
                                [--principal-id UUID] [--idempotency-key KEY]
+                               [--agent-ids LIST] [--max-active-runs N]
   ${PROGRAM} principal revoke ID [--idempotency-key KEY]
   ${PROGRAM} principal list
 
 issue   Issues a scoped principal and prints it as JSON on stdout, with its one-time bearer.
-        --capabilities LIST   comma-separated: session:read, session:write
+        --capabilities LIST   comma-separated: session:read, session:write, session:approve
         --ttl-days N          lifetime in days, 1 to 90 (default ${DEFAULT_PRINCIPAL_TTL_DAYS})
         --expires-at TIME     RFC 3339 expiry instead of --ttl-days
         --principal-id UUID   lower-case UUID (default: a random one)
         --idempotency-key KEY retry-safe key; to replay an earlier issue, repeat the same key,
                               --principal-id and --expires-at
+        --agent-ids LIST      comma-separated agent ids (1 to 32) the principal may start
+                              runs on (default: any agent the issuer may use)
+        --max-active-runs N   runs it may have active at once, 1 to 100 (service default 8)
 revoke  Revokes the principal ID; its bearer stops working at once.
 list    Prints the principals as JSON on stdout (never their bearers).
 
@@ -82,7 +86,15 @@ export async function principalCommand(args: string[]): Promise<number> {
 async function issue(args: string[]): Promise<number> {
   const parsed = parseArgs(args, {
     command: "principal",
-    string: ["capabilities", "ttl-days", "expires-at", "principal-id", "idempotency-key"],
+    string: [
+      "capabilities",
+      "ttl-days",
+      "expires-at",
+      "principal-id",
+      "idempotency-key",
+      "agent-ids",
+      "max-active-runs",
+    ],
   });
   if (parsed.help) {
     printOut(PRINCIPAL_HELP);
@@ -116,10 +128,24 @@ async function issue(args: string[]): Promise<number> {
     throw new UsageError("principal", "--principal-id must be a lower-case UUID");
   }
   const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
+  const agentIds = agentIdsFlag(parsed.strings.get("agent-ids"));
+  const maxText = parsed.strings.get("max-active-runs");
+  const maxActiveRuns = maxText === undefined ? undefined : parseIntegerFlag(maxText, {
+    command: "principal",
+    flag: "max-active-runs",
+    min: 1,
+    max: 100,
+  });
 
   const client = await clientFromEnvironment();
   const issued = await client.createPrincipal(
-    { principalId, capabilities: capabilities as RuntimeCapability[], expiresAt },
+    {
+      principalId,
+      capabilities: capabilities as RuntimeCapability[],
+      expiresAt,
+      agentIds,
+      maxActiveRuns,
+    },
     { idempotencyKey },
   );
   printOut(JSON.stringify(issued, null, 2));
@@ -159,4 +185,19 @@ async function list(args: string[]): Promise<number> {
   const principals = await client.listPrincipals();
   printOut(JSON.stringify(principals, null, 2));
   return 0;
+}
+
+function agentIdsFlag(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const ids = value.split(",");
+  if (
+    ids.length > 32 || new Set(ids).size !== ids.length ||
+    !ids.every((id) => /^[\x21-\x7e]{1,256}$/.test(id))
+  ) {
+    throw new UsageError(
+      "principal",
+      "--agent-ids must be 1 to 32 distinct comma-separated agent ids without spaces",
+    );
+  }
+  return ids;
 }

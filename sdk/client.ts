@@ -40,8 +40,9 @@ const MAX_DEADLINE_MS = 300_000;
  * Client of the runtime service. Every call sets `authorization`, `x-interface-version`
  * (`2026-07-23`), a fresh `x-correlation-id` and `x-deadline` (60 s ahead by default); mutating
  * calls send an `idempotency-key` (yours, or a random UUID kept identical across retries). Calls
- * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503, honouring
- * `Retry-After`, within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
+ * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503 (except 429
+ * `runQuotaExceeded` and 503 `providerNotConfigured`, which last), honouring `Retry-After`,
+ * within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
  *
  * @example
  * ```ts ignore

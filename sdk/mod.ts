@@ -3,7 +3,10 @@
  * (web standards only) and sets the shared request headers for you: `authorization`,
  * `x-interface-version`, a fresh `x-correlation-id`, `x-deadline`, and an `idempotency-key` on
  * mutating calls. Safe calls are retried on connection errors, 408, 409 `idempotencyInFlight`,
- * 429 and 503, honouring `Retry-After`; failures reject with {@linkcode RuntimeServiceError}.
+ * 429 and 503 (not `runQuotaExceeded` or `providerNotConfigured`, which last), honouring
+ * `Retry-After`; failures reject with {@linkcode RuntimeServiceError}. Runs are under
+ * `client.runs` ({@linkcode RunsApi}), the audit log under `client.audit` ({@linkcode AuditApi});
+ * {@linkcode createRuntimeServiceProviderModule} runs run-contract code through the service.
  *
  * @example Issue, list and revoke a principal
  * ```ts ignore

@@ -1,6 +1,6 @@
 /**
  * An in-test stand-in for the runtime service's runs gateway (`Deno.serve` on 127.0.0.1:0): the
- * routes `POST/GET /v1/runs`, `GET /v1/runs/{runId}`, `POST /v1/runs/{runId}/cancel`,
+ * routes `POST/GET /v1/runs`, `POST /v1/principals` (echoes the body with a bearer), `GET /v1/runs/{runId}`, `POST /v1/runs/{runId}/cancel`,
  * `POST /v1/runs/{runId}/messages` and `GET /v1/audit`, under the shared request rules (route,
  * bearer, interface version, correlation id, deadline, capability, idempotency key, content
  * type, JSON), with idempotent replay, per-principal agent lists and run quotas, and the error
@@ -202,6 +202,8 @@ export class FakeGateway {
       route = request.method === "POST"
         ? { method: "POST", capability: "session:write", json: true, name: "start" }
         : { method: "GET", capability: "session:read", json: false, name: "list" };
+    } else if (path === "/v1/principals") {
+      route = { method: "POST", capability: "authority:admin", json: true, name: "principal" };
     } else if (path === "/v1/audit") {
       route = { method: "GET", capability: "authority:admin", json: false, name: "audit" };
     } else if (segments.length === 3 && segments[0] === "v1" && segments[1] === "runs") {
@@ -278,6 +280,8 @@ export class FakeGateway {
           return store(202, this.#cancel(principal, route.run!, request));
         case "messages":
           return store(202, this.#message(principal, route.run!, parsed, request));
+        case "principal":
+          return store(201, { ...(parsed as Json), bearer: token() });
         default:
           return { status: 200, answer: this.#audit(url.searchParams) };
       }

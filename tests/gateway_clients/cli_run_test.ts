@@ -315,3 +315,42 @@ Deno.test("run and audit help and usage errors", async () => {
     assert.equal(gateway.requests.length, 0, "usage errors send nothing");
   });
 });
+
+Deno.test("principal issue --agent-ids and --max-active-runs send the run policy", async () => {
+  await withGateway(async (gateway, temp) => {
+    const env = envFor(gateway, temp, gateway.admin.token);
+    const result = await runCliWithInput([
+      "principal",
+      "issue",
+      "--capabilities",
+      "session:read,session:write",
+      "--agent-ids",
+      "agent_a,agent_b",
+      "--max-active-runs",
+      "3",
+    ], { env });
+    assert.equal(result.code, 0, result.stderr);
+    const body = JSON.parse(gateway.requestsTo("POST", "/v1/principals")[0].body);
+    assert.deepEqual(body.agentIds, ["agent_a", "agent_b"]);
+    assert.equal(body.maxActiveRuns, 3);
+    assert.deepEqual(JSON.parse(result.stdout).agentIds, ["agent_a", "agent_b"]);
+
+    for (
+      const extra of [
+        ["--agent-ids", "a,,b"],
+        ["--agent-ids", "a,a"],
+        ["--agent-ids", Array.from({ length: 33 }, (_, i) => `a${i}`).join(",")],
+        ["--max-active-runs", "0"],
+        ["--max-active-runs", "101"],
+      ]
+    ) {
+      const refused = await runCliWithInput(
+        ["principal", "issue", "--capabilities", "session:read", ...extra],
+        { env },
+      );
+      assert.equal(refused.code, 2, `${extra.join(" ")}: ${refused.stderr}`);
+      assert.equal(lines(refused.stderr).length, 1);
+    }
+    assert.equal(gateway.requestsTo("POST", "/v1/principals").length, 1);
+  });
+});

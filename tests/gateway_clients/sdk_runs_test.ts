@@ -343,3 +343,30 @@ Deno.test("an aborted signal stops a run call with the signal's reason", async (
     await gateway.close();
   }
 });
+
+Deno.test("createPrincipal sends the run policy: agentIds and maxActiveRuns", async () => {
+  const gateway = FakeGateway.start();
+  try {
+    const client = clientFor(gateway, gateway.admin.token);
+    const issued = await client.createPrincipal({
+      capabilities: ["session:read", "session:write"],
+      expiresAt: "2030-01-01T00:00:00Z",
+      agentIds: ["agent_a", "agent_b"],
+      maxActiveRuns: 3,
+    });
+    assert.deepEqual(issued.agentIds, ["agent_a", "agent_b"]);
+    const [sent] = gateway.requestsTo("POST", "/v1/principals");
+    const body = JSON.parse(sent.body);
+    assert.deepEqual(body.agentIds, ["agent_a", "agent_b"]);
+    assert.equal(body.maxActiveRuns, 3);
+
+    await client.createPrincipal({
+      capabilities: ["session:read"],
+      expiresAt: "2030-01-01T00:00:00Z",
+    });
+    const plain = JSON.parse(gateway.requestsTo("POST", "/v1/principals")[1].body);
+    assert.deepEqual(Object.keys(plain).sort(), ["capabilities", "expiresAt", "principalId"]);
+  } finally {
+    await gateway.close();
+  }
+});
