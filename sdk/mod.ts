@@ -85,3 +85,23 @@ export {
   type RuntimeInfo,
   type RuntimePrincipal,
 } from "./types.ts";
+// The run contract's types the SDK's own signatures use, so this entry point documents itself.
+export type {
+  RunStreamEvent,
+  RunStreamHandlers,
+  RunStreamOptions,
+  RunStreamResult,
+  RuntimeBatchRequest,
+  RuntimeBatchResult,
+  RuntimeBatchStatus,
+  RuntimeCapabilities,
+  RuntimeCapabilityName,
+  RuntimeClient,
+  RuntimeRunInput,
+  RuntimeRunStartBody,
+  RuntimeRunState,
+  RuntimeRunStatus,
+  RuntimeUsage,
+} from "../client/contract.ts";
+export type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
+export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "../client/_http.ts";
