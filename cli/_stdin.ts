@@ -59,9 +59,10 @@ export async function readSecretFromStdin(prompt: string): Promise<string> {
     const text = await readStdinText(MAX_SECRET_BYTES);
     return text.replace(/\r?\n$/, "");
   }
-  Deno.stderr.writeSync(new TextEncoder().encode(prompt));
+  // Raw mode before the prompt: nothing typed after the prompt appears can be echoed.
   Deno.stdin.setRaw(true);
   try {
+    Deno.stderr.writeSync(new TextEncoder().encode(prompt));
     return await readHiddenLine();
   } finally {
     Deno.stdin.setRaw(false);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parse as parseDotenv } from "dotenv";
 import { parsePlainDotenv } from "../../server/bootstrap/_plain_dotenv.ts";
-import { makeTempHome } from "../support/cli.ts";
+import { CLI_PERMISSIONS, makeTempHome, REPO_ROOT } from "../support/cli.ts";
 import { lines, runCliWithInput } from "./_cli.ts";
 
 const KEY = "sk-prov-0123456789abcdefABCDEF_xyz";
@@ -203,4 +203,78 @@ Deno.test("provider help and usage errors; the key is never taken as an argument
   } finally {
     await temp.cleanup();
   }
+});
+
+async function hasScript(): Promise<boolean> {
+  if (Deno.build.os !== "linux") return false;
+  try {
+    return (await new Deno.Command("script", { args: ["--version"] }).output()).success;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `provider init` on a pseudo-terminal (util-linux `script`) and types `typed` at the prompt. */
+async function initOnTerminal(
+  temp: Awaited<ReturnType<typeof makeTempHome>>,
+  path: string,
+  typed: string,
+): Promise<{ code: number; transcript: string }> {
+  const command = [Deno.execPath(), "run", ...CLI_PERMISSIONS, `${REPO_ROOT}cli/main.ts`]
+    .concat(["provider", "init", "--path", path])
+    .map((word) => `'${word}'`).join(" ");
+  const child = new Deno.Command("script", {
+    args: ["-q", "-e", "-c", command, "/dev/null"],
+    env: { ...temp.env, SHELL: "/bin/sh" },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  let transcript = "";
+  const reading = (async () => {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      transcript += chunk;
+    }
+  })();
+  const writer = child.stdin.getWriter();
+  try {
+    // Type only once the prompt is shown, as a person would.
+    while (!transcript.includes("Provider API key: ")) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await writer.write(new TextEncoder().encode(typed));
+    const status = await child.status;
+    await reading;
+    return { code: status.code, transcript };
+  } finally {
+    clearTimeout(timer);
+    await writer.close().catch(() => {});
+  }
+}
+
+Deno.test({
+  name: "on a terminal the key is typed without echo, and Ctrl-C writes nothing",
+  ignore: !(await hasScript()),
+  async fn() {
+    const temp = await makeTempHome();
+    try {
+      const path = `${temp.home}/tty/provider.env`;
+      const typed = await initOnTerminal(temp, path, `${KEY}x\x7f\r`);
+      assert.equal(typed.code, 0, typed.transcript);
+      assert.ok(!typed.transcript.includes(KEY), `echoed: ${typed.transcript}`);
+      assert.deepEqual(parsePlainDotenv(await Deno.readTextFile(path)), {
+        AUTOMATION_RUNTIME_PROVIDER_API_KEY: KEY,
+      }, "backspace removed the extra character");
+
+      const cancelledPath = `${temp.home}/tty/cancelled.env`;
+      const cancelled = await initOnTerminal(temp, cancelledPath, `${OTHER_KEY.slice(0, 6)}\x03`);
+      assert.equal(cancelled.code, 1, cancelled.transcript);
+      assert.ok(cancelled.transcript.includes("Cancelled"), cancelled.transcript);
+      await assert.rejects(Deno.stat(cancelledPath), Deno.errors.NotFound);
+    } finally {
+      await temp.cleanup();
+    }
+  },
 });
