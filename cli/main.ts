@@ -9,6 +9,7 @@
  * deno task cli init
  * deno task start
  * AUTOMATION_RUNTIME_TOKEN=... deno task cli principal list
+ * AUTOMATION_RUNTIME_TOKEN=... deno task cli run start --agent agent_01 --message "Hello"
  * ```
  *
  * @module
@@ -28,6 +29,13 @@ Commands:
   principal issue        Issue a scoped principal (prints its one-time bearer)
   principal revoke ID    Revoke a principal
   principal list         List principals
+  provider init          Store the provider API key (read from stdin) for serve
+  run start              Start a run of an agent (message from --message or stdin)
+  run list               List runs, newest first
+  run get ID             Show a run
+  run send ID            Send a follow-up message to a run
+  run cancel ID          Cancel a run
+  audit list             List audit log entries
 
 Run \`${PROGRAM} <command> --help\` for the options of a command.
 Client commands read the bearer from AUTOMATION_RUNTIME_TOKEN (else the secret file) and the
@@ -59,6 +67,12 @@ export async function main(args: string[]): Promise<number> {
         return await serveCommand(rest);
       case "principal":
         return await (await import("./principal.ts")).principalCommand(rest);
+      case "provider":
+        return await (await import("./provider.ts")).providerCommand(rest);
+      case "run":
+        return await (await import("./run.ts")).runCommand(rest);
+      case "audit":
+        return await (await import("./audit.ts")).auditCommand(rest);
       default:
         throw new UsageError("", `Unknown command ${command.slice(0, 40)}`);
     }

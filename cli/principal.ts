@@ -7,25 +7,20 @@
  *
  * @module
  */
-import { RuntimeServiceClient, RuntimeServiceError } from "../sdk/mod.ts";
+import { RuntimeServiceError } from "../sdk/mod.ts";
 import type { RuntimeCapability } from "../sdk/mod.ts";
-import { SECRET_FILE_VARIABLE } from "../server/bootstrap/resolve.ts";
-import { defaultSecretFilePath, readSecretFile } from "../server/bootstrap/secret_file.ts";
-import {
-  BOOTSTRAP_VARIABLES,
-  checkBearerSyntax,
-  parseCapabilityList,
-} from "../server/bootstrap/variables.ts";
+import { parseCapabilityList } from "../server/bootstrap/variables.ts";
 import { parseRfc3339 } from "../server/time.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import {
+  CLIENT_ENVIRONMENT_HELP,
+  clientFromEnvironment,
+  describeServiceError,
+  idempotencyKeyFlag,
+} from "./_client.ts";
 import { printErr, printOut, PROGRAM, reportError } from "./_output.ts";
 
-/** Environment variable holding the caller's bearer. */
-export const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
-/** Environment variable holding the service URL. */
-export const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
-/** Service URL used when `AUTOMATION_RUNTIME_URL` is unset. */
-export const DEFAULT_URL = "http://127.0.0.1:7777";
+export { DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE } from "./_client.ts";
 /** Default lifetime of an issued principal, in days. */
 export const DEFAULT_PRINCIPAL_TTL_DAYS = 7;
 
@@ -33,26 +28,26 @@ export const DEFAULT_PRINCIPAL_TTL_DAYS = 7;
 export const PRINCIPAL_HELP: string = `Usage:
   ${PROGRAM} principal issue --capabilities LIST [--ttl-days N | --expires-at TIME]
                                [--principal-id UUID] [--idempotency-key KEY]
+                               [--agent-ids LIST] [--max-active-runs N]
   ${PROGRAM} principal revoke ID [--idempotency-key KEY]
   ${PROGRAM} principal list
 
 issue   Issues a scoped principal and prints it as JSON on stdout, with its one-time bearer.
-        --capabilities LIST   comma-separated: session:read, session:write
+        --capabilities LIST   comma-separated: session:read, session:write, session:approve
         --ttl-days N          lifetime in days, 1 to 90 (default ${DEFAULT_PRINCIPAL_TTL_DAYS})
         --expires-at TIME     RFC 3339 expiry instead of --ttl-days
         --principal-id UUID   lower-case UUID (default: a random one)
         --idempotency-key KEY retry-safe key; to replay an earlier issue, repeat the same key,
                               --principal-id and --expires-at
+        --agent-ids LIST      comma-separated agent ids (1 to 32) the principal may start
+                              runs on (default: any agent the issuer may use)
+        --max-active-runs N   runs it may have active at once, 1 to 100 (service default 8)
 revoke  Revokes the principal ID; its bearer stops working at once.
 list    Prints the principals as JSON on stdout (never their bearers).
 
-Environment:
-  ${TOKEN_VARIABLE}  bearer of the caller (else the bootstrap bearer from the secret file,
-                            $${SECRET_FILE_VARIABLE} or the default path); never pass it as an argument
-  ${URL_VARIABLE}    service URL (default ${DEFAULT_URL})`;
+${CLIENT_ENVIRONMENT_HELP}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/;
 
 /**
  * Runs `principal` with the arguments after the word `principal` and returns the exit code: 0 on
@@ -91,7 +86,15 @@ export async function principalCommand(args: string[]): Promise<number> {
 async function issue(args: string[]): Promise<number> {
   const parsed = parseArgs(args, {
     command: "principal",
-    string: ["capabilities", "ttl-days", "expires-at", "principal-id", "idempotency-key"],
+    string: [
+      "capabilities",
+      "ttl-days",
+      "expires-at",
+      "principal-id",
+      "idempotency-key",
+      "agent-ids",
+      "max-active-runs",
+    ],
   });
   if (parsed.help) {
     printOut(PRINCIPAL_HELP);
@@ -124,11 +127,25 @@ async function issue(args: string[]): Promise<number> {
   if (!UUID.test(principalId)) {
     throw new UsageError("principal", "--principal-id must be a lower-case UUID");
   }
-  const idempotencyKey = idempotencyKeyFlag(parsed.strings.get("idempotency-key"));
+  const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
+  const agentIds = agentIdsFlag(parsed.strings.get("agent-ids"));
+  const maxText = parsed.strings.get("max-active-runs");
+  const maxActiveRuns = maxText === undefined ? undefined : parseIntegerFlag(maxText, {
+    command: "principal",
+    flag: "max-active-runs",
+    min: 1,
+    max: 100,
+  });
 
   const client = await clientFromEnvironment();
   const issued = await client.createPrincipal(
-    { principalId, capabilities: capabilities as RuntimeCapability[], expiresAt },
+    {
+      principalId,
+      capabilities: capabilities as RuntimeCapability[],
+      expiresAt,
+      agentIds,
+      maxActiveRuns,
+    },
     { idempotencyKey },
   );
   printOut(JSON.stringify(issued, null, 2));
@@ -151,7 +168,7 @@ async function revoke(args: string[]): Promise<number> {
   if (!UUID.test(principalId)) {
     throw new UsageError("principal", "The principal ID must be a lower-case UUID");
   }
-  const idempotencyKey = idempotencyKeyFlag(parsed.strings.get("idempotency-key"));
+  const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
   const client = await clientFromEnvironment();
   await client.revokePrincipal(principalId, { idempotencyKey });
   printErr(`Revoked principal ${principalId}`);
@@ -170,58 +187,17 @@ async function list(args: string[]): Promise<number> {
   return 0;
 }
 
-function idempotencyKeyFlag(value: string | undefined): string | undefined {
-  if (value !== undefined && !IDEMPOTENCY_KEY.test(value)) {
+function agentIdsFlag(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const ids = value.split(",");
+  if (
+    ids.length > 32 || new Set(ids).size !== ids.length ||
+    !ids.every((id) => /^[\x21-\x7e]{1,256}$/.test(id))
+  ) {
     throw new UsageError(
       "principal",
-      "--idempotency-key must be 1 to 128 printable ASCII characters",
+      "--agent-ids must be 1 to 32 distinct comma-separated agent ids without spaces",
     );
   }
-  return value;
-}
-
-async function clientFromEnvironment(): Promise<RuntimeServiceClient> {
-  const baseUrl = Deno.env.get(URL_VARIABLE) || DEFAULT_URL;
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new Error(`${URL_VARIABLE} is not a valid URL`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`${URL_VARIABLE} must be an http or https URL`);
-  }
-  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
-    throw new Error(`${URL_VARIABLE} must not carry credentials, a query or a fragment`);
-  }
-  return new RuntimeServiceClient({ baseUrl: url, token: await resolveToken() });
-}
-
-async function resolveToken(): Promise<string> {
-  const fromEnv = Deno.env.get(TOKEN_VARIABLE);
-  if (fromEnv !== undefined) {
-    if (!/^[\x21-\x7e]+$/.test(fromEnv)) {
-      throw new Error(`${TOKEN_VARIABLE} is empty or holds characters a bearer cannot contain`);
-    }
-    return fromEnv;
-  }
-  const named = Deno.env.get(SECRET_FILE_VARIABLE);
-  const path = named !== undefined && named.trim() !== "" ? named : defaultSecretFilePath();
-  const values = await readSecretFile(path);
-  if (values === null) {
-    throw new Error(
-      `No bearer: set ${TOKEN_VARIABLE} or run \`${PROGRAM} init\` (no secret file at ${path})`,
-    );
-  }
-  const token = values[BOOTSTRAP_VARIABLES.token];
-  const problem = checkBearerSyntax(token);
-  if (problem !== null) throw new Error(`${BOOTSTRAP_VARIABLES.token} in ${path} ${problem}`);
-  return token;
-}
-
-function describeServiceError(error: RuntimeServiceError): Error {
-  const status = error.status === 0 ? "" : `HTTP ${error.status}, `;
-  return new Error(
-    `${error.message} (${status}${error.code}, correlation id ${error.correlationId})`,
-  );
+  return ids;
 }

@@ -13,7 +13,7 @@ import {
 } from "./contract.ts";
 
 /** The kinds of provider module a registry can host. */
-export type ProviderModuleKind = "provider-sdk" | "provider-managed-agents";
+export type ProviderModuleKind = "provider-sdk" | "provider-managed-agents" | "runtime-service";
 
 /**
  * Builds a frozen capability map from the names a client supports: every one of the eleven
@@ -50,6 +50,8 @@ export function declareCapabilities(
  * - `provider-sdk` ({@linkcode ProviderApiClient}, stateless messages API): runs, streaming and
  *   message batches.
  * - `provider-managed-agents` (`ProviderManagedAgentClient`, sessions): runs and streaming.
+ * - `runtime-service` (the runtime service's run client, in the SDK): runs (start, read,
+ *   cancel); it does not stream yet.
  *
  * Teams, kanban, workspace and the other names are served by neither.
  *
@@ -65,6 +67,7 @@ export const PROVIDER_CAPABILITY_DECLARATION: Readonly<
 > = Object.freeze({
   "provider-sdk": Object.freeze(["runs", "streaming", "batch"] as const),
   "provider-managed-agents": Object.freeze(["runs", "streaming"] as const),
+  "runtime-service": Object.freeze(["runs"] as const),
 });
 
 const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Object.freeze({
@@ -72,6 +75,7 @@ const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Objec
   "provider-managed-agents": declareCapabilities(
     PROVIDER_CAPABILITY_DECLARATION["provider-managed-agents"],
   ),
+  "runtime-service": declareCapabilities(PROVIDER_CAPABILITY_DECLARATION["runtime-service"]),
 });
 
 /**

@@ -9,17 +9,27 @@
 const RETRYABLE_STATUSES = new Set([408, 429, 503]);
 
 /**
- * Whether an answer may be retried: 408, 429, 503, and 409 when the service says the same
- * idempotency key is still in flight.
+ * Codes of 429 and 503 answers that a retry within one call cannot cure: the service has no
+ * provider credential until its operator adds one, and a principal's run quota stays full until
+ * one of its runs ends.
+ */
+const LASTING_CODES = new Set(["providerNotConfigured", "runQuotaExceeded"]);
+
+/**
+ * Whether an answer may be retried: 408, 429, 503 (except `providerNotConfigured` and
+ * `runQuotaExceeded`, which last), and 409 when the service says the same idempotency key is
+ * still in flight.
  *
  * @example
  * ```ts
  * import { isRetryableAnswer } from "./_retry.ts";
  * console.log(isRetryableAnswer(409, "idempotencyInFlight")); // true
  * console.log(isRetryableAnswer(409, "principalExists")); // false
+ * console.log(isRetryableAnswer(503, "providerNotConfigured")); // false
  * ```
  */
 export function isRetryableAnswer(status: number, code: string): boolean {
+  if (LASTING_CODES.has(code)) return false;
   return RETRYABLE_STATUSES.has(status) || (status === 409 && code === "idempotencyInFlight");
 }
 

@@ -4,7 +4,10 @@
  *
  * @module
  */
+import { AuditApi } from "./audit.ts";
 import { RuntimeServiceError } from "./errors.ts";
+import { RunsApi } from "./runs.ts";
+import { type Answer, idempotencyKeyOf, type RequestSpec } from "./_request.ts";
 import { backoffDelay, isRetryableAnswer, parseRetryAfter, sleep } from "./_retry.ts";
 import {
   type CallOptions,
@@ -32,29 +35,14 @@ export interface RuntimeServiceClientOptions {
 }
 
 const MAX_DEADLINE_MS = 300_000;
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/;
-
-interface RequestSpec {
-  method: "GET" | "POST" | "DELETE";
-  path: string;
-  body?: unknown;
-  authenticated: boolean;
-  idempotencyKey?: string;
-  options: CallOptions;
-}
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: unknown;
-}
 
 /**
  * Client of the runtime service. Every call sets `authorization`, `x-interface-version`
  * (`2026-07-23`), a fresh `x-correlation-id` and `x-deadline` (60 s ahead by default); mutating
  * calls send an `idempotency-key` (yours, or a random UUID kept identical across retries). Calls
- * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503, honouring
- * `Retry-After`, within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
+ * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503 (except 429
+ * `runQuotaExceeded` and 503 `providerNotConfigured`, which last), honouring `Retry-After`,
+ * within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
  *
  * @example
  * ```ts ignore
@@ -77,6 +65,11 @@ export class RuntimeServiceClient {
   #fetch: typeof fetch;
   #deadlineMs: number;
   #maxRetries: number;
+
+  /** Runs of managed agents: start, read, list, cancel, follow up (see {@linkcode RunsApi}). */
+  readonly runs: RunsApi = new RunsApi((spec) => this.#request(spec));
+  /** The audit log, for `authority:admin` callers (see {@linkcode AuditApi}). */
+  readonly audit: AuditApi = new AuditApi((spec) => this.#request(spec));
 
   /**
    * Creates a client. Throws a `TypeError` when `baseUrl` or `token` is missing or malformed and a
@@ -172,11 +165,13 @@ export class RuntimeServiceClient {
     const expiresAt = params.expiresAt instanceof Date
       ? params.expiresAt.toISOString()
       : params.expiresAt;
-    const body = {
+    const body: Record<string, unknown> = {
       principalId: params.principalId ?? crypto.randomUUID(),
       capabilities: [...params.capabilities],
       expiresAt,
     };
+    if (params.agentIds !== undefined) body.agentIds = [...params.agentIds];
+    if (params.maxActiveRuns !== undefined) body.maxActiveRuns = params.maxActiveRuns;
     const answer = await this.#request({
       method: "POST",
       path: "/v1/principals",
@@ -387,6 +382,7 @@ function toServiceError(answer: Answer, correlationId: string): RuntimeServiceEr
     message: typeof message === "string" ? message : `HTTP ${answer.status}`,
     correlationId: typeof reported === "string" ? reported : echoed,
     details,
+    retryAfterMs: parseRetryAfter(answer.headers.get("retry-after")) ?? undefined,
   });
 }
 
@@ -424,12 +420,4 @@ function checkDeadline(deadlineMs: number): number {
     throw new RangeError("deadlineMs must be from 1 to 300000");
   }
   return deadlineMs;
-}
-
-function idempotencyKeyOf(options: MutatingCallOptions): string {
-  const key = options.idempotencyKey ?? crypto.randomUUID();
-  if (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key)) {
-    throw new TypeError("idempotencyKey must be 1 to 128 printable ASCII characters");
-  }
-  return key;
 }

@@ -1,5 +1,16 @@
 /**
- * The SDK's error family.
+ * The SDK's error family: one class, {@linkcode RuntimeServiceError}, with the service's stable
+ * `code`. The codes of the runs gateway, besides the shared ones:
+ *
+ * | status | `code` | fields on the error |
+ * |---|---|---|
+ * | 503 | `providerNotConfigured` | – (the service has no provider credential; not retried) |
+ * | 502 | `providerError` | `providerStatus`, `providerErrorType` |
+ * | 503 | `providerUnavailable` | `retryAfterMs` (retried within the call's deadline) |
+ * | 404 | `runNotFound` | – (unknown run, or another principal's) |
+ * | 403 | `agentNotAllowed` | – |
+ * | 429 | `runQuotaExceeded` | `retryAfterMs` (not retried: it lasts until one of your runs ends) |
+ * | 422 | `invalidRequest` | `details` |
  *
  * @module
  */
@@ -18,6 +29,8 @@ export interface RuntimeServiceErrorInit {
   correlationId: string;
   /** Further fields of the error body, such as `requiredCapability` or `details`. */
   details?: Readonly<Record<string, unknown>>;
+  /** The answer's `Retry-After`, in ms, when it carried one. */
+  retryAfterMs?: number;
   /** The underlying failure, for connection errors. */
   cause?: unknown;
 }
@@ -53,6 +66,8 @@ export class RuntimeServiceError extends Error {
   readonly correlationId: string;
   /** Further fields of the error body. */
   readonly details: Readonly<Record<string, unknown>>;
+  /** The answer's `Retry-After` in ms (429 and 503 answers), or undefined. */
+  readonly retryAfterMs: number | undefined;
 
   /**
    * Creates the error.
@@ -78,5 +93,52 @@ export class RuntimeServiceError extends Error {
     this.layer = init.layer;
     this.correlationId = init.correlationId;
     this.details = Object.freeze({ ...init.details });
+    this.retryAfterMs = init.retryAfterMs;
+  }
+
+  /**
+   * The provider's HTTP status, on a 502 `providerError` (the provider refused the call).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceError } from "./errors.ts";
+   * const error = new RuntimeServiceError({
+   *   status: 502,
+   *   code: "providerError",
+   *   layer: "provider",
+   *   message: "The provider refused the call",
+   *   correlationId: crypto.randomUUID(),
+   *   details: { providerStatus: 529, providerErrorType: "overloaded_error" },
+   * });
+   * assert.equal(error.providerStatus, 529);
+   * assert.equal(error.providerErrorType, "overloaded_error");
+   * ```
+   */
+  get providerStatus(): number | undefined {
+    const value = this.details.providerStatus;
+    return typeof value === "number" ? value : undefined;
+  }
+
+  /**
+   * The provider's `error.type`, on a 502 `providerError` (such as `rate_limit_error`).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceError } from "./errors.ts";
+   * const error = new RuntimeServiceError({
+   *   status: 404,
+   *   code: "runNotFound",
+   *   layer: "interface",
+   *   message: "No such run",
+   *   correlationId: crypto.randomUUID(),
+   * });
+   * assert.equal(error.providerErrorType, undefined);
+   * ```
+   */
+  get providerErrorType(): string | undefined {
+    const value = this.details.providerErrorType;
+    return typeof value === "string" ? value : undefined;
   }
 }

@@ -8,7 +8,11 @@
 export const RUNTIME_INTERFACE_VERSION = "2026-07-23";
 
 /** A capability a principal may hold. */
-export type RuntimeCapability = "session:read" | "session:write" | "authority:admin";
+export type RuntimeCapability =
+  | "session:read"
+  | "session:write"
+  | "session:approve"
+  | "authority:admin";
 
 /** A principal as the service describes it (never with a bearer, except at creation). */
 export interface RuntimePrincipal {
@@ -18,6 +22,10 @@ export interface RuntimePrincipal {
   capabilities: RuntimeCapability[];
   /** RFC 3339 UTC expiry. */
   expiresAt: string;
+  /** Agent ids the principal may start runs on; absent: any its issuer may use. */
+  agentIds?: string[];
+  /** How many runs the principal may have active at once. */
+  maxActiveRuns?: number;
 }
 
 /** The 201 answer of {@linkcode RuntimeServiceClient.createPrincipal}: the only time the bearer is shown. */
@@ -47,6 +55,13 @@ export interface CreatePrincipalParams {
    * retries send the identical body). Pass one when you reuse an `idempotencyKey` across calls.
    */
   principalId?: string;
+  /**
+   * The 1 to 32 agent ids the principal may start runs on (a subset of the issuer's own list
+   * when it has one). Absent: any agent the issuer may use.
+   */
+  agentIds?: readonly string[];
+  /** Active runs the principal may have at once, 1 to 100 (service default 8). */
+  maxActiveRuns?: number;
 }
 
 /** Options every call takes. */
@@ -82,4 +97,10 @@ export interface RuntimeInfo {
   capabilities: RuntimeCapability[];
   /** The caller's expiry, RFC 3339. */
   expiresAt: string;
+  /** Whether the service can start runs (false while it has no provider credential). */
+  runs?: boolean;
+  /** Agent ids the caller may start runs on, when it is limited to some. */
+  agentIds?: string[];
+  /** How many runs the caller may have active at once. */
+  maxActiveRuns?: number;
 }

@@ -1,0 +1,231 @@
+/**
+ * `automation-runtime run start|list|get|send|cancel`: runs of managed agents through the
+ * runtime service, with the SDK. Each command prints the service's answer as JSON on stdout.
+ *
+ * Mutating commands (`start`, `send`, `cancel`) send an idempotency key: a fresh random one per
+ * invocation (the SDK reuses it for its own retries), or `--idempotency-key KEY` so that a
+ * script that reruns a command after a failure or a timeout does not start, send or cancel
+ * twice: the same key with the same request replays the first answer.
+ *
+ * @module
+ */
+import { type ListRunsParams, RuntimeServiceError, type StartRunBody } from "../sdk/mod.ts";
+import { parseArgs, type ParsedArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import {
+  CLIENT_ENVIRONMENT_HELP,
+  clientFromEnvironment,
+  describeServiceError,
+  idempotencyKeyFlag,
+} from "./_client.ts";
+import { printOut, PROGRAM, reportError } from "./_output.ts";
+import { readStdinText } from "./_stdin.ts";
+
+/** Largest message read from standard input: the service's default body limit. */
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+const RUN_STATES = ["queued", "running", "requires_action", "completed", "failed", "cancelled"];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ID = /^[\x21-\x7e]{1,256}$/;
+
+/** Help text of `run`. */
+export const RUN_HELP: string = `Usage:
+  ${PROGRAM} run start [--agent ID] [--environment ID] [--title T] [--message TEXT]
+                         [--idempotency-key KEY]
+  ${PROGRAM} run list [--state S] [--limit N] [--principal ID] [--cursor C] [--all]
+  ${PROGRAM} run get ID
+  ${PROGRAM} run send ID [--message TEXT] [--idempotency-key KEY]
+  ${PROGRAM} run cancel ID [--idempotency-key KEY]
+
+start   Starts a run and prints its record. The message comes from --message, else from
+        standard input (piped). --agent and --environment default to the service's defaults.
+list    Prints one page of runs, newest first: {"runs": [...], "nextCursor": ...}.
+        --state S        queued, running, requires_action, completed, failed or cancelled
+        --limit N        page size, 1 to 100 (default 20)
+        --principal ID   another principal's runs (admins and approvers)
+        --cursor C       the nextCursor of the previous page
+        --all            every page (--limit is then the page size); nextCursor is null
+get     Prints the run ID's record.
+send    Sends a follow-up message (from --message, else standard input) and prints the record.
+cancel  Asks the provider to stop the run and prints the record; it becomes cancelled.
+
+--idempotency-key KEY  1 to 128 printable characters; rerunning the same command with the same
+                       key (and message) replays the first answer instead of acting twice.
+                       Default: a fresh key per invocation.
+
+${CLIENT_ENVIRONMENT_HELP}`;
+
+/**
+ * Runs `run` with the arguments after the word `run` and returns the exit code: 0 on success,
+ * 1 when the service refused or could not be reached, 2 on a usage error.
+ *
+ * @example
+ * ```ts ignore
+ * import { runCommand } from "./run.ts";
+ * Deno.exit(await runCommand(["get", "sesn_01"]));
+ * ```
+ */
+export async function runCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  try {
+    switch (sub) {
+      case "--help":
+      case "-h":
+        printOut(RUN_HELP);
+        return 0;
+      case "start":
+        return await start(rest);
+      case "list":
+        return await list(rest);
+      case "get":
+        return await get(rest);
+      case "send":
+        return await send(rest);
+      case "cancel":
+        return await cancel(rest);
+      case undefined:
+        throw new UsageError("run", "Missing subcommand: start, list, get, send or cancel");
+      default:
+        throw new UsageError("run", `Unknown subcommand ${sub.slice(0, 40)}`);
+    }
+  } catch (error) {
+    return reportError(error instanceof RuntimeServiceError ? describeServiceError(error) : error);
+  }
+}
+
+async function start(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, {
+    command: "run",
+    string: ["agent", "environment", "title", "message", "idempotency-key"],
+  });
+  if (parsed.help) return help();
+  const agent = idFlag(parsed, "agent");
+  const environment = idFlag(parsed, "environment");
+  const title = parsed.strings.get("title");
+  const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
+  const input = await messageOf(parsed);
+  const body: StartRunBody = { input };
+  if (title !== undefined) body.title = title;
+  if (agent !== undefined || environment !== undefined) {
+    body.metadata = {};
+    if (agent !== undefined) body.metadata.agent_id = agent;
+    if (environment !== undefined) body.metadata.environment_id = environment;
+  }
+  const client = await clientFromEnvironment();
+  printJson(await client.runs.start(body, { idempotencyKey }));
+  return 0;
+}
+
+async function list(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, {
+    command: "run",
+    string: ["state", "limit", "principal", "cursor"],
+    boolean: ["all"],
+  });
+  if (parsed.help) return help();
+  const state = parsed.strings.get("state");
+  if (state !== undefined && !RUN_STATES.includes(state)) {
+    throw new UsageError("run", `--state must be one of ${RUN_STATES.join(", ")}`);
+  }
+  const limitText = parsed.strings.get("limit");
+  const limit = limitText === undefined
+    ? undefined
+    : parseIntegerFlag(limitText, { command: "run", flag: "limit", min: 1, max: 100 });
+  const principalId = parsed.strings.get("principal");
+  if (principalId !== undefined && !UUID.test(principalId)) {
+    throw new UsageError("run", "--principal must be a lower-case UUID");
+  }
+  const cursor = parsed.strings.get("cursor");
+  const all = parsed.booleans.has("all");
+  if (all && cursor !== undefined) throw new UsageError("run", "Give either --all or --cursor");
+  const params = { limit, state: state as ListRunsParams["state"], principalId };
+  const client = await clientFromEnvironment();
+  if (all) {
+    const runs = [];
+    for await (const run of client.runs.listAll(params)) runs.push(run);
+    printJson({ runs, nextCursor: null });
+  } else {
+    printJson(await client.runs.list({ ...params, cursor }));
+  }
+  return 0;
+}
+
+async function get(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, { command: "run", maxPositionals: 1 });
+  if (parsed.help) return help();
+  const runId = runIdOf(parsed);
+  const client = await clientFromEnvironment();
+  printJson(await client.runs.get(runId));
+  return 0;
+}
+
+async function send(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, {
+    command: "run",
+    string: ["message", "idempotency-key"],
+    maxPositionals: 1,
+  });
+  if (parsed.help) return help();
+  const runId = runIdOf(parsed);
+  const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
+  const input = await messageOf(parsed);
+  const client = await clientFromEnvironment();
+  printJson(await client.runs.send(runId, { input }, { idempotencyKey }));
+  return 0;
+}
+
+async function cancel(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, {
+    command: "run",
+    string: ["idempotency-key"],
+    maxPositionals: 1,
+  });
+  if (parsed.help) return help();
+  const runId = runIdOf(parsed);
+  const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
+  const client = await clientFromEnvironment();
+  printJson(await client.runs.cancel(runId, { idempotencyKey }));
+  return 0;
+}
+
+function help(): number {
+  printOut(RUN_HELP);
+  return 0;
+}
+
+function printJson(value: unknown): void {
+  printOut(JSON.stringify(value, null, 2));
+}
+
+function runIdOf(parsed: ParsedArgs): string {
+  const [runId] = parsed.positionals;
+  if (runId === undefined) throw new UsageError("run", "Missing run ID");
+  if (!ID.test(runId) || runId === "." || runId === "..") {
+    throw new UsageError("run", "The run ID must be 1 to 256 printable characters");
+  }
+  return runId;
+}
+
+function idFlag(parsed: ParsedArgs, flag: string): string | undefined {
+  const value = parsed.strings.get(flag);
+  if (value !== undefined && !ID.test(value)) {
+    throw new UsageError("run", `--${flag} must be 1 to 256 printable characters`);
+  }
+  return value;
+}
+
+/**
+ * The message of `start` and `send`: `--message`, else standard input when it is not a terminal,
+ * without the one line break that ends a piped line.
+ */
+async function messageOf(parsed: ParsedArgs): Promise<string> {
+  const flag = parsed.strings.get("message");
+  if (flag !== undefined) return flag;
+  if (Deno.stdin.isTerminal()) {
+    throw new UsageError("run", "Give the message with --message or pipe it on standard input");
+  }
+  const text = await readStdinText(MAX_MESSAGE_BYTES);
+  if (text.trim() === "") {
+    throw new UsageError("run", "No message: standard input is empty; give --message TEXT");
+  }
+  return text.replace(/\r?\n$/, "");
+}

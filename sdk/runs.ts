@@ -1,0 +1,482 @@
+/**
+ * `client.runs`: the runs of managed agents that the runtime service starts and steers for its
+ * principals, with the service holding the provider credential. Web standards only.
+ *
+ * | method | request | answer | needs |
+ * |---|---|---|---|
+ * | {@linkcode RunsApi.start} | `POST /v1/runs` | 201 {@linkcode RunRecord} | `session:write` |
+ * | {@linkcode RunsApi.get} | `GET /v1/runs/{runId}` | 200 {@linkcode RunRecord} | `session:read` |
+ * | {@linkcode RunsApi.list} | `GET /v1/runs` | 200 {@linkcode RunPage} | `session:read` |
+ * | {@linkcode RunsApi.cancel} | `POST /v1/runs/{runId}/cancel` | 202 {@linkcode RunRecord} | `session:write` |
+ * | {@linkcode RunsApi.send} | `POST /v1/runs/{runId}/messages` | 202 {@linkcode RunRecord} | `session:write` |
+ *
+ * Retries: reads are retried as every read is. `start`, `cancel` and `send` always carry an
+ * `idempotency-key` (yours, or a random UUID generated once per call), so the service
+ * deduplicates them and the client retries them too, with the same key, on connection errors,
+ * 408, 409 `idempotencyInFlight`, 429 `resourceExhausted` and 503 `providerUnavailable`. Not
+ * retried: 503 `providerNotConfigured` and 429 `runQuotaExceeded` (they last), 502
+ * `providerError` (the provider refused). Pass your own `idempotencyKey` to make a retry by a
+ * later process (a rerun script) safe as well.
+ *
+ * @module
+ */
+import type { RuntimeRunInput, RuntimeRunState, RuntimeUsage } from "../client/contract.ts";
+import {
+  type Answer,
+  idempotencyKeyOf,
+  idSegment,
+  invalidAnswer,
+  isObject,
+  queryOf,
+  type SendRequest,
+} from "./_request.ts";
+import type { CallOptions, MutatingCallOptions } from "./types.ts";
+
+/**
+ * A run as the service records it. `runId` is the provider's session id.
+ */
+export interface RunRecord {
+  /** The run's id (the provider's session id). */
+  runId: string;
+  /** The principal that started it. */
+  principalId: string;
+  /** The agent it runs. */
+  agentId: string;
+  /** The agent version, when one was pinned. */
+  agentVersion?: number;
+  /** The environment it runs in. */
+  environmentId: string;
+  /** The title given at start. */
+  title?: string;
+  /** Where the run is: `queued`, `running`, `requires_action`, `completed`, `failed`, `cancelled`. */
+  state: RuntimeRunState;
+  /** Why the run last stopped, when it did. */
+  stopReason?: string;
+  /** Token usage, where the provider reports it. */
+  usage?: RuntimeUsage;
+  /** The sequence number of the run's newest event (0 before the first). */
+  lastEventSeq: number;
+  /** RFC 3339 creation time. */
+  createdAt: string;
+  /** RFC 3339 time of the last change. */
+  updatedAt: string;
+  /** RFC 3339 time the run ended, once it did. */
+  endedAt?: string;
+}
+
+/** Provider options of a run start; each is optional when the service has a default. */
+export interface StartRunMetadata {
+  /** The agent to run (default: the service's default agent). */
+  agent_id?: string;
+  /** The environment to run in (default: the service's default environment). */
+  environment_id?: string;
+  /** A pinned agent version (a whole number of at least 1). */
+  agent_version?: number;
+  /** Resources to mount, in the provider's shape. */
+  resources?: Record<string, unknown>[];
+  /** Vault ids the run may use. */
+  vault_ids?: string[];
+}
+
+/** The body of {@linkcode RunsApi.start}. */
+export interface StartRunBody {
+  /** The first message: a prompt, or a conversation. */
+  input: string | RuntimeRunInput[];
+  /** A title to recognise the run by. */
+  title?: string;
+  /** Which agent and environment, and further provider options. */
+  metadata?: StartRunMetadata;
+}
+
+/** The body of {@linkcode RunsApi.send}. */
+export interface SendRunMessageBody {
+  /** The follow-up message: a prompt, or a conversation. */
+  input: string | RuntimeRunInput[];
+}
+
+/** Parameters of {@linkcode RunsApi.list}. */
+export interface ListRunsParams {
+  /** Page size, 1 to 100 (service default 20). */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Only runs in this state. */
+  state?: RuntimeRunState;
+  /** Only this principal's runs (admins and approvers; a plain reader sees only its own). */
+  principalId?: string;
+}
+
+/** One page of {@linkcode RunsApi.list}: newest first. */
+export interface RunPage {
+  /** The runs of this page. */
+  runs: RunRecord[];
+  /** The cursor of the next page, or null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * The runs of the runtime service, as `client.runs` of a `RuntimeServiceClient`. Failures
+ * reject with `RuntimeServiceError` (`runNotFound`, `agentNotAllowed`, `runQuotaExceeded`,
+ * `providerError`, `providerNotConfigured`, `providerUnavailable`, …); invalid arguments throw
+ * a `TypeError` or `RangeError` before anything is sent.
+ *
+ * @example Start a run, follow up, cancel it
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient } from "./client.ts";
+ *
+ * // An in-process stand-in for the service, so the example runs anywhere.
+ * const seen: string[] = [];
+ * const client = new RuntimeServiceClient({
+ *   baseUrl: "http://127.0.0.1:7777",
+ *   token: "art_" + "x".repeat(43),
+ *   fetch: (input, init) => {
+ *     const url = new URL(String(input));
+ *     seen.push(`${init?.method} ${url.pathname}`);
+ *     const state = url.pathname.endsWith("/cancel") ? "cancelled" : "running";
+ *     return Promise.resolve(Response.json({
+ *       runId: "sesn_1", principalId: "p", agentId: "agent_1", environmentId: "env_1",
+ *       state, lastEventSeq: 0, createdAt: "2026-07-23T00:00:00Z",
+ *       updatedAt: "2026-07-23T00:00:00Z",
+ *     }, { status: init?.method === "POST" && url.pathname === "/v1/runs" ? 201 : 202 }));
+ *   },
+ * });
+ *
+ * const run = await client.runs.start(
+ *   { input: "Summarise the open issues", metadata: { agent_id: "agent_1" } },
+ *   { idempotencyKey: "nightly-summary-2026-07-23" },
+ * );
+ * await client.runs.send(run.runId, { input: "Only the security ones" });
+ * const cancelled = await client.runs.cancel(run.runId);
+ * assert.equal(cancelled.state, "cancelled");
+ * assert.deepEqual(seen, [
+ *   "POST /v1/runs",
+ *   "POST /v1/runs/sesn_1/messages",
+ *   "POST /v1/runs/sesn_1/cancel",
+ * ]);
+ * ```
+ */
+export class RunsApi {
+  readonly #send: SendRequest;
+
+  /**
+   * Binds the group to a client's request function; reach it as `client.runs`.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * import { RunsApi } from "./runs.ts";
+   * const client = new RuntimeServiceClient({ baseUrl: "http://127.0.0.1:7777", token: "art_x" });
+   * assert.ok(client.runs instanceof RunsApi);
+   * ```
+   */
+  constructor(send: SendRequest) {
+    this.#send = send;
+  }
+
+  /**
+   * Starts a run (`POST /v1/runs`, `session:write`) and resolves with its record (201). The
+   * agent and environment come from `metadata` or the service's defaults; a principal limited
+   * to some agents gets 403 `agentNotAllowed` for any other, and 429 `runQuotaExceeded` once it
+   * has its maximum of active runs.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let body = "";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (_input, init) => {
+   *     body = String(init?.body);
+   *     return Promise.resolve(Response.json({
+   *       runId: "sesn_2", principalId: "p", agentId: "agent_1", environmentId: "env_1",
+   *       title: "triage", state: "queued", lastEventSeq: 0,
+   *       createdAt: "2026-07-23T00:00:00Z", updatedAt: "2026-07-23T00:00:00Z",
+   *     }, { status: 201 }));
+   *   },
+   * });
+   * const run = await client.runs.start({ input: "Triage", title: "triage" });
+   * assert.equal(run.state, "queued");
+   * assert.deepEqual(JSON.parse(body), { input: "Triage", title: "triage" });
+   * ```
+   */
+  async start(body: StartRunBody, options: MutatingCallOptions = {}): Promise<RunRecord> {
+    const payload = startPayload(body);
+    const answer = await this.#send({
+      method: "POST",
+      path: "/v1/runs",
+      body: payload,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return runRecordOf(answer);
+  }
+
+  /**
+   * Reads a run (`GET /v1/runs/{runId}`, `session:read`). Another principal's run, or an
+   * unknown one, rejects with 404 `runNotFound`.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * import { RuntimeServiceError } from "./errors.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () =>
+   *     Promise.resolve(Response.json({
+   *       error: { code: "runNotFound", layer: "interface", message: "No such run", correlationId: "c" },
+   *     }, { status: 404 })),
+   * });
+   * await assert.rejects(
+   *   client.runs.get("sesn_unknown"),
+   *   (error) => error instanceof RuntimeServiceError && error.code === "runNotFound",
+   * );
+   * ```
+   */
+  async get(runId: string, options: CallOptions = {}): Promise<RunRecord> {
+    const answer = await this.#send({
+      method: "GET",
+      path: `/v1/runs/${idSegment(runId, "runId")}`,
+      authenticated: true,
+      options,
+    });
+    return runRecordOf(answer);
+  }
+
+  /**
+   * Lists runs newest first (`GET /v1/runs`, `session:read`), one page. Pass the page's
+   * `nextCursor` as `cursor` for the next one, or walk every page with
+   * {@linkcode RunsApi.listAll}.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let query = "";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (input) => {
+   *     query = new URL(String(input)).search;
+   *     return Promise.resolve(Response.json({ runs: [], nextCursor: null }));
+   *   },
+   * });
+   * const page = await client.runs.list({ limit: 5, state: "running" });
+   * assert.deepEqual(page, { runs: [], nextCursor: null });
+   * assert.equal(query, "?limit=5&state=running");
+   * ```
+   */
+  async list(params: ListRunsParams = {}, options: CallOptions = {}): Promise<RunPage> {
+    const answer = await this.#send({
+      method: "GET",
+      path: `/v1/runs${listQuery(params)}`,
+      authenticated: true,
+      options,
+    });
+    const body = answer.body;
+    if (!isObject(body) || !Array.isArray(body.runs)) {
+      throw invalidAnswer(answer, "The run list answer has no runs array");
+    }
+    const runs = body.runs.map((run) => checkedRecord(answer, run));
+    const next = body.nextCursor;
+    return { runs, nextCursor: typeof next === "string" && next !== "" ? next : null };
+  }
+
+  /**
+   * Every run matching `params`, page after page (`limit` is the page size), newest first.
+   * Stops at the last page; `options.signal` stops it between and during pages.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const record = (runId: string) => ({
+   *   runId, principalId: "p", agentId: "a", environmentId: "e", state: "completed",
+   *   lastEventSeq: 3, createdAt: "2026-07-23T00:00:00Z", updatedAt: "2026-07-23T00:00:00Z",
+   * });
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (input) => {
+   *     const cursor = new URL(String(input)).searchParams.get("cursor");
+   *     return Promise.resolve(Response.json(
+   *       cursor === null
+   *         ? { runs: [record("r3"), record("r2")], nextCursor: "page2" }
+   *         : { runs: [record("r1")], nextCursor: null },
+   *     ));
+   *   },
+   * });
+   * const ids: string[] = [];
+   * for await (const run of client.runs.listAll({ limit: 2 })) ids.push(run.runId);
+   * assert.deepEqual(ids, ["r3", "r2", "r1"]);
+   * ```
+   */
+  async *listAll(
+    params: Omit<ListRunsParams, "cursor"> = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<RunRecord, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.list({ ...params, cursor }, options);
+      yield* page.runs;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Asks the provider to stop a run (`POST /v1/runs/{runId}/cancel`, `session:write`, no body)
+   * and resolves with its record (202); the run becomes `cancelled` once it stops.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const sent: Headers[] = [];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (_input, init) => {
+   *     sent.push(new Headers(init?.headers));
+   *     return Promise.resolve(Response.json({
+   *       runId: "sesn_3", principalId: "p", agentId: "a", environmentId: "e",
+   *       state: "running", lastEventSeq: 4, createdAt: "2026-07-23T00:00:00Z",
+   *       updatedAt: "2026-07-23T00:00:05Z",
+   *     }, { status: 202 }));
+   *   },
+   * });
+   * await client.runs.cancel("sesn_3", { idempotencyKey: "cancel-sesn_3" });
+   * assert.equal(sent[0].get("idempotency-key"), "cancel-sesn_3");
+   * assert.equal(sent[0].get("content-type"), null);
+   * ```
+   */
+  async cancel(runId: string, options: MutatingCallOptions = {}): Promise<RunRecord> {
+    const answer = await this.#send({
+      method: "POST",
+      path: `/v1/runs/${idSegment(runId, "runId")}/cancel`,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return runRecordOf(answer);
+  }
+
+  /**
+   * Sends a follow-up message (`POST /v1/runs/{runId}/messages`, `session:write`) and resolves
+   * with the run's record (202). A message may start a finished run again.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let body = "";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (_input, init) => {
+   *     body = String(init?.body);
+   *     return Promise.resolve(Response.json({
+   *       runId: "sesn_4", principalId: "p", agentId: "a", environmentId: "e",
+   *       state: "running", lastEventSeq: 9, createdAt: "2026-07-23T00:00:00Z",
+   *       updatedAt: "2026-07-23T00:01:00Z",
+   *     }, { status: 202 }));
+   *   },
+   * });
+   * const run = await client.runs.send("sesn_4", { input: "And now the tests" });
+   * assert.equal(run.state, "running");
+   * assert.deepEqual(JSON.parse(body), { input: "And now the tests" });
+   * ```
+   */
+  async send(
+    runId: string,
+    body: SendRunMessageBody,
+    options: MutatingCallOptions = {},
+  ): Promise<RunRecord> {
+    const segment = idSegment(runId, "runId");
+    if (!isObject(body)) throw new TypeError("send needs a body object: { input }");
+    const payload = { input: checkedInput(body.input) };
+    const answer = await this.#send({
+      method: "POST",
+      path: `/v1/runs/${segment}/messages`,
+      body: payload,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return runRecordOf(answer);
+  }
+}
+
+const RUN_STATES: ReadonlySet<string> = new Set([
+  "queued",
+  "running",
+  "requires_action",
+  "completed",
+  "failed",
+  "cancelled",
+]);
+
+function checkedInput(input: unknown): string | RuntimeRunInput[] {
+  if (typeof input === "string") {
+    if (input === "") throw new TypeError("input must not be empty");
+    return input;
+  }
+  if (Array.isArray(input) && input.length > 0 && input.every(isObject)) {
+    return input as unknown as RuntimeRunInput[];
+  }
+  throw new TypeError("input must be a non-empty string or a non-empty array of messages");
+}
+
+/** The start body with its fields in a fixed order, so a retried or rerun call is identical. */
+function startPayload(body: StartRunBody): Record<string, unknown> {
+  if (!isObject(body)) throw new TypeError("start needs a body object: { input, ... }");
+  const payload: Record<string, unknown> = { input: checkedInput(body.input) };
+  if (body.title !== undefined) {
+    if (typeof body.title !== "string") throw new TypeError("title must be a string");
+    payload.title = body.title;
+  }
+  if (body.metadata !== undefined) {
+    if (!isObject(body.metadata)) throw new TypeError("metadata must be an object");
+    payload.metadata = body.metadata;
+  }
+  return payload;
+}
+
+function listQuery(params: ListRunsParams): string {
+  if (params === null || typeof params !== "object") {
+    throw new TypeError("list params must be an object");
+  }
+  const { limit, cursor, state, principalId } = params;
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
+    throw new RangeError("limit must be an integer from 1 to 100");
+  }
+  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
+    throw new TypeError("cursor must be a non-empty string");
+  }
+  if (state !== undefined && !RUN_STATES.has(state)) {
+    throw new TypeError(`state must be one of ${[...RUN_STATES].join(", ")}`);
+  }
+  if (principalId !== undefined && (typeof principalId !== "string" || principalId === "")) {
+    throw new TypeError("principalId must be a non-empty string");
+  }
+  return queryOf({ limit, cursor, state, principalId });
+}
+
+function checkedRecord(answer: Answer, value: unknown): RunRecord {
+  if (
+    !isObject(value) || typeof value.runId !== "string" || typeof value.state !== "string" ||
+    typeof value.principalId !== "string"
+  ) {
+    throw invalidAnswer(answer, "The runtime service answered with a malformed run record");
+  }
+  return value as unknown as RunRecord;
+}
+
+function runRecordOf(answer: Answer): RunRecord {
+  return checkedRecord(answer, answer.body);
+}
