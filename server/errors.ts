@@ -2,8 +2,15 @@
  * The service's error family: {@linkcode InterfaceError}, the table of stable codes with their
  * HTTP status and layer, and {@linkcode toResponse} which renders the JSON error body.
  *
+ * Anything thrown while a request is answered becomes its answer in one place,
+ * {@linkcode errorResponse} (through {@linkcode refusalFor}): the server's chains, the MCP
+ * endpoint and the MCP tools all go through it.
+ *
  * @module
  */
+import type { RequestContext } from "./context.ts";
+import type { LogFields, RuntimeLogger } from "./log.ts";
+import { StoreUnavailableError } from "./store/types.ts";
 
 /** Which part of the service refused the request. */
 export type ErrorLayer = "interface" | "auth" | "authority" | "idempotency" | "internal";
@@ -199,4 +206,78 @@ export function toResponse(error: InterfaceError, correlationId: string): Respon
  */
 export function internalError(): InterfaceError {
   return new InterfaceError("internal", "Internal error");
+}
+
+/**
+ * The refusal answered for anything thrown while a request was answered: an
+ * {@linkcode InterfaceError} as it is; a {@linkcode StoreUnavailableError} as 503
+ * `storeUnavailable` with `Retry-After: 1`; anything else as 500 `internal`. The last two are
+ * logged with `fields` (the error's name, never its message for an unexpected one, which may
+ * quote a secret); the caller sees no internals.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { refusalFor } from "./errors.ts";
+ * import { createJsonLogger } from "./log.ts";
+ * const lines: string[] = [];
+ * const logger = createJsonLogger({ write: (text) => lines.push(text) });
+ * const refusal = refusalFor(new TypeError("secret detail"), logger, { path: "/v1/x" });
+ * assert.equal(refusal.code, "internal");
+ * assert.equal(JSON.parse(lines[0]).msg, "unexpected failure");
+ * assert.ok(!lines[0].includes("secret detail"));
+ * ```
+ */
+export function refusalFor(
+  error: unknown,
+  logger: RuntimeLogger,
+  fields: LogFields,
+): InterfaceError {
+  if (error instanceof InterfaceError) return error;
+  if (error instanceof StoreUnavailableError) {
+    logger.error("store unavailable", {
+      errorName: error.name,
+      message: error.message,
+      ...fields,
+    });
+    return new InterfaceError("storeUnavailable", "The authority store is unavailable", {
+      headers: { "retry-after": "1" },
+    });
+  }
+  logger.error("unexpected failure", {
+    errorName: error instanceof Error ? error.name : typeof error,
+    ...fields,
+  });
+  return internalError();
+}
+
+/**
+ * The response for anything thrown while `context`'s request was answered: the error body of
+ * {@linkcode refusalFor}'s refusal, under the request's correlation id. This is the error
+ * handler every chain is composed with.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RequestContext } from "./context.ts";
+ * import { errorResponse, InterfaceError } from "./errors.ts";
+ * import { createJsonLogger } from "./log.ts";
+ * const context = new RequestContext(new Request("http://localhost/v1/x"), Date.now());
+ * const logger = createJsonLogger({ write: () => {} });
+ * const response = errorResponse(new InterfaceError("notFound", "No route"), context, logger);
+ * assert.equal(response.status, 404);
+ * assert.equal((await response.json()).error.code, "notFound");
+ * ```
+ */
+export function errorResponse(
+  error: unknown,
+  context: RequestContext,
+  logger: RuntimeLogger,
+): Response {
+  const refusal = refusalFor(error, logger, {
+    method: context.method,
+    path: context.path,
+    correlationId: context.responseCorrelationId,
+  });
+  return toResponse(refusal, context.responseCorrelationId);
 }

@@ -32,16 +32,16 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import { compose, type Next, type Step } from "../chain.ts";
+import { compose, type Next, type Rule } from "../chain.ts";
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
-import { InterfaceError, toResponse } from "../errors.ts";
+import { errorResponse, InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { authenticateStep } from "../rules/authenticate.ts";
+import { authenticateRule } from "../rules/authenticate.ts";
 import { readLimitedBody } from "../rules/body.ts";
-import { correlationStep } from "../rules/correlation.ts";
-import { deadlineStep } from "../rules/deadline.ts";
-import { duplicatesStep } from "../rules/duplicates.ts";
-import { quotaStep } from "../rules/quota.ts";
+import { correlationRule } from "../rules/correlation.ts";
+import { deadlineRule } from "../rules/deadline.ts";
+import { duplicatesRule } from "../rules/duplicates.ts";
+import { quotaRule } from "../rules/quota.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
 import { SessionEventStore } from "./event_store.ts";
@@ -213,9 +213,9 @@ function onBodyEnd(response: Response, done: () => void): Response {
 
 function whenPresent(
   present: (context: RequestContext) => boolean,
-  step: Step<RequestContext>,
-): Step<RequestContext> {
-  return (context, next) => present(context) ? step(context, next) : next();
+  rule: Rule<RequestContext>,
+): Rule<RequestContext> {
+  return (context, next) => present(context) ? rule(context, next) : next();
 }
 
 /**
@@ -257,32 +257,31 @@ export function createMcpEndpoint(
     return now < (parseRfc3339(record.expiresAt) ?? Number.NaN);
   }
 
-  /** Rule 1 and 2, CORS, and rendering of the runtime's own refusals. */
-  async function guard(context: RequestContext, next: Next): Promise<Response> {
+  /** Rule 1: the origin and host. Its refusal carries no CORS headers. */
+  function origins(context: RequestContext, next: Next): Response | Promise<Response> {
     const refusal = policy.check(context.request);
-    if (refusal !== null) return toResponse(refusal, context.responseCorrelationId);
-    const origin = context.request.headers.get("origin");
-    let response: Response;
-    try {
-      if (context.method === "OPTIONS") {
-        response = preflight(origin !== null);
-      } else if (!SERVED.includes(context.method)) {
-        throw new InterfaceError(
-          "methodNotAllowed",
-          `Method ${context.method} is not allowed here`,
-          {
-            headers: { allow: ALLOW },
-            extra: { allowedMethods: SERVED },
-          },
-        );
-      } else {
-        response = await next();
-      }
-    } catch (error) {
-      if (!(error instanceof InterfaceError)) throw error;
-      response = toResponse(error, context.responseCorrelationId);
+    if (refusal !== null) throw refusal;
+    return next();
+  }
+
+  /** CORS headers (and the echoed deadline) on every answer after rule 1, refusals included. */
+  async function cors(context: RequestContext, next: Next): Promise<Response> {
+    const response = await next();
+    return decorate(response, context, context.request.headers.get("origin"));
+  }
+
+  /** Rule 2, and the answer to a CORS preflight. */
+  function methods(context: RequestContext, next: Next): Response | Promise<Response> {
+    if (context.method === "OPTIONS") {
+      return preflight(context.request.headers.get("origin") !== null);
     }
-    return decorate(response, context, origin);
+    if (!SERVED.includes(context.method)) {
+      throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
+        headers: { allow: ALLOW },
+        extra: { allowedMethods: SERVED },
+      });
+    }
+    return next();
   }
 
   function preflight(cors: boolean): Response {
@@ -410,15 +409,17 @@ export function createMcpEndpoint(
     }
   }
 
-  const chain = compose<RequestContext>(
-    guard,
-    duplicatesStep(),
-    authenticateStep(services.authenticator),
-    whenPresent((context) => context.correlationHeader !== null, correlationStep()),
-    whenPresent((context) => context.deadlineHeader !== null, deadlineStep()),
-    quotaStep(services.quota),
+  const chain = compose<RequestContext>([
+    origins,
+    cors,
+    methods,
+    duplicatesRule(),
+    authenticateRule(services.authenticator),
+    whenPresent((context) => context.correlationHeader !== null, correlationRule()),
+    whenPresent((context) => context.deadlineHeader !== null, deadlineRule()),
+    quotaRule(services.quota),
     dispatch,
-  );
+  ], { onError: (error, context) => errorResponse(error, context, services.logger) });
 
   const routes: RouteDefinition[] = ROUTED.map((method) => ({
     method,

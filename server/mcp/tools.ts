@@ -21,7 +21,7 @@
 import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { AuthenticatedPrincipal } from "../context.ts";
-import { type ErrorBody, errorBody, InterfaceError, internalError } from "../errors.ts";
+import { type ErrorBody, errorBody, refusalFor } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type CreatePrincipalBody, principalRoutes } from "../routes/principals.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -29,7 +29,7 @@ import { runtimeRoutes } from "../routes/runtime.ts";
 import { deadlineExceeded } from "../rules/deadline.ts";
 import { invalidRequest } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
-import { CAPABILITIES, type Capability, StoreUnavailableError } from "../store/types.ts";
+import { CAPABILITIES, type Capability } from "../store/types.ts";
 import { type RouteOutcome, runRoute } from "./_dispatch.ts";
 
 /** The `_meta` key set on a result replayed for a repeated idempotency key. */
@@ -191,7 +191,6 @@ export class McpToolset {
    */
   constructor(services: RuntimeServices, options: McpToolsetOptions = {}) {
     this.#services = services;
-    const store = services.store;
     const principals = principalRoutes(services);
     const runtime = findRoute(runtimeRoutes(), "GET", "/v1/runtime");
     const list = findRoute(principals, "GET", "/v1/principals");
@@ -212,7 +211,7 @@ export class McpToolset {
           annotations: readOnly(),
         },
         run: (args, call) =>
-          runRoute(runtime, { store }, {
+          runRoute(runtime, services, {
             ...call,
             path: toolPath("runtime_info"),
             prepare: () => parseArguments(noArguments, args),
@@ -230,7 +229,7 @@ export class McpToolset {
           annotations: readOnly(),
         },
         run: (args, call) =>
-          runRoute(list, { store }, {
+          runRoute(list, services, {
             ...call,
             path: toolPath("principals_list"),
             prepare: () => parseArguments(noArguments, args),
@@ -256,7 +255,7 @@ export class McpToolset {
         },
         run: (args, call) => {
           const { idempotencyKey, ...body } = args;
-          return runRoute(issue, { store }, {
+          return runRoute(issue, services, {
             ...call,
             path: toolPath("principal_issue"),
             body,
@@ -288,7 +287,7 @@ export class McpToolset {
         },
         run: async (args, call) => {
           const principalId = typeof args.principalId === "string" ? args.principalId : "";
-          const outcome = await runRoute(revoke, { store }, {
+          const outcome = await runRoute(revoke, services, {
             ...call,
             path: toolPath("principal_revoke"),
             params: { principalId },
@@ -360,21 +359,10 @@ export class McpToolset {
       const body = entry.shape?.(outcome, input) ?? outcome.body;
       return success(body as Record<string, unknown>, outcome.replayed);
     } catch (error) {
-      return failure(errorBody(this.#refusal(error, name), correlationId));
+      return failure(
+        errorBody(refusalFor(error, this.#services.logger, { tool: name }), correlationId),
+      );
     }
-  }
-
-  #refusal(error: unknown, name: string): InterfaceError {
-    if (error instanceof InterfaceError) return error;
-    if (error instanceof StoreUnavailableError) {
-      this.#services.logger.error("store unavailable", { tool: name, message: error.message });
-      return new InterfaceError("storeUnavailable", "The authority store is unavailable");
-    }
-    this.#services.logger.error("mcp tool failed", {
-      tool: name,
-      errorName: error instanceof Error ? error.name : typeof error,
-    });
-    return internalError();
   }
 }
 

@@ -15,7 +15,6 @@ import { InterfaceError } from "../errors.ts";
 import type { BodySchema, RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
-import { IdempotencyKeyUsedError } from "../rules/idempotency.ts";
 import {
   CAPABILITIES,
   type Capability,
@@ -250,7 +249,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         response: { status: 201, body: JSON.stringify(publicBody) },
         expiresAt: key.expiresAt,
       });
-      if (typeof outcome !== "string") throw new IdempotencyKeyUsedError(outcome);
+      if (typeof outcome !== "string") return await key.used(outcome);
       result = outcome;
     } else {
       result = await store.createPrincipal(record, {
@@ -261,7 +260,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       });
     }
     if (result === "exists") throw principalExists();
-    if (key !== null) key.completed = true;
+    key?.recorded();
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -81,20 +81,11 @@ export function findDuplicate(context: RequestContext): InterfaceError | null {
   return null;
 }
 
-/**
- * The duplicate-header step.
- *
- * @example
- * ```ts
- * import { compose } from "../chain.ts";
- * import type { RequestContext } from "../context.ts";
- * import { duplicatesStep } from "./duplicates.ts";
- * const chain = compose<RequestContext>(duplicatesStep(), () => new Response("ok"));
- * ```
- */
-export function duplicatesStep(): GuardStep<RequestContext> {
-  return guardStep(function duplicates(context: RequestContext): void {
+/** The duplicate-header rule. */
+export function duplicatesRule(): Rule<RequestContext> {
+  return function duplicates(context: RequestContext, next: Next) {
     const error = findDuplicate(context);
     if (error !== null) throw error;
-  });
+    return next();
+  };
 }

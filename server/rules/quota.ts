@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { EagerNext, EagerStep } from "../chain.ts";
+import { type Next, type Rule, whileAnswering } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -90,28 +90,13 @@ export function quotaExceeded(): InterfaceError {
 }
 
 /**
- * The quota step: holds a slot until the rest of the chain has answered (at once when it
+ * The quota rule: holds a slot until the rest of the chain has answered (at once when it
  * answers synchronously, else when its promise settles).
- *
- * @example
- * ```ts
- * import { InFlightQuota, quotaStep } from "./quota.ts";
- * const step = quotaStep(new InFlightQuota(64));
- * ```
  */
-export function quotaStep(quota: InFlightQuota): EagerStep<RequestContext> {
-  return function inFlight(context: RequestContext, next: EagerNext): Response | Promise<Response> {
+export function quotaRule(quota: InFlightQuota): Rule<RequestContext> {
+  return function inFlight(context: RequestContext, next: Next) {
     const principalId = context.principal?.principalId ?? "";
     if (!quota.acquire(principalId)) throw quotaExceeded();
-    let result: Response | Promise<Response>;
-    try {
-      result = next();
-    } catch (error) {
-      quota.release(principalId);
-      throw error;
-    }
-    if (result instanceof Promise) return result.finally(() => quota.release(principalId));
-    quota.release(principalId);
-    return result;
+    return whileAnswering(next, () => quota.release(principalId));
   };
 }
