@@ -58,9 +58,10 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isValidCorrelationId } from "./context.ts";
- * console.log(isValidCorrelationId(crypto.randomUUID())); // true
- * console.log(isValidCorrelationId("abc")); // false
+ * assert.equal(isValidCorrelationId(crypto.randomUUID()), true);
+ * assert.equal(isValidCorrelationId("abc"), false);
  * ```
  */
 export function isValidCorrelationId(value: string): boolean {
@@ -73,9 +74,10 @@ export function isValidCorrelationId(value: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isUuid } from "./context.ts";
- * console.log(isUuid("6F1C3D1E-8A6B-4A0E-9D7E-2F4B5C6D7E8F")); // true
- * console.log(isUuid("6f1c3d1e8a6b4a0e9d7e2f4b5c6d7e8f")); // false
+ * assert.equal(isUuid("6F1C3D1E-8A6B-4A0E-9D7E-2F4B5C6D7E8F"), true);
+ * assert.equal(isUuid("6f1c3d1e8a6b4a0e9d7e2f4b5c6d7e8f"), false);
  * ```
  */
 export function isUuid(value: string): boolean {
@@ -104,9 +106,11 @@ const UUID_SHAPE = Uint8Array.from(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RequestContext } from "./context.ts";
  * const context = new RequestContext(new Request("http://localhost/v1/runtime?x=1"), Date.now());
- * console.log(context.path, context.query); // "/v1/runtime" "?x=1"
+ * assert.equal(context.path, "/v1/runtime");
+ * assert.equal(context.query, "?x=1");
  * ```
  */
 export class RequestContext {
@@ -156,9 +160,10 @@ export class RequestContext {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RequestContext } from "./context.ts";
    * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
-   * console.log(context.method); // "GET"
+   * assert.equal(context.method, "GET");
    * ```
    */
   constructor(request: Request, now: number) {
@@ -211,10 +216,11 @@ export class RequestContext {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RequestContext } from "./context.ts";
    * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
    * const response = context.json('{"ok":true}', 200, { "cache-control": "no-store" });
-   * console.log(response.headers.get("x-content-type-options")); // "nosniff"
+   * assert.equal(response.headers.get("x-content-type-options"), "nosniff");
    * ```
    */
   json(body: string | null, status = 200, extra?: Record<string, string>): Response {

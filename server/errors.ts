@@ -94,11 +94,13 @@ export interface InterfaceErrorOptions extends ErrorOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InterfaceError } from "./errors.ts";
  * const error = new InterfaceError("missingHeader", "Header x-deadline is required", {
  *   extra: { header: "x-deadline" },
  * });
- * console.log(error.status, error.layer); // 400 "interface"
+ * assert.equal(error.status, 400);
+ * assert.equal(error.layer, "interface");
  * ```
  */
 export class InterfaceError extends Error {
@@ -118,8 +120,11 @@ export class InterfaceError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InterfaceError } from "./errors.ts";
-   * throw new InterfaceError("notFound", "Principal not found", { layer: "authority" });
+   * const error = new InterfaceError("notFound", "Principal not found", { layer: "authority" });
+   * assert.equal(error.status, 404);
+   * assert.equal(error.layer, "authority");
    * ```
    */
   constructor(code: ErrorCode, message: string, options?: InterfaceErrorOptions) {
@@ -156,9 +161,10 @@ export interface ErrorBody {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { errorBody, InterfaceError } from "./errors.ts";
  * const body = errorBody(new InterfaceError("internal", "Internal error"), crypto.randomUUID());
- * console.log(body.error.code); // "internal"
+ * assert.equal(body.error.code, "internal");
  * ```
  */
 export function errorBody(error: InterfaceError, correlationId: string): ErrorBody {
@@ -179,9 +185,10 @@ export function errorBody(error: InterfaceError, correlationId: string): ErrorBo
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InterfaceError, toResponse } from "./errors.ts";
  * const response = toResponse(new InterfaceError("notFound", "No route"), crypto.randomUUID());
- * console.log(response.status); // 404
+ * assert.equal(response.status, 404);
  * ```
  */
 export function toResponse(error: InterfaceError, correlationId: string): Response {
@@ -200,8 +207,9 @@ export function toResponse(error: InterfaceError, correlationId: string): Respon
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { internalError } from "./errors.ts";
- * console.log(internalError().status); // 500
+ * assert.equal(internalError().status, 500);
  * ```
  */
 export function internalError(): InterfaceError {

@@ -78,11 +78,12 @@ interface Pattern<T> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Router } from "./router.ts";
  * const router = new Router<string>();
  * router.add("GET", "/v1/principals/:principalId", "get one");
  * const match = router.match("GET", "/v1/principals/abc");
- * console.log(match !== null && "params" in match ? match.params.principalId : null); // "abc"
+ * assert.equal(match !== null && "params" in match ? match.params.principalId : null, "abc");
  * ```
  */
 export class Router<T> {
@@ -94,8 +95,12 @@ export class Router<T> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Router } from "./router.ts";
-   * new Router<number>().add("GET", "/healthz", 1);
+   * const router = new Router<number>();
+   * router.add("GET", "/healthz", 1);
+   * router.add("GET", "/healthz", 2);
+   * assert.deepEqual(router.match("GET", "/healthz"), { value: 2, params: {} });
    * ```
    */
   add(method: string, path: string, value: T): void {
@@ -121,10 +126,11 @@ export class Router<T> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Router } from "./router.ts";
    * const router = new Router<number>();
    * router.add("GET", "/healthz", 1);
-   * console.log(router.match("POST", "/healthz")); // { allow: ["GET"] }
+   * assert.deepEqual(router.match("POST", "/healthz"), { allow: ["GET"] });
    * ```
    */
   match(method: string, path: string): RouteMatch<T> {

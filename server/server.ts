@@ -97,10 +97,41 @@ function shuttingDown(): InterfaceError {
  * Creates the runtime server.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveBootstrapCredential } from "./bootstrap/credential.ts";
+ * import { INTERFACE_VERSION } from "./rules/interface_version.ts";
+ * import { createJsonLogger } from "./log.ts";
  * import { createRuntimeServer } from "./server.ts";
- * const server = createRuntimeServer({ bootstrap, store });
- * Deno.serve({ hostname: "127.0.0.1", port: 7777 }, server.handler);
+ * import { openKvStore } from "./store/mod.ts";
+ * const token = "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2);
+ * const bootstrap = deriveBootstrapCredential({
+ *   token,
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin", "session:read"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+ * const server = createRuntimeServer({ bootstrap, store, logger: createJsonLogger({ write() {} }) });
+ * try {
+ *   // Pass `server.handler` to `Deno.serve`; here it answers one request in process.
+ *   const response = await server.handler(
+ *     new Request("http://localhost/v1/runtime", {
+ *       headers: {
+ *         authorization: `Bearer ${token}`,
+ *         "x-interface-version": INTERFACE_VERSION,
+ *         "x-correlation-id": crypto.randomUUID(),
+ *         "x-deadline": new Date(Date.now() + 30_000).toISOString(),
+ *       },
+ *     }),
+ *   );
+ *   assert.equal(response.status, 200);
+ *   assert.equal((await response.json()).principalId, bootstrap.principalId);
+ * } finally {
+ *   await server.close();
+ *   await store.close();
+ * }
  * ```
  */
 export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {

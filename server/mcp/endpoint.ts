@@ -222,12 +222,32 @@ function whenPresent(
  * Creates the MCP endpoint over a server's shared parts.
  *
  * @example
- * ```ts ignore
- * import { createMcpEndpoint } from "./endpoint.ts";
- * const mcp = createMcpEndpoint(services, { allowedOrigins: ["loopback"] });
- * for (const route of mcp.routes) router.add(route.method, route.path, route);
- * // on shutdown:
- * await mcp.close();
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveBootstrapCredential } from "../bootstrap/credential.ts";
+ * import { createJsonLogger } from "../log.ts";
+ * import { createRuntimeServer } from "../server.ts";
+ * import { openKvStore } from "../store/mod.ts";
+ * import { createMcpEndpoint, MCP_PATH } from "./endpoint.ts";
+ * const bootstrap = deriveBootstrapCredential({
+ *   token: "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2),
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+ * const server = createRuntimeServer({ bootstrap, store, logger: createJsonLogger({ write() {} }) });
+ * // A second endpoint over the server's shared parts, for embedding under another router.
+ * const mcp = createMcpEndpoint(server.services, { allowedOrigins: ["loopback"] });
+ * try {
+ *   assert.ok(mcp.routes.every((route) => route.path === MCP_PATH && route.kind === "custom"));
+ *   assert.equal(mcp.sessionCount, 0);
+ * } finally {
+ *   await mcp.close(); // ends every session and its streams
+ *   await server.close();
+ *   await store.close();
+ * }
  * ```
  */
 export function createMcpEndpoint(

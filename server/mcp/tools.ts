@@ -167,14 +167,6 @@ function toolPath(name: string): string {
 
 /**
  * The runtime's MCP tools, bound to one server's shared parts.
- *
- * @example
- * ```ts ignore
- * import { McpToolset } from "./tools.ts";
- * const tools = new McpToolset(services);
- * const visible = tools.list(principal).map((tool) => tool.name);
- * const result = await tools.call("runtime_info", {}, { principal, correlationId: null, deadline: 0 });
- * ```
  */
 export class McpToolset {
   #services: RuntimeServices;
@@ -182,12 +174,6 @@ export class McpToolset {
 
   /**
    * Builds the tools over the server's routes.
-   *
-   * @example
-   * ```ts ignore
-   * import { McpToolset } from "./tools.ts";
-   * const tools = new McpToolset(services, { onPrincipalRevoked: (id) => sessions.closePrincipal(id) });
-   * ```
    */
   constructor(services: RuntimeServices, options: McpToolsetOptions = {}) {
     this.#services = services;
@@ -304,11 +290,6 @@ export class McpToolset {
 
   /**
    * The tools a principal may see: those whose capability it holds.
-   *
-   * @example
-   * ```ts ignore
-   * console.log(tools.list(readOnlyPrincipal).map((tool) => tool.name)); // ["runtime_info"]
-   * ```
    */
   list(principal: AuthenticatedPrincipal): Tool[] {
     const visible: Tool[] = [];
@@ -320,11 +301,6 @@ export class McpToolset {
 
   /**
    * Whether a tool of this name exists (whoever may call it).
-   *
-   * @example
-   * ```ts ignore
-   * console.log(tools.has("runtime_info")); // true
-   * ```
    */
   has(name: string): boolean {
     return this.#tools.has(name);
@@ -333,14 +309,6 @@ export class McpToolset {
   /**
    * Calls a tool. Never throws for a known tool: every failure is a tool error carrying the
    * HTTP error body.
-   *
-   * @example
-   * ```ts ignore
-   * const result = await tools.call("principals_list", {}, {
-   *   principal, correlationId: null, deadline: 0,
-   * });
-   * console.log(result.isError ?? false);
-   * ```
    */
   async call(
     name: string,

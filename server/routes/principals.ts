@@ -79,9 +79,10 @@ function checkCapabilities(value: unknown, issues: Issue[]): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createPrincipalSchema } from "./principals.ts";
  * const result = createPrincipalSchema.safeParse({ principalId: "x" });
- * console.log(result.success); // false
+ * assert.equal(result.success, false);
  * ```
  */
 export const createPrincipalSchema: BodySchema = {
@@ -131,10 +132,12 @@ export const createPrincipalSchema: BodySchema = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { derivePrincipalBearer } from "./principals.ts";
  * const key = crypto.getRandomValues(new Uint8Array(32));
  * const bearer = derivePrincipalBearer(key, crypto.randomUUID(), "nonce");
- * console.log(bearer.startsWith("art_"), bearer.length); // true 47
+ * assert.equal(bearer.startsWith("art_"), true);
+ * assert.equal(bearer.length, 47);
  * ```
  */
 export function derivePrincipalBearer(
@@ -200,12 +203,6 @@ function principalNotFound(): InterfaceError {
 
 /**
  * The principal routes.
- *
- * @example
- * ```ts ignore
- * import { principalRoutes } from "./principals.ts";
- * const routes = principalRoutes(services);
- * ```
  */
 export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
   const { bootstrap, store, authenticator } = services;

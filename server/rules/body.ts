@@ -34,11 +34,12 @@ export interface ReadLimitedBodyOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readLimitedBody } from "./body.ts";
  * const bytes = await readLimitedBody(new Request("http://x/", { method: "POST", body: "{}" }), {
  *   maxBytes: 1024,
  * });
- * console.log(bytes.length); // 2
+ * assert.equal(bytes.length, 2);
  * ```
  */
 export async function readLimitedBody(

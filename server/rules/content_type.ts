@@ -13,9 +13,10 @@ import { InterfaceError } from "../errors.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isJsonContentType } from "./content_type.ts";
- * console.log(isJsonContentType("application/json; charset=utf-8")); // true
- * console.log(isJsonContentType("text/plain")); // false
+ * assert.equal(isJsonContentType("application/json; charset=utf-8"), true);
+ * assert.equal(isJsonContentType("text/plain"), false);
  * ```
  */
 export function isJsonContentType(value: string | null): boolean {

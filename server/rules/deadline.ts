@@ -17,8 +17,9 @@ export const MAX_DEADLINE_AHEAD_MS = 300_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { deadlineExceeded } from "./deadline.ts";
- * console.log(deadlineExceeded().status); // 408
+ * assert.equal(deadlineExceeded().status, 408);
  * ```
  */
 export function deadlineExceeded(): InterfaceError {

@@ -56,12 +56,13 @@ function cookieCarriesBearer(cookie: string, authorization: string | null): bool
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RequestContext } from "../context.ts";
  * import { findDuplicate } from "./duplicates.ts";
  * const request = new Request("http://localhost/v1/runtime", {
  *   headers: [["x-deadline", "a"], ["x-deadline", "b"]],
  * });
- * console.log(findDuplicate(new RequestContext(request, Date.now()))?.code); // "duplicateHeader"
+ * assert.equal(findDuplicate(new RequestContext(request, Date.now()))?.code, "duplicateHeader");
  * ```
  */
 export function findDuplicate(context: RequestContext): InterfaceError | null {

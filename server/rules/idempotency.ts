@@ -94,8 +94,9 @@ export interface IdempotencyRuleOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { idempotencyScope } from "./idempotency.ts";
- * console.log(idempotencyScope("p", "POST", "/v1/principals", "k").length); // 64
+ * assert.equal(idempotencyScope("p", "POST", "/v1/principals", "k").length, 64);
  * ```
  */
 export function idempotencyScope(
@@ -225,7 +226,7 @@ class KeyRecord implements IdempotencyRecord {
  * import { RequestContext } from "../context.ts";
  * import { openKvStore } from "../store/mod.ts";
  * import { Idempotency } from "./idempotency.ts";
- * const store = await openKvStore({ path: ":memory:" });
+ * const store = await openKvStore({ path: ":memory:", namespace: "example" });
  * try {
  *   const idempotency = new Idempotency({ store });
  *   let runs = 0;
@@ -265,7 +266,7 @@ export class Idempotency {
    * import assert from "node:assert/strict";
    * import { openKvStore } from "../store/mod.ts";
    * import { Idempotency } from "./idempotency.ts";
-   * const store = await openKvStore({ path: ":memory:" });
+   * const store = await openKvStore({ path: ":memory:", namespace: "example" });
    * assert.equal(typeof new Idempotency({ store }).rule(), "function");
    * await store.close();
    * ```
@@ -287,7 +288,7 @@ export class Idempotency {
    * import assert from "node:assert/strict";
    * import { openKvStore } from "../store/mod.ts";
    * import { Idempotency } from "./idempotency.ts";
-   * const store = await openKvStore({ path: ":memory:" });
+   * const store = await openKvStore({ path: ":memory:", namespace: "example" });
    * const rule = new Idempotency({ store }).rule({ mode: "atomic" });
    * assert.equal(typeof rule, "function");
    * await store.close();

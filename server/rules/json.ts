@@ -22,9 +22,10 @@ export interface ValidationDetail {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { invalidRequest } from "./json.ts";
  * const error = invalidRequest([{ path: "expiresAt", message: "Must be in the future" }]);
- * console.log(error.status); // 422
+ * assert.equal(error.status, 422);
  * ```
  */
 export function invalidRequest(

@@ -16,9 +16,11 @@ export const DEFAULT_IN_FLIGHT_QUOTA = 64;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InFlightQuota } from "./quota.ts";
  * const quota = new InFlightQuota(1);
- * console.log(quota.acquire("p"), quota.acquire("p")); // true false
+ * assert.equal(quota.acquire("p"), true);
+ * assert.equal(quota.acquire("p"), false);
  * quota.release("p");
  * ```
  */
@@ -32,8 +34,9 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
-   * new InFlightQuota(64);
+   * assert.equal(new InFlightQuota(64).limit, 64);
    * ```
    */
   constructor(limit: number) {
@@ -45,8 +48,9 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
-   * console.log(new InFlightQuota(1).acquire("p")); // true
+   * assert.equal(new InFlightQuota(1).acquire("p"), true);
    * ```
    */
   acquire(principalId: string): boolean {
@@ -61,10 +65,12 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
    * const quota = new InFlightQuota(1);
    * quota.acquire("p");
    * quota.release("p");
+   * assert.equal(quota.acquire("p"), true);
    * ```
    */
   release(principalId: string): void {
@@ -79,8 +85,9 @@ export class InFlightQuota {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { quotaExceeded } from "./quota.ts";
- * console.log(quotaExceeded().status); // 429
+ * assert.equal(quotaExceeded().status, 429);
  * ```
  */
 export function quotaExceeded(): InterfaceError {
