@@ -9,10 +9,14 @@
  * - **Synchronous answers stay synchronous.** A rule may answer with a `Response` or a promise of
  *   one, and the chain passes either up unchanged: a request whose rules all answer without
  *   waiting (a read whose principal is cached, any refusal before the body) allocates no promise
- *   on its way to the handler and back. This was measured on the authenticated read (one promise
- *   per rule cost about 5 % of its throughput) and is guarded by `tests/server/hot_path_test.ts`.
- *   The only place that looks at the difference is `dispatch` below; a rule just writes
- *   `return next()` or `await next()` (never `next().then(...)`, which a `Response` lacks).
+ *   on its way to the handler and back: ten rules answering synchronously took about 190 ns a
+ *   request against about 290 ns with a promise per rule (a loop on the 2-core development
+ *   machine), before counting the event-loop turns the promises cost a server. Guarded by
+ *   `tests/server/hot_path_test.ts`. The only place that looks at the difference is `dispatch`
+ *   below; a rule just writes `return next()` or `await next()` (never `next().then(...)`, which
+ *   a `Response` lacks). Each rule's `next` is a closure made per request: about 100 ns a
+ *   request for the shared rules, a fraction of a percent of an authenticated read, paid for
+ *   one composer and one kind of rule.
  * - **Errors become responses in one place.** Given `onError`, whatever a rule throws (or its
  *   promise rejects with) is turned into a response by that one function, right where it was
  *   thrown, so the rules around it (the in-flight quota, idempotency, the MCP endpoint's CORS)

@@ -32,6 +32,11 @@ export type RouteKind = "public" | "shared" | "custom";
  *   as its effect (one store write), which writes nothing when the key was used meanwhile. A
  *   duplicate arriving while the first runs in this process answers 409 `idempotencyInFlight`;
  *   one racing it from another replica gets the recorded answer once the first has committed.
+ *
+ * Either way, a handler that records its answer in its own store write reports how that went on
+ * `context.idempotency` (`IdempotencyRecord`): `recorded()` once the write succeeded, or
+ * `return await context.idempotency.used(held)` when it found the key used. A `claim` route
+ * whose handler writes no record itself needs neither: its answer is recorded for it.
  */
 export type IdempotencyMode = "claim" | "atomic";
 
