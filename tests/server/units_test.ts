@@ -68,6 +68,25 @@ Deno.test("compose runs rules in order, lets a rule answer early and refuses nex
   );
 });
 
+Deno.test("compose turns an error into a response where it is thrown, so outer rules see it", async () => {
+  const seen: number[] = [];
+  const chain = compose<unknown>([
+    async (_context, next) => {
+      const response = await next();
+      seen.push(response.status);
+      return response;
+    },
+    async () => {
+      await Promise.resolve();
+      throw new RangeError("late");
+    },
+  ], { onError: (error) => new Response(String(error), { status: 500 }) });
+  const response = await chain({});
+  assert.equal(response.status, 500);
+  assert.equal(await response.text(), "RangeError: late");
+  assert.deepEqual(seen, [500], "the outer rule received the error's response");
+});
+
 Deno.test("Router matches literal and parameter paths and lists allowed methods", () => {
   const router = new Router<string>();
   router.add("GET", "/v1/principals", "list");
