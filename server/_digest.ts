@@ -147,9 +147,10 @@ const asciiState = new Int32Array(8);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sha256Ascii } from "./_digest.ts";
  * const digest = sha256Ascii("abc", new Uint8Array(32));
- * console.log(digest[0].toString(16)); // "ba"
+ * assert.equal(digest[0].toString(16), "ba");
  * ```
  */
 export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
@@ -235,8 +236,9 @@ function digestInto(prefix: Uint8Array | null, bytes: Uint8Array, out: Uint8Arra
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sha256, toHex } from "./_digest.ts";
- * console.log(toHex(sha256("abc")).slice(0, 8)); // "ba7816bf"
+ * assert.equal(toHex(sha256("abc")).slice(0, 8), "ba7816bf");
  * ```
  */
 export function sha256(
@@ -253,8 +255,9 @@ const SCRATCH_DIGEST = new Uint8Array(32);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sha256Hex } from "./_digest.ts";
- * console.log(sha256Hex("abc").slice(0, 8)); // "ba7816bf"
+ * assert.equal(sha256Hex("abc").slice(0, 8), "ba7816bf");
  * ```
  */
 export function sha256Hex(data: Uint8Array | string): string {
@@ -271,8 +274,9 @@ const INNER_DIGEST = new Uint8Array(32);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { hmacSha256, toHex } from "./_digest.ts";
- * console.log(toHex(hmacSha256("key", "The quick brown fox jumps over the lazy dog")).slice(0, 8)); // "f7bc83f4"
+ * assert.equal(toHex(hmacSha256("key", "The quick brown fox jumps over the lazy dog")).slice(0, 8), "f7bc83f4");
  * ```
  */
 export function hmacSha256(
@@ -299,8 +303,9 @@ const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padSt
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { toHex } from "./_digest.ts";
- * console.log(toHex(new Uint8Array([0, 255]))); // "00ff"
+ * assert.equal(toHex(new Uint8Array([0, 255])), "00ff");
  * ```
  */
 export function toHex(bytes: Uint8Array): string {
@@ -316,8 +321,9 @@ const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { toBase64Url } from "./_digest.ts";
- * console.log(toBase64Url(new Uint8Array([251, 255]))); // "-_8"
+ * assert.equal(toBase64Url(new Uint8Array([251, 255])), "-_8");
  * ```
  */
 export function toBase64Url(bytes: Uint8Array): string {
@@ -344,8 +350,9 @@ export function toBase64Url(bytes: Uint8Array): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { constantTimeEqual } from "./_digest.ts";
- * console.log(constantTimeEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2]))); // true
+ * assert.equal(constantTimeEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2])), true);
  * ```
  */
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {

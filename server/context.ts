@@ -1,10 +1,10 @@
 /**
  * The per-request context: the request's path, the security-sensitive headers read once, and
- * what the rules establish on the way (principal, deadline, body, idempotency claim).
+ * what the rules establish on the way (principal, deadline, body, idempotency key).
  *
  * @module
  */
-import type { Capability } from "./store/types.ts";
+import type { Capability, IdempotencyKeyUsed } from "./store/types.ts";
 
 /** The caller once authenticated. */
 export interface AuthenticatedPrincipal {
@@ -20,22 +20,35 @@ export interface AuthenticatedPrincipal {
   readonly bootstrap: boolean;
 }
 
-/** The idempotency key a mutating request uses while its handler runs. */
-export interface IdempotencyState {
-  /** Scope key of the claim (digest of principal, method, path and key). */
+/**
+ * The idempotency key of a mutating request, handed to its handler as `context.idempotency` by
+ * the idempotency rule. A handler that records its answer in its own store write, together with
+ * its effect, tells the rule how that write went through exactly one call: `recorded()` or
+ * `used(held)`. A handler that writes no record ignores it, and the rule records its answer.
+ */
+export interface IdempotencyRecord {
+  /** Scope key of the record (digest of principal, method, path and key). */
   readonly scope: string;
   /**
-   * Token proving ownership of the claim, or null when no claim was written: the handler then
-   * records its answer in the same atomic store write as its effect (`Store.createPrincipal`
-   * with an `IdempotencyRecording`), which writes nothing when the key is used meanwhile.
+   * Token proving ownership of the claim (`claim` mode): complete it in the same write as the
+   * effect (`Store.createPrincipal` with an `IdempotencyCompletion`). Null in `atomic` mode, where
+   * no claim was written: record the answer with an `IdempotencyRecording` instead, which
+   * writes nothing when the key is used meanwhile.
    */
   readonly token: string | null;
   /** Lower-case hex SHA-256 of the raw request body. */
   readonly requestDigest: string;
   /** When the record may be purged, ms since the epoch. */
   readonly expiresAt: number;
-  /** Set by a handler that recorded its response itself, atomically with its effect. */
-  completed: boolean;
+  /** The handler's store write recorded its answer with its effect: the rule records nothing. */
+  recorded(): void;
+  /**
+   * The handler's store write found the key already used by another request and wrote nothing.
+   * Answers for this request from what the key holds: the recorded answer again (with
+   * `idempotent-replayed: true`), or a rejection with 409 `idempotencyInFlight` or 422
+   * `idempotencyConflict`. The handler returns this answer as its own.
+   */
+  used(held: IdempotencyKeyUsed): Promise<Response>;
 }
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
@@ -45,9 +58,10 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isValidCorrelationId } from "./context.ts";
- * console.log(isValidCorrelationId(crypto.randomUUID())); // true
- * console.log(isValidCorrelationId("abc")); // false
+ * assert.equal(isValidCorrelationId(crypto.randomUUID()), true);
+ * assert.equal(isValidCorrelationId("abc"), false);
  * ```
  */
 export function isValidCorrelationId(value: string): boolean {
@@ -60,9 +74,10 @@ export function isValidCorrelationId(value: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isUuid } from "./context.ts";
- * console.log(isUuid("6F1C3D1E-8A6B-4A0E-9D7E-2F4B5C6D7E8F")); // true
- * console.log(isUuid("6f1c3d1e8a6b4a0e9d7e2f4b5c6d7e8f")); // false
+ * assert.equal(isUuid("6F1C3D1E-8A6B-4A0E-9D7E-2F4B5C6D7E8F"), true);
+ * assert.equal(isUuid("6f1c3d1e8a6b4a0e9d7e2f4b5c6d7e8f"), false);
  * ```
  */
 export function isUuid(value: string): boolean {
@@ -87,13 +102,15 @@ const UUID_SHAPE = Uint8Array.from(
 );
 
 /**
- * Everything the steps of one request share. Headers are read once, here.
+ * Everything the rules of one request share. Headers are read once, here.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RequestContext } from "./context.ts";
  * const context = new RequestContext(new Request("http://localhost/v1/runtime?x=1"), Date.now());
- * console.log(context.path, context.query); // "/v1/runtime" "?x=1"
+ * assert.equal(context.path, "/v1/runtime");
+ * assert.equal(context.query, "?x=1");
  * ```
  */
 export class RequestContext {
@@ -131,8 +148,8 @@ export class RequestContext {
   bodyBytes: Uint8Array | null = null;
   /** The parsed and validated JSON body, once the JSON rule ran. */
   body: unknown = undefined;
-  /** The idempotency claim of a mutating request, once claimed. */
-  idempotency: IdempotencyState | null = null;
+  /** The idempotency key of a mutating request, once the idempotency rule ran. */
+  idempotency: IdempotencyRecord | null = null;
   /** Set once {@linkcode RequestContext.json} built the answer with every common header. */
   finished = false;
   #correlationId: string | null | undefined = undefined;
@@ -143,9 +160,10 @@ export class RequestContext {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RequestContext } from "./context.ts";
    * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
-   * console.log(context.method); // "GET"
+   * assert.equal(context.method, "GET");
    * ```
    */
   constructor(request: Request, now: number) {
@@ -198,10 +216,11 @@ export class RequestContext {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RequestContext } from "./context.ts";
    * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
    * const response = context.json('{"ok":true}', 200, { "cache-control": "no-store" });
-   * console.log(response.headers.get("x-content-type-options")); // "nosniff"
+   * assert.equal(response.headers.get("x-content-type-options"), "nosniff");
    * ```
    */
   json(body: string | null, status = 200, extra?: Record<string, string>): Response {

@@ -2,8 +2,15 @@
  * The service's error family: {@linkcode InterfaceError}, the table of stable codes with their
  * HTTP status and layer, and {@linkcode toResponse} which renders the JSON error body.
  *
+ * Anything thrown while a request is answered becomes its answer in one place,
+ * {@linkcode errorResponse} (through {@linkcode refusalFor}): the server's chains, the MCP
+ * endpoint and the MCP tools all go through it.
+ *
  * @module
  */
+import type { RequestContext } from "./context.ts";
+import type { LogFields, RuntimeLogger } from "./log.ts";
+import { StoreUnavailableError } from "./store/types.ts";
 
 /** Which part of the service refused the request. */
 export type ErrorLayer = "interface" | "auth" | "authority" | "idempotency" | "internal";
@@ -87,11 +94,13 @@ export interface InterfaceErrorOptions extends ErrorOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InterfaceError } from "./errors.ts";
  * const error = new InterfaceError("missingHeader", "Header x-deadline is required", {
  *   extra: { header: "x-deadline" },
  * });
- * console.log(error.status, error.layer); // 400 "interface"
+ * assert.equal(error.status, 400);
+ * assert.equal(error.layer, "interface");
  * ```
  */
 export class InterfaceError extends Error {
@@ -111,8 +120,11 @@ export class InterfaceError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InterfaceError } from "./errors.ts";
-   * throw new InterfaceError("notFound", "Principal not found", { layer: "authority" });
+   * const error = new InterfaceError("notFound", "Principal not found", { layer: "authority" });
+   * assert.equal(error.status, 404);
+   * assert.equal(error.layer, "authority");
    * ```
    */
   constructor(code: ErrorCode, message: string, options?: InterfaceErrorOptions) {
@@ -149,9 +161,10 @@ export interface ErrorBody {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { errorBody, InterfaceError } from "./errors.ts";
  * const body = errorBody(new InterfaceError("internal", "Internal error"), crypto.randomUUID());
- * console.log(body.error.code); // "internal"
+ * assert.equal(body.error.code, "internal");
  * ```
  */
 export function errorBody(error: InterfaceError, correlationId: string): ErrorBody {
@@ -172,9 +185,10 @@ export function errorBody(error: InterfaceError, correlationId: string): ErrorBo
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InterfaceError, toResponse } from "./errors.ts";
  * const response = toResponse(new InterfaceError("notFound", "No route"), crypto.randomUUID());
- * console.log(response.status); // 404
+ * assert.equal(response.status, 404);
  * ```
  */
 export function toResponse(error: InterfaceError, correlationId: string): Response {
@@ -193,10 +207,85 @@ export function toResponse(error: InterfaceError, correlationId: string): Respon
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { internalError } from "./errors.ts";
- * console.log(internalError().status); // 500
+ * assert.equal(internalError().status, 500);
  * ```
  */
 export function internalError(): InterfaceError {
   return new InterfaceError("internal", "Internal error");
+}
+
+/**
+ * The refusal answered for anything thrown while a request was answered: an
+ * {@linkcode InterfaceError} as it is; a {@linkcode StoreUnavailableError} as 503
+ * `storeUnavailable` with `Retry-After: 1`; anything else as 500 `internal`. The last two are
+ * logged with `fields` (the error's name, never its message for an unexpected one, which may
+ * quote a secret); the caller sees no internals.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { refusalFor } from "./errors.ts";
+ * import { createJsonLogger } from "./log.ts";
+ * const lines: string[] = [];
+ * const logger = createJsonLogger({ write: (text) => lines.push(text) });
+ * const refusal = refusalFor(new TypeError("secret detail"), logger, { path: "/v1/x" });
+ * assert.equal(refusal.code, "internal");
+ * assert.equal(JSON.parse(lines[0]).msg, "unexpected failure");
+ * assert.ok(!lines[0].includes("secret detail"));
+ * ```
+ */
+export function refusalFor(
+  error: unknown,
+  logger: RuntimeLogger,
+  fields: LogFields,
+): InterfaceError {
+  if (error instanceof InterfaceError) return error;
+  if (error instanceof StoreUnavailableError) {
+    logger.error("store unavailable", {
+      errorName: error.name,
+      message: error.message,
+      ...fields,
+    });
+    return new InterfaceError("storeUnavailable", "The authority store is unavailable", {
+      headers: { "retry-after": "1" },
+    });
+  }
+  logger.error("unexpected failure", {
+    errorName: error instanceof Error ? error.name : typeof error,
+    ...fields,
+  });
+  return internalError();
+}
+
+/**
+ * The response for anything thrown while `context`'s request was answered: the error body of
+ * {@linkcode refusalFor}'s refusal, under the request's correlation id. This is the error
+ * handler every chain is composed with.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RequestContext } from "./context.ts";
+ * import { errorResponse, InterfaceError } from "./errors.ts";
+ * import { createJsonLogger } from "./log.ts";
+ * const context = new RequestContext(new Request("http://localhost/v1/x"), Date.now());
+ * const logger = createJsonLogger({ write: () => {} });
+ * const response = errorResponse(new InterfaceError("notFound", "No route"), context, logger);
+ * assert.equal(response.status, 404);
+ * assert.equal((await response.json()).error.code, "notFound");
+ * ```
+ */
+export function errorResponse(
+  error: unknown,
+  context: RequestContext,
+  logger: RuntimeLogger,
+): Response {
+  const refusal = refusalFor(error, logger, {
+    method: context.method,
+    path: context.path,
+    correlationId: context.responseCorrelationId,
+  });
+  return toResponse(refusal, context.responseCorrelationId);
 }

@@ -152,11 +152,12 @@ const REQUEST_LINE_FIXED_BYTES = 256;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createJsonLogger } from "./log.ts";
  * const lines: string[] = [];
  * const logger = createJsonLogger({ write: (text) => lines.push(text), batchMs: 0 });
  * logger.info("listening", { url: "http://127.0.0.1:7777" });
- * console.log(JSON.parse(lines[0]).msg); // "listening"
+ * assert.equal(JSON.parse(lines[0]).msg, "listening");
  * ```
  */
 export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger {

@@ -1,5 +1,5 @@
 /**
- * The automation runtime service (Deno): the HTTP API, its middleware chain, the bootstrap
+ * The automation runtime service (Deno): the HTTP API, its chain of request rules, the bootstrap
  * credential and the store backends.
  *
  * @module
@@ -14,10 +14,17 @@ export {
   type ServeRuntimeOptions,
 } from "./serve.ts";
 export type { RuntimeServices } from "./services.ts";
-export { type Chain, compose, type Next, type Step } from "./chain.ts";
+export {
+  type Chain,
+  compose,
+  type ComposeOptions,
+  type ErrorHandler,
+  type Next,
+  type Rule,
+} from "./chain.ts";
 export {
   type AuthenticatedPrincipal,
-  type IdempotencyState,
+  type IdempotencyRecord,
   isValidCorrelationId,
   RequestContext,
 } from "./context.ts";
@@ -56,7 +63,12 @@ export {
   type ReadLimitedBodyOptions,
 } from "./rules/body.ts";
 export { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota } from "./rules/quota.ts";
-export { IDEMPOTENCY_TTL_MS } from "./rules/idempotency.ts";
+export {
+  Idempotency,
+  IDEMPOTENCY_TTL_MS,
+  type IdempotencyOptions,
+  type IdempotencyRuleOptions,
+} from "./rules/idempotency.ts";
 export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./routes/principals.ts";
 export {
   type KvStoreOptions,

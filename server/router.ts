@@ -32,6 +32,11 @@ export type RouteKind = "public" | "shared" | "custom";
  *   as its effect (one store write), which writes nothing when the key was used meanwhile. A
  *   duplicate arriving while the first runs in this process answers 409 `idempotencyInFlight`;
  *   one racing it from another replica gets the recorded answer once the first has committed.
+ *
+ * Either way, a handler that records its answer in its own store write reports how that went on
+ * `context.idempotency` (`IdempotencyRecord`): `recorded()` once the write succeeded, or
+ * `return await context.idempotency.used(held)` when it found the key used. A `claim` route
+ * whose handler writes no record itself needs neither: its answer is recorded for it.
  */
 export type IdempotencyMode = "claim" | "atomic";
 
@@ -78,11 +83,12 @@ interface Pattern<T> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Router } from "./router.ts";
  * const router = new Router<string>();
  * router.add("GET", "/v1/principals/:principalId", "get one");
  * const match = router.match("GET", "/v1/principals/abc");
- * console.log(match !== null && "params" in match ? match.params.principalId : null); // "abc"
+ * assert.equal(match !== null && "params" in match ? match.params.principalId : null, "abc");
  * ```
  */
 export class Router<T> {
@@ -94,8 +100,12 @@ export class Router<T> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Router } from "./router.ts";
-   * new Router<number>().add("GET", "/healthz", 1);
+   * const router = new Router<number>();
+   * router.add("GET", "/healthz", 1);
+   * router.add("GET", "/healthz", 2);
+   * assert.deepEqual(router.match("GET", "/healthz"), { value: 2, params: {} });
    * ```
    */
   add(method: string, path: string, value: T): void {
@@ -121,10 +131,11 @@ export class Router<T> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Router } from "./router.ts";
    * const router = new Router<number>();
    * router.add("GET", "/healthz", 1);
-   * console.log(router.match("POST", "/healthz")); // { allow: ["GET"] }
+   * assert.deepEqual(router.match("POST", "/healthz"), { allow: ["GET"] });
    * ```
    */
   match(method: string, path: string): RouteMatch<T> {

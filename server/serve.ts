@@ -37,8 +37,9 @@ export interface RunningRuntime {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatBaseUrl } from "./serve.ts";
- * console.log(formatBaseUrl({ transport: "tcp", hostname: "::1", port: 7777 })); // "http://[::1]:7777"
+ * assert.equal(formatBaseUrl({ transport: "tcp", hostname: "::1", port: 7777 }), "http://[::1]:7777");
  * ```
  */
 export function formatBaseUrl(addr: Deno.NetAddr): string {
@@ -50,11 +51,29 @@ export function formatBaseUrl(addr: Deno.NetAddr): string {
  * Creates a runtime server and serves it. The caller keeps ownership of the store.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveBootstrapCredential } from "./bootstrap/credential.ts";
+ * import { createJsonLogger } from "./log.ts";
  * import { serveRuntime } from "./serve.ts";
- * const running = await serveRuntime({ bootstrap, store, port: 0 });
- * console.log(running.url);
- * await running.shutdown();
+ * import { openKvStore } from "./store/mod.ts";
+ * const bootstrap = deriveBootstrapCredential({
+ *   token: "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2),
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+ * const logger = createJsonLogger({ write() {} });
+ * const running = await serveRuntime({ bootstrap, store, port: 0, logger });
+ * try {
+ *   const response = await fetch(`${running.url}/healthz`);
+ *   assert.deepEqual(await response.json(), { ok: true });
+ * } finally {
+ *   await running.shutdown();
+ *   await store.close();
+ * }
  * ```
  */
 export async function serveRuntime(options: ServeRuntimeOptions): Promise<RunningRuntime> {

@@ -1,13 +1,19 @@
 /**
  * The runtime server: routes composed with the shared request rules, as a fetch-style handler.
  *
+ * Every request takes one path: the server's chain (drain, then the route rule) hands it to the
+ * chain of its route, which is the route's rules followed by its handler, all composed by
+ * `compose` (`chain.ts`) with one error handler, {@linkcode errorResponse}. Whether a request
+ * allocates promises is decided there alone: a read whose principal is cached answers without
+ * one. The handler then adds the common response headers, drops an unread body and logs.
+ *
  * @module
  */
 import { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
-import { compose, composeEager, type EagerChain, type EagerStep, type Step } from "./chain.ts";
+import { type Chain, compose, type Next, type Rule, whileAnswering } from "./chain.ts";
 import { RequestContext } from "./context.ts";
-import { InterfaceError, internalError, toResponse } from "./errors.ts";
+import { errorResponse, InterfaceError } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
 import { createLazyMcpEndpoint } from "./mcp/_lazy.ts";
@@ -15,20 +21,20 @@ import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
-import { authenticateStep } from "./rules/authenticate.ts";
-import { bodyStep, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
-import { capabilityStep } from "./rules/capability.ts";
-import { contentTypeStep } from "./rules/content_type.ts";
-import { correlationStep } from "./rules/correlation.ts";
-import { deadlineStep } from "./rules/deadline.ts";
-import { duplicatesStep } from "./rules/duplicates.ts";
-import { idempotencyClaimStep, idempotencyKeyStep } from "./rules/idempotency.ts";
-import { interfaceVersionStep } from "./rules/interface_version.ts";
-import { jsonStep } from "./rules/json.ts";
-import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaStep } from "./rules/quota.ts";
-import { routeStep } from "./rules/route.ts";
+import { authenticateRule } from "./rules/authenticate.ts";
+import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
+import { capabilityRule } from "./rules/capability.ts";
+import { contentTypeRule } from "./rules/content_type.ts";
+import { correlationRule } from "./rules/correlation.ts";
+import { deadlineRule } from "./rules/deadline.ts";
+import { duplicatesRule } from "./rules/duplicates.ts";
+import { Idempotency, idempotencyKeyRule } from "./rules/idempotency.ts";
+import { interfaceVersionRule } from "./rules/interface_version.ts";
+import { jsonRule } from "./rules/json.ts";
+import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaRule } from "./rules/quota.ts";
+import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
-import { type Store, StoreUnavailableError } from "./store/types.ts";
+import type { Store } from "./store/types.ts";
 
 /** Options of {@linkcode createRuntimeServer}. */
 export interface RuntimeServerOptions {
@@ -83,22 +89,49 @@ export interface RuntimeServer {
 
 function shuttingDown(): InterfaceError {
   return new InterfaceError("shuttingDown", "The runtime is shutting down", {
-    headers: { "retry-after": "1" },
+    headers: { "retry-after": "1", connection: "close" },
   });
-}
-
-function neverNext(): never {
-  throw new Error("The route step has no next step");
 }
 
 /**
  * Creates the runtime server.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveBootstrapCredential } from "./bootstrap/credential.ts";
+ * import { INTERFACE_VERSION } from "./rules/interface_version.ts";
+ * import { createJsonLogger } from "./log.ts";
  * import { createRuntimeServer } from "./server.ts";
- * const server = createRuntimeServer({ bootstrap, store });
- * Deno.serve({ hostname: "127.0.0.1", port: 7777 }, server.handler);
+ * import { openKvStore } from "./store/mod.ts";
+ * const token = "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2);
+ * const bootstrap = deriveBootstrapCredential({
+ *   token,
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin", "session:read"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+ * const server = createRuntimeServer({ bootstrap, store, logger: createJsonLogger({ write() {} }) });
+ * try {
+ *   // Pass `server.handler` to `Deno.serve`; here it answers one request in process.
+ *   const response = await server.handler(
+ *     new Request("http://localhost/v1/runtime", {
+ *       headers: {
+ *         authorization: `Bearer ${token}`,
+ *         "x-interface-version": INTERFACE_VERSION,
+ *         "x-correlation-id": crypto.randomUUID(),
+ *         "x-deadline": new Date(Date.now() + 30_000).toISOString(),
+ *       },
+ *     }),
+ *   );
+ *   assert.equal(response.status, 200);
+ *   assert.equal((await response.json()).principalId, bootstrap.principalId);
+ * } finally {
+ *   await server.close();
+ *   await store.close();
+ * }
  * ```
  */
 export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {
@@ -112,68 +145,60 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     cache: options.principalCache ?? store.kind === "kv",
   });
   const quota = new InFlightQuota(options.inFlightQuota ?? DEFAULT_IN_FLIGHT_QUOTA);
+  const idempotency = new Idempotency({ store });
   const services: RuntimeServices = Object.freeze({
     bootstrap,
     store,
     authenticator,
     quota,
+    idempotency,
     logger,
     now,
     maxBodyBytes,
   });
+  const onError = (error: unknown, context: RequestContext): Response =>
+    errorResponse(error, context, logger);
 
   const shared = {
-    duplicates: duplicatesStep(),
-    authenticate: authenticateStep(authenticator),
-    interfaceVersion: interfaceVersionStep(),
-    correlation: correlationStep(),
-    deadline: deadlineStep(),
-    quota: quotaStep(quota),
-    idempotencyKey: idempotencyKeyStep(),
-    contentType: contentTypeStep(),
-    body: bodyStep({ maxBytes: maxBodyBytes }),
+    duplicates: duplicatesRule(),
+    authenticate: authenticateRule(authenticator),
+    interfaceVersion: interfaceVersionRule(),
+    correlation: correlationRule(),
+    deadline: deadlineRule(),
+    quota: quotaRule(quota),
+    idempotencyKey: idempotencyKeyRule(),
+    contentType: contentTypeRule(),
+    body: bodyRule({ maxBytes: maxBodyBytes }),
   };
 
-  function chainFor(route: RouteDefinition): EagerChain<RequestContext> {
-    const handle = (context: RequestContext) => route.handle(context);
-    if (route.kind !== "shared") return handle;
-    // The header rules answer or refuse without waiting (unless the principal must be read from
-    // the store), so they run eagerly: a read allocates no promise on its way to the handler.
-    const steps: EagerStep<RequestContext>[] = [
-      shared.duplicates,
-      shared.authenticate,
-      shared.interfaceVersion,
-      shared.correlation,
-      shared.deadline,
-    ];
-    if (route.capability !== undefined) steps.push(capabilityStep(route.capability));
-    steps.push(shared.quota);
-    // The rules of a mutating route read the body and the store: one promise chain after quota.
-    const tail: Step<RequestContext>[] = [];
-    if (route.idempotent) tail.push(shared.idempotencyKey);
-    if (route.body !== undefined) {
-      tail.push(shared.contentType, shared.body, jsonStep(route.body));
-    }
-    if (route.idempotent) {
-      tail.push(
-        idempotencyClaimStep({
-          store,
-          replay: route.replay?.bind(route),
-          mode: route.idempotency,
-        }),
+  /** The chain of one route: the rules its definition calls for, in the documented order. */
+  function chainFor(route: RouteDefinition): Chain<RequestContext> {
+    const rules: Rule<RequestContext>[] = [];
+    if (route.kind === "shared") {
+      rules.push(
+        shared.duplicates,
+        shared.authenticate,
+        shared.interfaceVersion,
+        shared.correlation,
+        shared.deadline,
       );
+      if (route.capability !== undefined) rules.push(capabilityRule(route.capability));
+      rules.push(shared.quota);
+      if (route.idempotent) rules.push(shared.idempotencyKey);
+      if (route.body !== undefined) {
+        rules.push(shared.contentType, shared.body, jsonRule(route.body));
+      }
+      if (route.idempotent) {
+        rules.push(
+          idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) }),
+        );
+      }
     }
-    if (tail.length === 0) {
-      steps.push(handle);
-    } else {
-      tail.push(handle);
-      const rest = compose(...tail);
-      steps.push((context) => rest(context));
-    }
-    return composeEager(...steps);
+    rules.push((context) => route.handle(context));
+    return compose(rules, { onError });
   }
 
-  const router = new Router<EagerChain<RequestContext>>();
+  const router = new Router<Chain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
     ...healthRoutes(),
@@ -183,28 +208,23 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ...(options.routes?.(services) ?? []),
   ];
   for (const route of routes) router.add(route.method, route.path, chainFor(route));
-  const dispatch = routeStep(router);
 
-  function fail(error: unknown, context: RequestContext): Response {
-    let refusal: InterfaceError;
-    if (error instanceof InterfaceError) {
-      refusal = error;
-    } else if (error instanceof StoreUnavailableError) {
-      logger.error("store unavailable", { errorName: error.name, message: error.message });
-      refusal = new InterfaceError("storeUnavailable", "The authority store is unavailable", {
-        headers: { "retry-after": "1" },
-      });
-    } else {
-      logger.error("unexpected failure", {
-        errorName: error instanceof Error ? error.name : typeof error,
-        method: context.method,
-        path: context.path,
-        correlationId: context.responseCorrelationId,
-      });
-      refusal = internalError();
-    }
-    return toResponse(refusal, context.responseCorrelationId);
+  let inFlight = 0;
+  let drained: PromiseWithResolvers<void> | null = null;
+
+  /** Once draining, refuses new requests; else counts the request in flight until answered. */
+  function draining(_context: RequestContext, next: Next): Response | Promise<Response> {
+    if (drained !== null) throw shuttingDown();
+    inFlight++;
+    return whileAnswering(next, settleDrain);
   }
+
+  function settleDrain(): void {
+    inFlight--;
+    if (drained !== null && inFlight === 0) drained.resolve();
+  }
+
+  const chain = compose<RequestContext>([draining, routeRule(router)], { onError });
 
   function finish(context: RequestContext, response: Response): Response {
     if (context.finished) return response;
@@ -225,60 +245,22 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     return response;
   }
 
-  let inFlight = 0;
-  let drained: PromiseWithResolvers<void> | null = null;
-
-  function settleDrain(): void {
-    if (drained !== null && inFlight === 0) drained.resolve();
-  }
-
+  /**
+   * The one dispatch point. The chain answers synchronously when no rule had to wait (a read
+   * whose principal is cached, a refusal): such a request allocates no promise before its
+   * answer. (Deno.serve settles the answer of a handler that read the request headers through a
+   * promise either way, so answering with a plain Response would save nothing more.)
+   */
   function handler(request: Request, _info?: unknown): Promise<Response> {
-    // (Deno.serve settles the answer of a handler that read the request headers through a
-    // promise either way, so answering with a plain Response would save nothing more.)
     try {
-      const answer = answerRequest(request);
-      return answer instanceof Promise ? answer : Promise.resolve(answer);
+      const context = new RequestContext(request, now());
+      maybeCleanup(context.receivedAt);
+      const answer = chain(context);
+      if (answer instanceof Promise) return answer.then((response) => complete(context, response));
+      return Promise.resolve(complete(context, answer));
     } catch (error) {
       return Promise.reject(error);
     }
-  }
-
-  // The chain answers synchronously when no step had to wait (a read whose principal is cached,
-  // a refusal): such a request allocates no promise before its answer.
-  function answerRequest(request: Request): Response | Promise<Response> {
-    const context = new RequestContext(request, now());
-    maybeCleanup(context.receivedAt);
-    if (drained !== null) {
-      const response = toResponse(shuttingDown(), context.responseCorrelationId);
-      response.headers.set("connection", "close");
-      return complete(context, response);
-    }
-    inFlight++;
-    let result: Response | Promise<Response>;
-    try {
-      result = dispatch(context, neverNext);
-    } catch (error) {
-      return settle(context, error, true);
-    }
-    if (result instanceof Promise) {
-      return result.then(
-        (response) => settle(context, response, false),
-        (error) => settle(context, error, true),
-      );
-    }
-    return settle(context, result, false);
-  }
-
-  /** A request in flight has its answer, or failed with `outcome`. */
-  function settle(context: RequestContext, outcome: unknown, failed: boolean): Response {
-    let response: Response;
-    try {
-      response = failed ? fail(outcome, context) : outcome as Response;
-    } finally {
-      inFlight--;
-      settleDrain();
-    }
-    return complete(context, response);
   }
 
   function complete(context: RequestContext, answer: Response): Response {

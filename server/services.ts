@@ -6,6 +6,7 @@
 import type { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { RuntimeLogger } from "./log.ts";
+import type { Idempotency } from "./rules/idempotency.ts";
 import type { InFlightQuota } from "./rules/quota.ts";
 import type { Store } from "./store/types.ts";
 
@@ -19,6 +20,8 @@ export interface RuntimeServices {
   readonly authenticator: Authenticator;
   /** Per-principal in-flight counter. */
   readonly quota: InFlightQuota;
+  /** The idempotency rules of the server's routes and MCP tools, and what they share. */
+  readonly idempotency: Idempotency;
   /** Log sink. */
   readonly logger: RuntimeLogger;
   /** Clock, ms since the epoch. */

@@ -30,9 +30,10 @@ function twoDigits(text: string, at: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseRfc3339 } from "./time.ts";
- * console.log(parseRfc3339("2026-07-23T12:00:00Z")); // 1784808000000
- * console.log(parseRfc3339("tomorrow")); // null
+ * assert.equal(parseRfc3339("2026-07-23T12:00:00Z"), 1784808000000);
+ * assert.equal(parseRfc3339("tomorrow"), null);
  * ```
  */
 export function parseRfc3339(text: string): number | null {

@@ -20,9 +20,10 @@ const PLAIN_ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=([A-Za-z0-9_.,:;+/=@%~^-]*)$
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parsePlainDotenv } from "./_plain_dotenv.ts";
- * console.log(parsePlainDotenv("# note\nA=1\nB=x,y\n")); // { A: "1", B: "x,y" }
- * console.log(parsePlainDotenv('A="quoted"\n')); // null
+ * assert.deepEqual(parsePlainDotenv("# note\nA=1\nB=x,y\n"), { A: "1", B: "x,y" });
+ * assert.equal(parsePlainDotenv('A="quoted"\n'), null);
  * ```
  */
 export function parsePlainDotenv(text: string): Record<string, string> | null {

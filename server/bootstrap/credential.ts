@@ -50,6 +50,7 @@ export interface BootstrapInput {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { deriveBootstrapCredential } from "./credential.ts";
  * const credential = deriveBootstrapCredential({
  *   token: "art_" + "x".repeat(43),
@@ -58,7 +59,7 @@ export interface BootstrapInput {
  *   expiresAt: "2030-01-01T00:00:00Z",
  *   source: "environment",
  * });
- * console.log(credential.namespace.length); // 32
+ * assert.equal(credential.namespace.length, 32);
  * ```
  */
 export function deriveBootstrapCredential(input: BootstrapInput): BootstrapCredential {

@@ -35,9 +35,10 @@ export type BootstrapErrorCode =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BootstrapError } from "./errors.ts";
  * const error = new BootstrapError("noBootstrap", "No bootstrap credential found");
- * console.log(error.code); // "noBootstrap"
+ * assert.equal(error.code, "noBootstrap");
  * ```
  */
 export class BootstrapError extends Error {
@@ -49,8 +50,10 @@ export class BootstrapError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { BootstrapError } from "./errors.ts";
-   * throw new BootstrapError("secretFileExists", "Secret file /tmp/x exists; use --force");
+   * const error = new BootstrapError("secretFileExists", "Secret file /tmp/x exists; use --force");
+   * assert.equal(error.code, "secretFileExists");
    * ```
    */
   constructor(code: BootstrapErrorCode, message: string, options?: ErrorOptions) {

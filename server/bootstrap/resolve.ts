@@ -73,13 +73,6 @@ function writeLine(stream: "stdout" | "stderr"): LineWriter {
  * 4. otherwise a {@linkcode BootstrapError} with code `noBootstrap`.
  *
  * An expired bootstrap fails with code `bootstrapExpired` and tells to run `init --force`.
- *
- * @example
- * ```ts ignore
- * import { resolveBootstrap } from "./resolve.ts";
- * const { credential, secretFilePath } = await resolveBootstrap({ hostname: "127.0.0.1" });
- * console.log(credential.source, secretFilePath);
- * ```
  */
 export async function resolveBootstrap(
   options: ResolveBootstrapOptions,

@@ -49,8 +49,9 @@ function readEnv(options: ConfigDirectoryOptions, name: string): string | undefi
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { configDirectory } from "./secret_file.ts";
- * console.log(configDirectory({ env: { HOME: "/home/ada" }, os: "linux" })); // "/home/ada/.config"
+ * assert.equal(configDirectory({ env: { HOME: "/home/ada" }, os: "linux" }), "/home/ada/.config");
  * ```
  */
 export function configDirectory(options: ConfigDirectoryOptions = {}): string {
@@ -91,9 +92,12 @@ export function configDirectory(options: ConfigDirectoryOptions = {}): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { defaultSecretFilePath } from "./secret_file.ts";
- * console.log(defaultSecretFilePath({ env: { XDG_CONFIG_HOME: "/cfg" }, os: "linux" }));
- * // "/cfg/automation-runtime/bootstrap.env"
+ * assert.equal(
+ *   defaultSecretFilePath({ env: { XDG_CONFIG_HOME: "/cfg" }, os: "linux" }),
+ *   "/cfg/automation-runtime/bootstrap.env",
+ * );
  * ```
  */
 export function defaultSecretFilePath(options: ConfigDirectoryOptions = {}): string {
@@ -116,12 +120,6 @@ function isAlreadyExists(error: unknown): boolean {
  * a temporary file created with mode 0600 (never widened, never chmod-ed afterwards), is flushed
  * with fsync and then renamed over the target, so a crash never leaves a half-written file.
  * Without `force`, an existing file is refused with code `secretFileExists`, even under a race.
- *
- * @example
- * ```ts ignore
- * import { writeSecretFile } from "./secret_file.ts";
- * await writeSecretFile("/tmp/demo/bootstrap.env", "KEY=value\n");
- * ```
  */
 export async function writeSecretFile(
   path: string,
@@ -237,12 +235,6 @@ function describeFsError(error: unknown): string {
  * (`secretFileUnreadable`), is readable by group or others on POSIX (`secretFileInsecure`, with
  * the `chmod 600` fix), is not a dotenv file (`secretFileUnparseable`) or lacks one of the four
  * variables (`secretFileIncomplete`). The values are returned unvalidated.
- *
- * @example
- * ```ts ignore
- * import { readSecretFile } from "./secret_file.ts";
- * const values = await readSecretFile("/home/ada/.config/automation-runtime/bootstrap.env");
- * ```
  */
 export async function readSecretFile(path: string): Promise<Record<string, string> | null> {
   let file: Deno.FsFile;

@@ -58,8 +58,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkBearerSyntax } from "./variables.ts";
- * console.log(checkBearerSyntax("short")); // "is not high entropy (32 to 512 characters required)"
+ * assert.equal(checkBearerSyntax("short"), "is not high entropy (32 to 512 characters required)");
  * ```
  */
 export function checkBearerSyntax(token: string): string | null {
@@ -84,9 +85,12 @@ export function checkBearerSyntax(token: string): string | null {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseCapabilityList } from "./variables.ts";
- * console.log(parseCapabilityList("session:read, authority:admin"));
- * // ["session:read", "authority:admin"]
+ * assert.deepEqual(parseCapabilityList("session:read, authority:admin"), [
+ *   "session:read",
+ *   "authority:admin",
+ * ]);
  * ```
  */
 export function parseCapabilityList(text: string): Capability[] | string {
@@ -118,6 +122,7 @@ export interface ParseBootstrapValuesOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseBootstrapValues } from "./variables.ts";
  * const values = parseBootstrapValues({
  *   AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: "art_" + "a".repeat(43),
@@ -125,7 +130,7 @@ export interface ParseBootstrapValuesOptions {
  *   AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: "authority:admin",
  *   AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: "2030-01-01T00:00:00Z",
  * }, { origin: "the environment" });
- * console.log(values.capabilities); // ["authority:admin"]
+ * assert.deepEqual(values.capabilities, ["authority:admin"]);
  * ```
  */
 export function parseBootstrapValues(
@@ -161,8 +166,9 @@ export function parseBootstrapValues(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { generateBearer } from "./variables.ts";
- * console.log(generateBearer().length); // 47
+ * assert.equal(generateBearer().length, 47);
  * ```
  */
 export function generateBearer(): string {
@@ -188,9 +194,10 @@ export interface GenerateBootstrapOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { generateBootstrapValues } from "./variables.ts";
  * const values = generateBootstrapValues({ ttlDays: 7 });
- * console.log(values.token.startsWith("art_")); // true
+ * assert.equal(values.token.startsWith("art_"), true);
  * ```
  */
 export function generateBootstrapValues(options: GenerateBootstrapOptions = {}): BootstrapValues {
@@ -210,9 +217,10 @@ export function generateBootstrapValues(options: GenerateBootstrapOptions = {}):
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatSecretFile, generateBootstrapValues } from "./variables.ts";
  * const text = formatSecretFile(generateBootstrapValues());
- * console.log(text.includes("AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN=art_")); // true
+ * assert.equal(text.includes("AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN=art_"), true);
  * ```
  */
 export function formatSecretFile(values: BootstrapValues): string {

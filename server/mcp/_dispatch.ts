@@ -1,19 +1,21 @@
 /**
  * In-process dispatch of an MCP tool call to the route that serves the same operation over
- * HTTP. The call runs through the same steps as `/v1/*` would run after the headers (the
- * capability check, the idempotency key and claim, the JSON body schema) and the route's own
- * handler, so both interfaces share one implementation of every rule.
+ * HTTP. The call runs through the same rules as `/v1/*` would run after the headers (the
+ * capability check, the idempotency key and record, the JSON body schema) and the route's own
+ * handler, composed by the same composer with the same error handler, so both interfaces share
+ * one implementation of every rule and one rendering of every refusal.
  *
  * @module
  */
-import { compose, type Step } from "../chain.ts";
+import { compose, type Next, type Rule } from "../chain.ts";
 import { type AuthenticatedPrincipal, RequestContext } from "../context.ts";
+import { errorResponse } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { capabilityStep } from "../rules/capability.ts";
+import { capabilityRule } from "../rules/capability.ts";
 import { MAX_DEADLINE_AHEAD_MS } from "../rules/deadline.ts";
-import { idempotencyClaimStep, idempotencyKeyStep } from "../rules/idempotency.ts";
-import { jsonStep } from "../rules/json.ts";
-import type { Store } from "../store/types.ts";
+import { idempotencyKeyRule } from "../rules/idempotency.ts";
+import { jsonRule } from "../rules/json.ts";
+import type { RuntimeServices } from "../services.ts";
 
 /** Base of the URLs of in-process requests; never reached over the network. */
 const INTERNAL_ORIGIN = "http://mcp.internal";
@@ -53,20 +55,12 @@ export interface RouteOutcome {
 const encoder = new TextEncoder();
 
 /**
- * Runs a route in process for a tool call. Refusals of the shared steps and of the handler
- * arrive as thrown `InterfaceError`s (or, for recorded idempotent answers, as a 4xx outcome).
- *
- * @example
- * ```ts ignore
- * const outcome = await runRoute(route, { store }, {
- *   principal, path: "/v1/mcp/tools/principals_list", correlationId: crypto.randomUUID(), deadline: 0,
- *   now: Date.now(),
- * });
- * ```
+ * Runs a route in process for a tool call. Every refusal, of the rules or of the handler,
+ * arrives as an outcome with the error body and its 4xx or 5xx status.
  */
 export async function runRoute(
   route: RouteDefinition,
-  shared: { store: Store },
+  services: Pick<RuntimeServices, "idempotency" | "logger">,
   call: RouteCall,
 ): Promise<RouteOutcome> {
   const headers = new Headers();
@@ -77,31 +71,29 @@ export async function runRoute(
   context.principal = call.principal;
   context.params = call.params ?? {};
   context.deadline = call.deadline > 0 ? call.deadline : call.now + MAX_DEADLINE_AHEAD_MS;
-  const steps: Step<RequestContext>[] = [];
-  if (route.capability !== undefined) steps.push(capabilityStep(route.capability));
+  const rules: Rule<RequestContext>[] = [];
+  if (route.capability !== undefined) rules.push(capabilityRule(route.capability));
   const prepare = call.prepare;
   if (prepare !== undefined) {
-    steps.push((_context, next) => {
+    rules.push((_context: RequestContext, next: Next) => {
       prepare();
       return next();
     });
   }
   if (route.body !== undefined) {
     context.bodyBytes = encoder.encode(JSON.stringify(call.body ?? {}));
-    steps.push(jsonStep(route.body));
+    rules.push(jsonRule(route.body));
   }
   if (route.idempotent && call.idempotencyKey !== undefined) {
-    steps.push(
-      idempotencyKeyStep(),
-      idempotencyClaimStep({
-        store: shared.store,
-        replay: route.replay?.bind(route),
-        mode: route.idempotency,
-      }),
+    rules.push(
+      idempotencyKeyRule(),
+      services.idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) }),
     );
   }
-  steps.push((current) => route.handle(current));
-  const response = await compose(...steps)(context);
+  rules.push((current) => route.handle(current));
+  const onError = (error: unknown, current: RequestContext): Response =>
+    errorResponse(error, current, services.logger);
+  const response = await compose(rules, { onError })(context);
   const text = await response.text();
   return {
     status: response.status,

@@ -19,13 +19,6 @@ const ROUTED = ["GET", "POST", "DELETE", "OPTIONS", "PUT", "PATCH", "HEAD"];
 /**
  * An {@linkcode McpEndpoint} whose routes load and create the real endpoint on the first
  * request, then hand every request to it.
- *
- * @example
- * ```ts ignore
- * import { createLazyMcpEndpoint } from "./_lazy.ts";
- * const mcp = createLazyMcpEndpoint(services, {});
- * for (const route of mcp.routes) router.add(route.method, route.path, route);
- * ```
  */
 export function createLazyMcpEndpoint(
   services: RuntimeServices,

@@ -32,16 +32,16 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import { compose, type Next, type Step } from "../chain.ts";
+import { compose, type Next, type Rule } from "../chain.ts";
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
-import { InterfaceError, toResponse } from "../errors.ts";
+import { errorResponse, InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { authenticateStep } from "../rules/authenticate.ts";
+import { authenticateRule } from "../rules/authenticate.ts";
 import { readLimitedBody } from "../rules/body.ts";
-import { correlationStep } from "../rules/correlation.ts";
-import { deadlineStep } from "../rules/deadline.ts";
-import { duplicatesStep } from "../rules/duplicates.ts";
-import { quotaStep } from "../rules/quota.ts";
+import { correlationRule } from "../rules/correlation.ts";
+import { deadlineRule } from "../rules/deadline.ts";
+import { duplicatesRule } from "../rules/duplicates.ts";
+import { quotaRule } from "../rules/quota.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
 import { SessionEventStore } from "./event_store.ts";
@@ -213,21 +213,41 @@ function onBodyEnd(response: Response, done: () => void): Response {
 
 function whenPresent(
   present: (context: RequestContext) => boolean,
-  step: Step<RequestContext>,
-): Step<RequestContext> {
-  return (context, next) => present(context) ? step(context, next) : next();
+  rule: Rule<RequestContext>,
+): Rule<RequestContext> {
+  return (context, next) => present(context) ? rule(context, next) : next();
 }
 
 /**
  * Creates the MCP endpoint over a server's shared parts.
  *
  * @example
- * ```ts ignore
- * import { createMcpEndpoint } from "./endpoint.ts";
- * const mcp = createMcpEndpoint(services, { allowedOrigins: ["loopback"] });
- * for (const route of mcp.routes) router.add(route.method, route.path, route);
- * // on shutdown:
- * await mcp.close();
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveBootstrapCredential } from "../bootstrap/credential.ts";
+ * import { createJsonLogger } from "../log.ts";
+ * import { createRuntimeServer } from "../server.ts";
+ * import { openKvStore } from "../store/mod.ts";
+ * import { createMcpEndpoint, MCP_PATH } from "./endpoint.ts";
+ * const bootstrap = deriveBootstrapCredential({
+ *   token: "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2),
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+ * const server = createRuntimeServer({ bootstrap, store, logger: createJsonLogger({ write() {} }) });
+ * // A second endpoint over the server's shared parts, for embedding under another router.
+ * const mcp = createMcpEndpoint(server.services, { allowedOrigins: ["loopback"] });
+ * try {
+ *   assert.ok(mcp.routes.every((route) => route.path === MCP_PATH && route.kind === "custom"));
+ *   assert.equal(mcp.sessionCount, 0);
+ * } finally {
+ *   await mcp.close(); // ends every session and its streams
+ *   await server.close();
+ *   await store.close();
+ * }
  * ```
  */
 export function createMcpEndpoint(
@@ -257,32 +277,31 @@ export function createMcpEndpoint(
     return now < (parseRfc3339(record.expiresAt) ?? Number.NaN);
   }
 
-  /** Rule 1 and 2, CORS, and rendering of the runtime's own refusals. */
-  async function guard(context: RequestContext, next: Next): Promise<Response> {
+  /** Rule 1: the origin and host. Its refusal carries no CORS headers. */
+  function origins(context: RequestContext, next: Next): Response | Promise<Response> {
     const refusal = policy.check(context.request);
-    if (refusal !== null) return toResponse(refusal, context.responseCorrelationId);
-    const origin = context.request.headers.get("origin");
-    let response: Response;
-    try {
-      if (context.method === "OPTIONS") {
-        response = preflight(origin !== null);
-      } else if (!SERVED.includes(context.method)) {
-        throw new InterfaceError(
-          "methodNotAllowed",
-          `Method ${context.method} is not allowed here`,
-          {
-            headers: { allow: ALLOW },
-            extra: { allowedMethods: SERVED },
-          },
-        );
-      } else {
-        response = await next();
-      }
-    } catch (error) {
-      if (!(error instanceof InterfaceError)) throw error;
-      response = toResponse(error, context.responseCorrelationId);
+    if (refusal !== null) throw refusal;
+    return next();
+  }
+
+  /** CORS headers (and the echoed deadline) on every answer after rule 1, refusals included. */
+  async function cors(context: RequestContext, next: Next): Promise<Response> {
+    const response = await next();
+    return decorate(response, context, context.request.headers.get("origin"));
+  }
+
+  /** Rule 2, and the answer to a CORS preflight. */
+  function methods(context: RequestContext, next: Next): Response | Promise<Response> {
+    if (context.method === "OPTIONS") {
+      return preflight(context.request.headers.get("origin") !== null);
     }
-    return decorate(response, context, origin);
+    if (!SERVED.includes(context.method)) {
+      throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
+        headers: { allow: ALLOW },
+        extra: { allowedMethods: SERVED },
+      });
+    }
+    return next();
   }
 
   function preflight(cors: boolean): Response {
@@ -410,15 +429,17 @@ export function createMcpEndpoint(
     }
   }
 
-  const chain = compose<RequestContext>(
-    guard,
-    duplicatesStep(),
-    authenticateStep(services.authenticator),
-    whenPresent((context) => context.correlationHeader !== null, correlationStep()),
-    whenPresent((context) => context.deadlineHeader !== null, deadlineStep()),
-    quotaStep(services.quota),
+  const chain = compose<RequestContext>([
+    origins,
+    cors,
+    methods,
+    duplicatesRule(),
+    authenticateRule(services.authenticator),
+    whenPresent((context) => context.correlationHeader !== null, correlationRule()),
+    whenPresent((context) => context.deadlineHeader !== null, deadlineRule()),
+    quotaRule(services.quota),
     dispatch,
-  );
+  ], { onError: (error, context) => errorResponse(error, context, services.logger) });
 
   const routes: RouteDefinition[] = ROUTED.map((method) => ({
     method,

@@ -25,13 +25,14 @@ interface StoredEvent {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SessionEventStore } from "./event_store.ts";
  * const store = new SessionEventStore();
  * const first = await store.storeEvent("s1", { jsonrpc: "2.0", method: "notifications/ping" });
  * await store.storeEvent("s1", { jsonrpc: "2.0", id: 1, result: {} });
  * const replayed: string[] = [];
  * await store.replayEventsAfter(first, { send: (id) => Promise.resolve(void replayed.push(id)) });
- * console.log(replayed.length); // 1
+ * assert.equal(replayed.length, 1);
  * ```
  */
 export class SessionEventStore implements EventStore {
@@ -42,12 +43,6 @@ export class SessionEventStore implements EventStore {
 
   /**
    * Creates an empty store keeping at most `maxEvents` events (default 512).
-   *
-   * @example
-   * ```ts
-   * import { SessionEventStore } from "./event_store.ts";
-   * new SessionEventStore({ maxEvents: 64 });
-   * ```
    */
   constructor(options: { maxEvents?: number } = {}) {
     const maxEvents = options.maxEvents ?? DEFAULT_MAX_EVENTS;
@@ -67,9 +62,10 @@ export class SessionEventStore implements EventStore {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { SessionEventStore } from "./event_store.ts";
    * const id = await new SessionEventStore().storeEvent("s1", { jsonrpc: "2.0", method: "x" });
-   * console.log(id); // "1"
+   * assert.equal(id, "1");
    * ```
    */
   storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
@@ -87,10 +83,11 @@ export class SessionEventStore implements EventStore {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { SessionEventStore } from "./event_store.ts";
    * const store = new SessionEventStore();
    * const id = await store.storeEvent("s1", { jsonrpc: "2.0", method: "x" });
-   * console.log(await store.getStreamIdForEventId(id)); // "s1"
+   * assert.equal(await store.getStreamIdForEventId(id), "s1");
    * ```
    */
   getStreamIdForEventId(eventId: string): Promise<string | undefined> {
@@ -103,9 +100,10 @@ export class SessionEventStore implements EventStore {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { SessionEventStore } from "./event_store.ts";
    * const store = new SessionEventStore();
-   * console.log(await store.replayEventsAfter("42", { send: () => Promise.resolve() })); // ""
+   * assert.equal(await store.replayEventsAfter("42", { send: () => Promise.resolve() }), "");
    * ```
    */
   async replayEventsAfter(

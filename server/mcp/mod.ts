@@ -4,13 +4,42 @@
  * serve configuration and embedding.
  *
  * @example
- * ```ts ignore
- * import { createRuntimeServer, parseAllowedOrigins } from "@automation/runtime/server";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import {
+ *   createJsonLogger,
+ *   createRuntimeServer,
+ *   deriveBootstrapCredential,
+ *   openKvStore,
+ *   parseAllowedOrigins,
+ * } from "../mod.ts";
+ * const bootstrap = deriveBootstrapCredential({
+ *   token: "art_" + crypto.randomUUID().replaceAll("-", "").repeat(2),
+ *   principalId: crypto.randomUUID(),
+ *   capabilities: ["authority:admin"],
+ *   expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+ *   source: "environment",
+ * });
+ * const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
  * const server = createRuntimeServer({
  *   bootstrap,
  *   store,
+ *   logger: createJsonLogger({ write() {} }),
  *   mcp: { allowedOrigins: parseAllowedOrigins("loopback,https://ide.example.com") },
  * });
+ * try {
+ *   const response = await server.handler(
+ *     new Request("http://localhost/v1/mcp", {
+ *       method: "POST",
+ *       headers: { origin: "https://elsewhere.example" },
+ *     }),
+ *   );
+ *   assert.equal(response.status, 403);
+ *   assert.equal((await response.json()).error.code, "originNotAllowed");
+ * } finally {
+ *   await server.close();
+ *   await store.close();
+ * }
  * ```
  *
  * @module

@@ -34,9 +34,11 @@ const IPV4_LOOPBACK = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isLoopbackHostname } from "./origin.ts";
- * console.log(isLoopbackHostname("127.0.0.1"), isLoopbackHostname("[::1]")); // true true
- * console.log(isLoopbackHostname("attacker.example")); // false
+ * assert.equal(isLoopbackHostname("127.0.0.1"), true);
+ * assert.equal(isLoopbackHostname("[::1]"), true);
+ * assert.equal(isLoopbackHostname("attacker.example"), false);
  * ```
  */
 export function isLoopbackHostname(hostname: string): boolean {
@@ -53,9 +55,12 @@ export function isLoopbackHostname(hostname: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseAllowedOrigins } from "./origin.ts";
- * console.log(parseAllowedOrigins("loopback, https://ide.example.com"));
- * // ["loopback", "https://ide.example.com"]
+ * assert.deepEqual(parseAllowedOrigins("loopback, https://ide.example.com"), [
+ *   "loopback",
+ *   "https://ide.example.com",
+ * ]);
  * ```
  */
 export function parseAllowedOrigins(list: string): string[] {
@@ -71,8 +76,10 @@ export function parseAllowedOrigins(list: string): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { defaultAllowedHosts } from "./origin.ts";
- * console.log(defaultAllowedHosts("127.0.0.1"), defaultAllowedHosts("0.0.0.0")); // ["loopback"] ["*"]
+ * assert.deepEqual(defaultAllowedHosts("127.0.0.1"), ["loopback"]);
+ * assert.deepEqual(defaultAllowedHosts("0.0.0.0"), ["*"]);
  * ```
  */
 export function defaultAllowedHosts(bindHostname: string): string[] {
@@ -85,8 +92,9 @@ export function defaultAllowedHosts(bindHostname: string): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseAllowedHosts } from "./origin.ts";
- * console.log(parseAllowedHosts("loopback,mcp.example.com")); // ["loopback", "mcp.example.com"]
+ * assert.deepEqual(parseAllowedHosts("loopback,mcp.example.com"), ["loopback", "mcp.example.com"]);
  * ```
  */
 export function parseAllowedHosts(list: string): string[] {
@@ -141,12 +149,13 @@ function forbidden(message: string, header: string): InterfaceError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { OriginPolicy } from "./origin.ts";
  * const policy = new OriginPolicy();
  * const request = new Request("http://127.0.0.1:7777/v1/mcp", {
  *   headers: { origin: "https://attacker.example" },
  * });
- * console.log(policy.check(request)?.status); // 403
+ * assert.equal(policy.check(request)?.status, 403);
  * ```
  */
 export class OriginPolicy {
@@ -165,8 +174,11 @@ export class OriginPolicy {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { OriginPolicy } from "./origin.ts";
-   * new OriginPolicy({ allowedOrigins: ["loopback", "https://ide.example.com"] });
+   * const policy = new OriginPolicy({ allowedOrigins: ["loopback", "https://ide.example.com"] });
+   * assert.equal(policy.isAllowedOrigin("https://ide.example.com"), true);
+   * assert.throws(() => new OriginPolicy({ allowedOrigins: ["not an origin"] }), TypeError);
    * ```
    */
   constructor(options: OriginPolicyOptions = {}) {
@@ -188,10 +200,11 @@ export class OriginPolicy {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { OriginPolicy } from "./origin.ts";
    * const policy = new OriginPolicy();
-   * console.log(policy.isAllowedOrigin("http://localhost:6274")); // true
-   * console.log(policy.isAllowedOrigin("null")); // false
+   * assert.equal(policy.isAllowedOrigin("http://localhost:6274"), true);
+   * assert.equal(policy.isAllowedOrigin("null"), false);
    * ```
    */
   isAllowedOrigin(origin: string): boolean {
@@ -212,10 +225,11 @@ export class OriginPolicy {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { OriginPolicy } from "./origin.ts";
    * const policy = new OriginPolicy();
-   * console.log(policy.isAllowedHost("127.0.0.1:7777"), policy.isAllowedHost("evil.test:7777"));
-   * // true false
+   * assert.equal(policy.isAllowedHost("127.0.0.1:7777"), true);
+   * assert.equal(policy.isAllowedHost("evil.test:7777"), false);
    * ```
    */
   isAllowedHost(host: string): boolean {
@@ -232,9 +246,10 @@ export class OriginPolicy {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { OriginPolicy } from "./origin.ts";
    * const request = new Request("http://localhost:7777/v1/mcp");
-   * console.log(new OriginPolicy().check(request)); // null
+   * assert.equal(new OriginPolicy().check(request), null);
    * ```
    */
   check(request: Request): InterfaceError | null {

@@ -37,12 +37,6 @@ const CALL_KEY = "automation-runtime/call";
  * The `authInfo` handed to the transport for one request: the principal authenticated on it
  * (as client id and scopes) and the request's correlation id and deadline. The bearer itself
  * never travels past authentication, so `token` stays empty.
- *
- * @example
- * ```ts ignore
- * const authInfo = requestAuthInfo({ principal, correlationId: null, deadline: 0 });
- * await transport.handleRequest(request, { authInfo });
- * ```
  */
 export function requestAuthInfo(call: McpToolCall): AuthInfo {
   return {
@@ -62,13 +56,6 @@ function callOf(authInfo: AuthInfo | undefined): McpToolCall {
 
 /**
  * Creates the protocol server of one session over the runtime's tools.
- *
- * @example
- * ```ts ignore
- * import { createProtocolServer } from "./protocol.ts";
- * const server = createProtocolServer(tools);
- * await server.connect(transport);
- * ```
  */
 export function createProtocolServer(tools: McpToolset): Server {
   const server = new Server({ ...MCP_SERVER_INFO }, {

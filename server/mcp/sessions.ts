@@ -63,6 +63,7 @@ export type ReserveRefusal = "closed" | "serverFull" | "principalFull";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { McpSessionRegistry } from "./sessions.ts";
  * const registry = new McpSessionRegistry({ idleTimeoutMs: 60_000 });
  * const reservation = registry.reserve("principal-a");
@@ -74,7 +75,7 @@ export type ReserveRefusal = "closed" | "serverFull" | "principalFull";
  *     close: () => Promise.resolve(),
  *   });
  * }
- * console.log(registry.lookup("s1", "principal-b")); // undefined
+ * assert.equal(registry.lookup("s1", "principal-b"), undefined);
  * await registry.close();
  * ```
  */
@@ -97,12 +98,6 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
 
   /**
    * Creates an empty registry.
-   *
-   * @example
-   * ```ts
-   * import { McpSessionRegistry } from "./sessions.ts";
-   * new McpSessionRegistry({ idleTimeoutMs: 600_000, maxSessionsPerPrincipal: 8 });
-   * ```
    */
   constructor(options: McpSessionRegistryOptions = {}) {
     this.idleTimeoutMs = positive(
@@ -133,10 +128,11 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { McpSessionRegistry } from "./sessions.ts";
    * const registry = new McpSessionRegistry({ maxSessionsPerPrincipal: 1 });
    * const first = registry.reserve("p");
-   * console.log(registry.reserve("p")); // "principalFull"
+   * assert.equal(registry.reserve("p"), "principalFull");
    * if (typeof first !== "string") first.cancel();
    * ```
    */
@@ -182,8 +178,9 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { McpSessionRegistry } from "./sessions.ts";
-   * console.log(new McpSessionRegistry().lookup("nope", "p")); // undefined
+   * assert.equal(new McpSessionRegistry().lookup("nope", "p"), undefined);
    * ```
    */
   lookup(id: string, principalId: string): S | undefined {
@@ -195,12 +192,6 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
   /**
    * Marks a session busy (a request running or a stream open) until the returned function is
    * called; both ends count as activity for the idle timeout.
-   *
-   * @example
-   * ```ts ignore
-   * const release = registry.hold(session.id);
-   * try { await work(); } finally { release(); }
-   * ```
    */
   hold(id: string): () => void {
     const entry = this.#entries.get(id);
@@ -221,8 +212,9 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { McpSessionRegistry } from "./sessions.ts";
-   * console.log(new McpSessionRegistry().delete("nope")); // false
+   * assert.equal(new McpSessionRegistry().delete("nope"), false);
    * ```
    */
   delete(id: string): boolean {
@@ -236,11 +228,6 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
 
   /**
    * Closes every session of a principal (after its revocation); returns how many closed.
-   *
-   * @example
-   * ```ts ignore
-   * await registry.closePrincipal("6f1c3d1e-8a6b-4a0e-9d7e-2f4b5c6d7e8f");
-   * ```
    */
   async closePrincipal(principalId: string): Promise<number> {
     const doomed = [...this.#entries.values()]
@@ -251,11 +238,6 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
 
   /**
    * Closes idle sessions and those whose principal expired or is no longer valid.
-   *
-   * @example
-   * ```ts ignore
-   * await registry.sweep();
-   * ```
    */
   sweep(): Promise<void> {
     this.#sweeping ??= this.#sweep().finally(() => this.#sweeping = null);
@@ -264,12 +246,6 @@ export class McpSessionRegistry<S extends McpSessionHandle> {
 
   /**
    * Closes every session and stops the sweep timer; later reservations are refused.
-   *
-   * @example
-   * ```ts
-   * import { McpSessionRegistry } from "./sessions.ts";
-   * await new McpSessionRegistry().close();
-   * ```
    */
   async close(): Promise<void> {
     this.#closed = true;

@@ -21,7 +21,7 @@
 import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { AuthenticatedPrincipal } from "../context.ts";
-import { type ErrorBody, errorBody, InterfaceError, internalError } from "../errors.ts";
+import { type ErrorBody, errorBody, refusalFor } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type CreatePrincipalBody, principalRoutes } from "../routes/principals.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -29,7 +29,7 @@ import { runtimeRoutes } from "../routes/runtime.ts";
 import { deadlineExceeded } from "../rules/deadline.ts";
 import { invalidRequest } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
-import { CAPABILITIES, type Capability, StoreUnavailableError } from "../store/types.ts";
+import { CAPABILITIES, type Capability } from "../store/types.ts";
 import { type RouteOutcome, runRoute } from "./_dispatch.ts";
 
 /** The `_meta` key set on a result replayed for a repeated idempotency key. */
@@ -167,14 +167,6 @@ function toolPath(name: string): string {
 
 /**
  * The runtime's MCP tools, bound to one server's shared parts.
- *
- * @example
- * ```ts ignore
- * import { McpToolset } from "./tools.ts";
- * const tools = new McpToolset(services);
- * const visible = tools.list(principal).map((tool) => tool.name);
- * const result = await tools.call("runtime_info", {}, { principal, correlationId: null, deadline: 0 });
- * ```
  */
 export class McpToolset {
   #services: RuntimeServices;
@@ -182,16 +174,9 @@ export class McpToolset {
 
   /**
    * Builds the tools over the server's routes.
-   *
-   * @example
-   * ```ts ignore
-   * import { McpToolset } from "./tools.ts";
-   * const tools = new McpToolset(services, { onPrincipalRevoked: (id) => sessions.closePrincipal(id) });
-   * ```
    */
   constructor(services: RuntimeServices, options: McpToolsetOptions = {}) {
     this.#services = services;
-    const store = services.store;
     const principals = principalRoutes(services);
     const runtime = findRoute(runtimeRoutes(), "GET", "/v1/runtime");
     const list = findRoute(principals, "GET", "/v1/principals");
@@ -212,7 +197,7 @@ export class McpToolset {
           annotations: readOnly(),
         },
         run: (args, call) =>
-          runRoute(runtime, { store }, {
+          runRoute(runtime, services, {
             ...call,
             path: toolPath("runtime_info"),
             prepare: () => parseArguments(noArguments, args),
@@ -230,7 +215,7 @@ export class McpToolset {
           annotations: readOnly(),
         },
         run: (args, call) =>
-          runRoute(list, { store }, {
+          runRoute(list, services, {
             ...call,
             path: toolPath("principals_list"),
             prepare: () => parseArguments(noArguments, args),
@@ -256,7 +241,7 @@ export class McpToolset {
         },
         run: (args, call) => {
           const { idempotencyKey, ...body } = args;
-          return runRoute(issue, { store }, {
+          return runRoute(issue, services, {
             ...call,
             path: toolPath("principal_issue"),
             body,
@@ -288,7 +273,7 @@ export class McpToolset {
         },
         run: async (args, call) => {
           const principalId = typeof args.principalId === "string" ? args.principalId : "";
-          const outcome = await runRoute(revoke, { store }, {
+          const outcome = await runRoute(revoke, services, {
             ...call,
             path: toolPath("principal_revoke"),
             params: { principalId },
@@ -305,11 +290,6 @@ export class McpToolset {
 
   /**
    * The tools a principal may see: those whose capability it holds.
-   *
-   * @example
-   * ```ts ignore
-   * console.log(tools.list(readOnlyPrincipal).map((tool) => tool.name)); // ["runtime_info"]
-   * ```
    */
   list(principal: AuthenticatedPrincipal): Tool[] {
     const visible: Tool[] = [];
@@ -321,11 +301,6 @@ export class McpToolset {
 
   /**
    * Whether a tool of this name exists (whoever may call it).
-   *
-   * @example
-   * ```ts ignore
-   * console.log(tools.has("runtime_info")); // true
-   * ```
    */
   has(name: string): boolean {
     return this.#tools.has(name);
@@ -334,14 +309,6 @@ export class McpToolset {
   /**
    * Calls a tool. Never throws for a known tool: every failure is a tool error carrying the
    * HTTP error body.
-   *
-   * @example
-   * ```ts ignore
-   * const result = await tools.call("principals_list", {}, {
-   *   principal, correlationId: null, deadline: 0,
-   * });
-   * console.log(result.isError ?? false);
-   * ```
    */
   async call(
     name: string,
@@ -360,21 +327,10 @@ export class McpToolset {
       const body = entry.shape?.(outcome, input) ?? outcome.body;
       return success(body as Record<string, unknown>, outcome.replayed);
     } catch (error) {
-      return failure(errorBody(this.#refusal(error, name), correlationId));
+      return failure(
+        errorBody(refusalFor(error, this.#services.logger, { tool: name }), correlationId),
+      );
     }
-  }
-
-  #refusal(error: unknown, name: string): InterfaceError {
-    if (error instanceof InterfaceError) return error;
-    if (error instanceof StoreUnavailableError) {
-      this.#services.logger.error("store unavailable", { tool: name, message: error.message });
-      return new InterfaceError("storeUnavailable", "The authority store is unavailable");
-    }
-    this.#services.logger.error("mcp tool failed", {
-      tool: name,
-      errorName: error instanceof Error ? error.name : typeof error,
-    });
-    return internalError();
   }
 }
 

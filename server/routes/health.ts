@@ -22,8 +22,9 @@ function health(context: RequestContext): Response {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { healthRoutes } from "./health.ts";
- * console.log(healthRoutes().map((route) => route.method)); // ["GET", "HEAD"]
+ * assert.deepEqual(healthRoutes().map((route) => route.method), ["GET", "HEAD"]);
  * ```
  */
 export function healthRoutes(): RouteDefinition[] {

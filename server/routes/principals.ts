@@ -15,7 +15,6 @@ import { InterfaceError } from "../errors.ts";
 import type { BodySchema, RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
-import { IdempotencyKeyUsedError } from "../rules/idempotency.ts";
 import {
   CAPABILITIES,
   type Capability,
@@ -80,9 +79,10 @@ function checkCapabilities(value: unknown, issues: Issue[]): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createPrincipalSchema } from "./principals.ts";
  * const result = createPrincipalSchema.safeParse({ principalId: "x" });
- * console.log(result.success); // false
+ * assert.equal(result.success, false);
  * ```
  */
 export const createPrincipalSchema: BodySchema = {
@@ -132,10 +132,12 @@ export const createPrincipalSchema: BodySchema = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { derivePrincipalBearer } from "./principals.ts";
  * const key = crypto.getRandomValues(new Uint8Array(32));
  * const bearer = derivePrincipalBearer(key, crypto.randomUUID(), "nonce");
- * console.log(bearer.startsWith("art_"), bearer.length); // true 47
+ * assert.equal(bearer.startsWith("art_"), true);
+ * assert.equal(bearer.length, 47);
  * ```
  */
 export function derivePrincipalBearer(
@@ -201,12 +203,6 @@ function principalNotFound(): InterfaceError {
 
 /**
  * The principal routes.
- *
- * @example
- * ```ts ignore
- * import { principalRoutes } from "./principals.ts";
- * const routes = principalRoutes(services);
- * ```
  */
 export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
   const { bootstrap, store, authenticator } = services;
@@ -250,7 +246,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         response: { status: 201, body: JSON.stringify(publicBody) },
         expiresAt: key.expiresAt,
       });
-      if (typeof outcome !== "string") throw new IdempotencyKeyUsedError(outcome);
+      if (typeof outcome !== "string") return await key.used(outcome);
       result = outcome;
     } else {
       result = await store.createPrincipal(record, {
@@ -261,7 +257,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       });
     }
     if (result === "exists") throw principalExists();
-    if (key !== null) key.completed = true;
+    key?.recorded();
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 

@@ -44,8 +44,9 @@ function runtimeInfo(context: RequestContext): Response {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runtimeRoutes } from "./runtime.ts";
- * console.log(runtimeRoutes()[0].path); // "/v1/runtime"
+ * assert.equal(runtimeRoutes()[0].path, "/v1/runtime");
  * ```
  */
 export function runtimeRoutes(): RouteDefinition[] {

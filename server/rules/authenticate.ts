@@ -6,26 +6,23 @@
  * @module
  */
 import type { Authenticator } from "../authenticator.ts";
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 
 /**
- * The authentication step; sets `context.principal`.
- *
- * @example
- * ```ts ignore
- * import { authenticateStep } from "./authenticate.ts";
- * const step = authenticateStep(authenticator);
- * ```
+ * The authentication rule; sets `context.principal`. It waits only when the principal must be
+ * read from the store.
  */
-export function authenticateStep(authenticator: Authenticator): GuardStep<RequestContext> {
-  return guardStep(function authenticate(context: RequestContext): void | Promise<void> {
+export function authenticateRule(authenticator: Authenticator): Rule<RequestContext> {
+  return function authenticate(context: RequestContext, next: Next) {
     const result = authenticator.authenticate(context.authorization, context.receivedAt);
     if (result instanceof Promise) {
       return result.then((principal) => {
         context.principal = principal;
+        return next();
       });
     }
     context.principal = result;
-  });
+    return next();
+  };
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { deadlineExceeded } from "./deadline.ts";
@@ -34,11 +34,12 @@ export interface ReadLimitedBodyOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readLimitedBody } from "./body.ts";
  * const bytes = await readLimitedBody(new Request("http://x/", { method: "POST", body: "{}" }), {
  *   maxBytes: 1024,
  * });
- * console.log(bytes.length); // 2
+ * assert.equal(bytes.length, 2);
  * ```
  */
 export async function readLimitedBody(
@@ -95,16 +96,10 @@ export async function readLimitedBody(
 }
 
 /**
- * The body step; sets `context.bodyBytes`. It runs after authentication, so no byte of an
+ * The body rule; sets `context.bodyBytes`. It runs after authentication, so no byte of an
  * unauthenticated body is read.
- *
- * @example
- * ```ts
- * import { bodyStep } from "./body.ts";
- * const step = bodyStep({ maxBytes: 1_048_576 });
- * ```
  */
-export function bodyStep(options: { maxBytes: number }): Step<RequestContext> {
+export function bodyRule(options: { maxBytes: number }): Rule<RequestContext> {
   const maxBytes = options.maxBytes;
   return async function body(context: RequestContext, next: Next): Promise<Response> {
     const elapsed = performance.now() - context.startedAt;

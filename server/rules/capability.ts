@@ -4,25 +4,17 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { Capability } from "../store/types.ts";
 
-/**
- * The capability step for one required capability.
- *
- * @example
- * ```ts
- * import { capabilityStep } from "./capability.ts";
- * const step = capabilityStep("authority:admin");
- * ```
- */
-export function capabilityStep(required: Capability): GuardStep<RequestContext> {
-  return guardStep(function capability(context: RequestContext): void {
-    if (context.principal?.capabilities.includes(required)) return;
+/** The capability rule for one required capability. */
+export function capabilityRule(required: Capability): Rule<RequestContext> {
+  return function capability(context: RequestContext, next: Next) {
+    if (context.principal?.capabilities.includes(required)) return next();
     throw new InterfaceError("missingCapability", `This operation requires ${required}`, {
       extra: { requiredCapability: required },
     });
-  });
+  };
 }

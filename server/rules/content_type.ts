@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -13,9 +13,10 @@ import { InterfaceError } from "../errors.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isJsonContentType } from "./content_type.ts";
- * console.log(isJsonContentType("application/json; charset=utf-8")); // true
- * console.log(isJsonContentType("text/plain")); // false
+ * assert.equal(isJsonContentType("application/json; charset=utf-8"), true);
+ * assert.equal(isJsonContentType("text/plain"), false);
  * ```
  */
 export function isJsonContentType(value: string | null): boolean {
@@ -25,17 +26,9 @@ export function isJsonContentType(value: string | null): boolean {
   return media === "application/json";
 }
 
-/**
- * The content-type step.
- *
- * @example
- * ```ts
- * import { contentTypeStep } from "./content_type.ts";
- * const step = contentTypeStep();
- * ```
- */
-export function contentTypeStep(): Step<RequestContext> {
-  return function contentType(context: RequestContext, next: Next): Promise<Response> {
+/** The content-type rule. */
+export function contentTypeRule(): Rule<RequestContext> {
+  return function contentType(context: RequestContext, next: Next) {
     if (isJsonContentType(context.request.headers.get("content-type"))) return next();
     throw new InterfaceError("unsupportedMediaType", "Content-Type must be application/json", {
       extra: { header: "content-type" },

@@ -4,22 +4,14 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
-/**
- * The correlation step.
- *
- * @example
- * ```ts
- * import { correlationStep } from "./correlation.ts";
- * const step = correlationStep();
- * ```
- */
-export function correlationStep(): GuardStep<RequestContext> {
-  return guardStep(function correlation(context: RequestContext): void {
-    if (context.correlationId !== null) return;
+/** The correlation rule. */
+export function correlationRule(): Rule<RequestContext> {
+  return function correlation(context: RequestContext, next: Next) {
+    if (context.correlationId !== null) return next();
     if (context.correlationHeader === null) {
       throw new InterfaceError("missingHeader", "Header x-correlation-id is required", {
         extra: { header: "x-correlation-id" },
@@ -30,5 +22,5 @@ export function correlationStep(): GuardStep<RequestContext> {
       "Header x-correlation-id must be a UUID of at most 64 bytes",
       { extra: { header: "x-correlation-id" } },
     );
-  });
+  };
 }

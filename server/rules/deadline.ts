@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -17,8 +17,9 @@ export const MAX_DEADLINE_AHEAD_MS = 300_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { deadlineExceeded } from "./deadline.ts";
- * console.log(deadlineExceeded().status); // 408
+ * assert.equal(deadlineExceeded().status, 408);
  * ```
  */
 export function deadlineExceeded(): InterfaceError {
@@ -27,21 +28,13 @@ export function deadlineExceeded(): InterfaceError {
   });
 }
 
-/**
- * The deadline step; sets `context.deadline`.
- *
- * @example
- * ```ts
- * import { deadlineStep } from "./deadline.ts";
- * const step = deadlineStep();
- * ```
- */
-export function deadlineStep(): GuardStep<RequestContext> {
+/** The deadline rule; sets `context.deadline`. */
+export function deadlineRule(): Rule<RequestContext> {
   // Clients send the same deadline text for many requests (one computed per second, say), so
   // the last text parsed is remembered; parsing is a pure function of the text.
   let lastText: string | null = null;
   let lastAt: number | null = null;
-  return guardStep(function deadline(context: RequestContext): void {
+  return function deadline(context: RequestContext, next: Next) {
     const raw = context.deadlineHeader;
     if (raw === null) {
       throw new InterfaceError("missingHeader", "Header x-deadline is required", {
@@ -71,5 +64,6 @@ export function deadlineStep(): GuardStep<RequestContext> {
       );
     }
     context.deadline = at;
-  });
+    return next();
+  };
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -56,12 +56,13 @@ function cookieCarriesBearer(cookie: string, authorization: string | null): bool
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RequestContext } from "../context.ts";
  * import { findDuplicate } from "./duplicates.ts";
  * const request = new Request("http://localhost/v1/runtime", {
  *   headers: [["x-deadline", "a"], ["x-deadline", "b"]],
  * });
- * console.log(findDuplicate(new RequestContext(request, Date.now()))?.code); // "duplicateHeader"
+ * assert.equal(findDuplicate(new RequestContext(request, Date.now()))?.code, "duplicateHeader");
  * ```
  */
 export function findDuplicate(context: RequestContext): InterfaceError | null {
@@ -81,20 +82,11 @@ export function findDuplicate(context: RequestContext): InterfaceError | null {
   return null;
 }
 
-/**
- * The duplicate-header step.
- *
- * @example
- * ```ts
- * import { compose } from "../chain.ts";
- * import type { RequestContext } from "../context.ts";
- * import { duplicatesStep } from "./duplicates.ts";
- * const chain = compose<RequestContext>(duplicatesStep(), () => new Response("ok"));
- * ```
- */
-export function duplicatesStep(): GuardStep<RequestContext> {
-  return guardStep(function duplicates(context: RequestContext): void {
+/** The duplicate-header rule. */
+export function duplicatesRule(): Rule<RequestContext> {
+  return function duplicates(context: RequestContext, next: Next) {
     const error = findDuplicate(context);
     if (error !== null) throw error;
-  });
+    return next();
+  };
 }

@@ -13,12 +13,21 @@
  * the handler, which records its answer in the same atomic store write as its effect (one write
  * per request instead of two), and duplicates running in this process are caught in memory.
  *
+ * The handler learns of the key through `context.idempotency` ({@linkcode IdempotencyRecord}),
+ * and a handler that records its answer in its own store write says how that went through one
+ * call on it: `recorded()` (written with the effect: nothing more to record) or `used(held)` (the
+ * write found the key used and wrote nothing: its answer is what the key holds). A handler that
+ * writes no record itself ignores it, and the rule records whatever the handler answered.
+ *
+ * The state shared by the requests of one server (the `atomic` keys running in this process)
+ * lives on its {@linkcode Idempotency} instance, one per server (`RuntimeServices.idempotency`).
+ *
  * @module
  */
 import { sha256Hex, toHex } from "../_digest.ts";
-import type { Next, Step } from "../chain.ts";
-import type { RequestContext } from "../context.ts";
-import { InterfaceError, toResponse } from "../errors.ts";
+import type { Next, Rule } from "../chain.ts";
+import type { IdempotencyRecord, RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
 import type { IdempotencyMode } from "../router.ts";
 import type { IdempotencyKeyUsed, Store, StoredResponse } from "../store/types.ts";
 
@@ -28,16 +37,25 @@ export const IDEMPOTENCY_TTL_MS = 86_400_000;
 const PRINTABLE = /^[\x20-\x7e]{1,128}$/;
 
 /**
- * The idempotency-key header step (rule 9).
+ * The idempotency-key header rule (rule 9).
  *
  * @example
  * ```ts
- * import { idempotencyKeyStep } from "./idempotency.ts";
- * const step = idempotencyKeyStep();
+ * import assert from "node:assert/strict";
+ * import { RequestContext } from "../context.ts";
+ * import { idempotencyKeyRule } from "./idempotency.ts";
+ * const rule = idempotencyKeyRule();
+ * const request = new Request("http://localhost/v1/x", { headers: { "idempotency-key": "k-1" } });
+ * const answer = rule(new RequestContext(request, Date.now()), () => new Response("ok"));
+ * assert.equal((answer as Response).status, 200);
+ * assert.throws(
+ *   () => rule(new RequestContext(new Request("http://localhost/"), 0), () => new Response()),
+ *   /idempotency-key is required/,
+ * );
  * ```
  */
-export function idempotencyKeyStep(): Step<RequestContext> {
-  return function idempotencyKey(context: RequestContext, next: Next): Promise<Response> {
+export function idempotencyKeyRule(): Rule<RequestContext> {
+  return function idempotencyKey(context: RequestContext, next: Next) {
     const key = context.idempotencyKey;
     if (key === null) {
       throw new InterfaceError("missingHeader", "Header idempotency-key is required", {
@@ -55,41 +73,20 @@ export function idempotencyKeyStep(): Step<RequestContext> {
   };
 }
 
-/** Options of {@linkcode idempotencyClaimStep}. */
-export interface IdempotencyClaimOptions {
+/** Options of the {@linkcode Idempotency} constructor. */
+export interface IdempotencyOptions {
   /** The store holding the records. */
   store: Store;
-  /** Rebuilds a recorded answer (default: its status and body as JSON). */
-  replay?: (stored: StoredResponse, context: RequestContext) => Response | Promise<Response>;
-  /** How answers are recorded (default `claim`). */
-  mode?: IdempotencyMode;
   /** How long answers are kept, in ms (default 24 h). */
   ttlMs?: number;
 }
 
-/**
- * Thrown by a handler of an `atomic` route whose store write found the idempotency key already
- * used (nothing was written); the idempotency step answers from `used` instead of the handler.
- */
-export class IdempotencyKeyUsedError extends Error {
-  /** Stable error code. */
-  readonly code = "idempotencyKeyUsed" as const;
-  /** What the key holds. */
-  readonly used: IdempotencyKeyUsed;
-  /**
-   * Creates the error.
-   *
-   * @example
-   * ```ts
-   * import { IdempotencyKeyUsedError } from "./idempotency.ts";
-   * throw new IdempotencyKeyUsedError({ state: "inFlight" });
-   * ```
-   */
-  constructor(used: IdempotencyKeyUsed) {
-    super("The idempotency key was used by another request");
-    this.name = "IdempotencyKeyUsedError";
-    this.used = used;
-  }
+/** Options of {@linkcode Idempotency.rule}: the route's. */
+export interface IdempotencyRuleOptions {
+  /** How answers are recorded (default `claim`). */
+  mode?: IdempotencyMode;
+  /** Rebuilds a recorded answer (default: its status and body as JSON). */
+  replay?: (stored: StoredResponse, context: RequestContext) => Response | Promise<Response>;
 }
 
 /**
@@ -97,8 +94,9 @@ export class IdempotencyKeyUsedError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { idempotencyScope } from "./idempotency.ts";
- * console.log(idempotencyScope("p", "POST", "/v1/principals", "k").length); // 64
+ * assert.equal(idempotencyScope("p", "POST", "/v1/principals", "k").length, 64);
  * ```
  */
 export function idempotencyScope(
@@ -134,7 +132,7 @@ function defaultReplay(stored: StoredResponse): Response {
   });
 }
 
-type Replay = NonNullable<IdempotencyClaimOptions["replay"]>;
+type Replay = NonNullable<IdempotencyRuleOptions["replay"]>;
 
 /** The answer for a key some other request used: 409, 422, or its recorded answer again. */
 async function answerUsed(
@@ -181,108 +179,196 @@ async function complete(
   });
 }
 
-/**
- * Scopes of `atomic` requests running in this process, by store: a duplicate of one of them
- * answers 409 `idempotencyInFlight` at once, as a written claim would make it.
- */
-const running = new WeakMap<Store, Set<string>>();
+/** The key of one request, as its handler sees it; `settled` once the handler reported. */
+class KeyRecord implements IdempotencyRecord {
+  readonly scope: string;
+  readonly token: string | null;
+  readonly requestDigest: string;
+  readonly expiresAt: number;
+  /** Whether the handler reported its own store write: the rule then records nothing. */
+  settled = false;
+  readonly #replay: Replay;
+  readonly #context: RequestContext;
+
+  constructor(
+    key: { scope: string; token: string | null; requestDigest: string; expiresAt: number },
+    replay: Replay,
+    context: RequestContext,
+  ) {
+    this.scope = key.scope;
+    this.token = key.token;
+    this.requestDigest = key.requestDigest;
+    this.expiresAt = key.expiresAt;
+    this.#replay = replay;
+    this.#context = context;
+  }
+
+  recorded(): void {
+    this.settled = true;
+  }
+
+  used(held: IdempotencyKeyUsed): Promise<Response> {
+    this.settled = true;
+    return answerUsed(held, this.#replay, this.#context);
+  }
+}
 
 /**
- * The idempotency step: runs right before the handler, after every shared check. In `claim`
- * mode it claims the key first and records the handler's answer after; in `atomic` mode it
- * writes nothing first and leaves the recording of a success to the handler's own store write
- * (`context.idempotency.token` is null then), recording only refusals itself.
+ * The idempotency of one server: makes the rule of each idempotent route and holds what those
+ * rules share, the scopes of `atomic` requests running in this process (a duplicate of one of
+ * them answers 409 `idempotencyInFlight` at once, as a written claim would make it). The HTTP
+ * routes and the MCP tools of a server use the same instance.
  *
  * @example
- * ```ts ignore
- * import { idempotencyClaimStep } from "./idempotency.ts";
- * const step = idempotencyClaimStep({ store });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { compose } from "../chain.ts";
+ * import { RequestContext } from "../context.ts";
+ * import { openKvStore } from "../store/mod.ts";
+ * import { Idempotency } from "./idempotency.ts";
+ * const store = await openKvStore({ path: ":memory:", namespace: "example" });
+ * try {
+ *   const idempotency = new Idempotency({ store });
+ *   let runs = 0;
+ *   const chain = compose<RequestContext>([
+ *     idempotency.rule(),
+ *     (context) => context.json(JSON.stringify({ run: ++runs }), 201),
+ *   ]);
+ *   const post = () => {
+ *     const request = new Request("http://localhost/v1/things", {
+ *       method: "POST",
+ *       headers: { "idempotency-key": "k-1" },
+ *     });
+ *     const context = new RequestContext(request, Date.now());
+ *     context.bodyBytes = new TextEncoder().encode("{}");
+ *     return chain(context);
+ *   };
+ *   const first = await post();
+ *   assert.deepEqual(await first.json(), { run: 1 });
+ *   const again = await post();
+ *   assert.deepEqual(await again.json(), { run: 1 });
+ *   assert.equal(again.headers.get("idempotent-replayed"), "true");
+ * } finally {
+ *   await store.close();
+ * }
  * ```
  */
-export function idempotencyClaimStep(options: IdempotencyClaimOptions): Step<RequestContext> {
-  const { store } = options;
-  const replay = options.replay ?? defaultReplay;
-  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
-  let scopes = running.get(store);
-  if (scopes === undefined) running.set(store, scopes = new Set());
-  const inProcess = scopes;
+export class Idempotency {
+  readonly #store: Store;
+  readonly #ttlMs: number;
+  readonly #running = new Set<string>();
 
-  /** The `atomic` mode: one store write, made by the handler together with its effect. */
-  async function atomic(
-    context: RequestContext,
-    next: Next,
-    key: { scope: string; requestDigest: string; leaseMs: number; expiresAt: number },
-  ): Promise<Response> {
-    const { scope, requestDigest, expiresAt } = key;
-    if (inProcess.has(scope)) return await answerUsed({ state: "inFlight" }, replay, context);
-    inProcess.add(scope);
-    try {
-      const state = { scope, token: null, requestDigest, expiresAt, completed: false };
-      context.idempotency = state;
+  /**
+   * Creates the idempotency of one server over its store.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { openKvStore } from "../store/mod.ts";
+   * import { Idempotency } from "./idempotency.ts";
+   * const store = await openKvStore({ path: ":memory:", namespace: "example" });
+   * assert.equal(typeof new Idempotency({ store }).rule(), "function");
+   * await store.close();
+   * ```
+   */
+  constructor(options: IdempotencyOptions) {
+    this.#store = options.store;
+    this.#ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+  }
+
+  /**
+   * The idempotency rule of one route: runs right before the handler, after every shared
+   * check, and sets `context.idempotency`. In `claim` mode it claims the key first and records
+   * the handler's answer after (unless the handler completed the claim in its own write:
+   * `recorded()`); in `atomic` mode it writes nothing first (`token` is null) and leaves the
+   * recording of a success to the handler's own store write, recording only refusals itself.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { openKvStore } from "../store/mod.ts";
+   * import { Idempotency } from "./idempotency.ts";
+   * const store = await openKvStore({ path: ":memory:", namespace: "example" });
+   * const rule = new Idempotency({ store }).rule({ mode: "atomic" });
+   * assert.equal(typeof rule, "function");
+   * await store.close();
+   * ```
+   */
+  rule(options: IdempotencyRuleOptions = {}): Rule<RequestContext> {
+    const store = this.#store;
+    const ttlMs = this.#ttlMs;
+    const running = this.#running;
+    const replay = options.replay ?? defaultReplay;
+
+    /** The `atomic` mode: one store write, made by the handler together with its effect. */
+    async function atomic(
+      context: RequestContext,
+      next: Next,
+      key: { scope: string; requestDigest: string; leaseMs: number; expiresAt: number },
+    ): Promise<Response> {
+      const { scope, requestDigest, expiresAt } = key;
+      if (running.has(scope)) return await answerUsed({ state: "inFlight" }, replay, context);
+      running.add(scope);
+      try {
+        const record = new KeyRecord(
+          { scope, token: null, requestDigest, expiresAt },
+          replay,
+          context,
+        );
+        context.idempotency = record;
+        const response = await next();
+        if (record.settled || response.status >= 500) return response;
+        // The handler answered without a store write of its own (a refusal): record that
+        // answer under a claim now, unless another request used the key meanwhile.
+        const claim = await store.claimIdempotency({ ...key, now: context.receivedAt });
+        if (claim.state !== "claimed") {
+          await response.body?.cancel();
+          return await answerUsed(claim, replay, context);
+        }
+        return await complete(store, { scope, token: claim.token, expiresAt }, response);
+      } finally {
+        running.delete(scope);
+      }
+    }
+
+    return async function idempotency(context: RequestContext, next: Next): Promise<Response> {
+      const principalId = context.principal?.principalId ?? "";
+      const scope = idempotencyScope(
+        principalId,
+        context.method,
+        context.path,
+        context.idempotencyKey ?? "",
+      );
+      const requestDigest = await bodyDigest(context.bodyBytes ?? new Uint8Array(0));
+      const now = context.receivedAt;
+      const expiresAt = now + ttlMs;
+      // A claim outlives its holder's deadline only by a margin; after that a crashed holder's
+      // claim may be taken over.
+      const leaseMs = Math.max(context.deadline - now, 0) + 5_000;
+      if (options.mode === "atomic") {
+        return await atomic(context, next, { scope, requestDigest, leaseMs, expiresAt });
+      }
+      const claim = await store.claimIdempotency({ scope, requestDigest, now, leaseMs, expiresAt });
+      if (claim.state !== "claimed") return await answerUsed(claim, replay, context);
+      const token = claim.token;
+      const record = new KeyRecord({ scope, token, requestDigest, expiresAt }, replay, context);
+      context.idempotency = record;
+      // A refusal of the handler arrives as its error response (the chain's one error handler
+      // rendered it), so it is recorded like any other 4xx.
       let response: Response;
       try {
         response = await next();
       } catch (error) {
-        if (error instanceof IdempotencyKeyUsedError) {
-          return await answerUsed(error.used, replay, context);
-        }
-        if (!(error instanceof InterfaceError) || error.status >= 500 || state.completed) {
-          throw error;
-        }
-        response = toResponse(error, context.responseCorrelationId);
-      }
-      if (state.completed || response.status >= 500) return response;
-      // The handler answered without a store write of its own (a refusal): record that answer
-      // under a claim now, unless another request used the key meanwhile.
-      const now = context.receivedAt;
-      const claim = await store.claimIdempotency({ ...key, now });
-      if (claim.state !== "claimed") {
-        await response.body?.cancel();
-        return await answerUsed(claim, replay, context);
-      }
-      return await complete(store, { scope, token: claim.token, expiresAt }, response);
-    } finally {
-      inProcess.delete(scope);
-    }
-  }
-
-  return async function idempotency(context: RequestContext, next: Next): Promise<Response> {
-    const principalId = context.principal?.principalId ?? "";
-    const scope = idempotencyScope(
-      principalId,
-      context.method,
-      context.path,
-      context.idempotencyKey ?? "",
-    );
-    const requestDigest = await bodyDigest(context.bodyBytes ?? new Uint8Array(0));
-    const now = context.receivedAt;
-    const expiresAt = now + ttlMs;
-    // A claim outlives its holder's deadline only by a margin; after that a crashed holder's
-    // claim may be taken over.
-    const leaseMs = Math.max(context.deadline - now, 0) + 5_000;
-    if (options.mode === "atomic") {
-      return await atomic(context, next, { scope, requestDigest, leaseMs, expiresAt });
-    }
-    const claim = await store.claimIdempotency({ scope, requestDigest, now, leaseMs, expiresAt });
-    if (claim.state !== "claimed") return await answerUsed(claim, replay, context);
-    const state = { scope, token: claim.token, requestDigest, expiresAt, completed: false };
-    context.idempotency = state;
-    let response: Response;
-    try {
-      response = await next();
-    } catch (error) {
-      if (error instanceof InterfaceError && error.status < 500 && !state.completed) {
-        response = toResponse(error, context.responseCorrelationId);
-      } else {
-        if (!state.completed) await release(store, scope, claim.token);
+        // Only a chain composed without an error handler lets an error through.
+        if (!record.settled) await release(store, scope, token);
         throw error;
       }
-    }
-    if (state.completed) return response;
-    if (response.status >= 500) {
-      await release(store, scope, claim.token);
-      return response;
-    }
-    return await complete(store, state, response);
-  };
+      if (record.settled) return response;
+      if (response.status >= 500) {
+        await release(store, scope, token);
+        return response;
+      }
+      return await complete(store, { scope, token, expiresAt }, response);
+    };
+  }
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type GuardStep, guardStep } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -14,19 +14,11 @@ export const INTERFACE_VERSION = "2026-07-23";
 /** Every version this runtime accepts. */
 export const SUPPORTED_INTERFACE_VERSIONS: readonly string[] = Object.freeze([INTERFACE_VERSION]);
 
-/**
- * The interface-version step.
- *
- * @example
- * ```ts
- * import { interfaceVersionStep } from "./interface_version.ts";
- * const step = interfaceVersionStep();
- * ```
- */
-export function interfaceVersionStep(): GuardStep<RequestContext> {
-  return guardStep(function interfaceVersion(context: RequestContext): void {
+/** The interface-version rule. */
+export function interfaceVersionRule(): Rule<RequestContext> {
+  return function interfaceVersion(context: RequestContext, next: Next) {
     const value = context.interfaceVersion;
-    if (value === INTERFACE_VERSION) return;
+    if (value === INTERFACE_VERSION) return next();
     if (value === null) {
       throw new InterfaceError("missingHeader", "Header x-interface-version is required", {
         extra: { header: "x-interface-version" },
@@ -37,5 +29,5 @@ export function interfaceVersionStep(): GuardStep<RequestContext> {
       "This interface version is not supported",
       { extra: { header: "x-interface-version", supportedVersions: SUPPORTED_INTERFACE_VERSIONS } },
     );
-  });
+  };
 }

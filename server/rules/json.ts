@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Step } from "../chain.ts";
+import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { BodySchema } from "../router.ts";
@@ -22,9 +22,10 @@ export interface ValidationDetail {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { invalidRequest } from "./json.ts";
  * const error = invalidRequest([{ path: "expiresAt", message: "Must be in the future" }]);
- * console.log(error.status); // 422
+ * assert.equal(error.status, 422);
  * ```
  */
 export function invalidRequest(
@@ -43,18 +44,9 @@ export function invalidRequest(
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/**
- * The JSON step for one schema; sets `context.body` to the validated value.
- *
- * @example
- * ```ts
- * import { z } from "zod";
- * import { jsonStep } from "./json.ts";
- * const step = jsonStep(z.object({ name: z.string() }));
- * ```
- */
-export function jsonStep(schema: BodySchema): Step<RequestContext> {
-  return function json(context: RequestContext, next: Next): Promise<Response> {
+/** The JSON rule for one schema; sets `context.body` to the validated value. */
+export function jsonRule(schema: BodySchema): Rule<RequestContext> {
+  return function json(context: RequestContext, next: Next) {
     let value: unknown;
     try {
       value = JSON.parse(decoder.decode(context.bodyBytes ?? new Uint8Array(0)));

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { EagerNext, EagerStep } from "../chain.ts";
+import { type Next, type Rule, whileAnswering } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -16,9 +16,11 @@ export const DEFAULT_IN_FLIGHT_QUOTA = 64;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InFlightQuota } from "./quota.ts";
  * const quota = new InFlightQuota(1);
- * console.log(quota.acquire("p"), quota.acquire("p")); // true false
+ * assert.equal(quota.acquire("p"), true);
+ * assert.equal(quota.acquire("p"), false);
  * quota.release("p");
  * ```
  */
@@ -32,8 +34,9 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
-   * new InFlightQuota(64);
+   * assert.equal(new InFlightQuota(64).limit, 64);
    * ```
    */
   constructor(limit: number) {
@@ -45,8 +48,9 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
-   * console.log(new InFlightQuota(1).acquire("p")); // true
+   * assert.equal(new InFlightQuota(1).acquire("p"), true);
    * ```
    */
   acquire(principalId: string): boolean {
@@ -61,10 +65,12 @@ export class InFlightQuota {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { InFlightQuota } from "./quota.ts";
    * const quota = new InFlightQuota(1);
    * quota.acquire("p");
    * quota.release("p");
+   * assert.equal(quota.acquire("p"), true);
    * ```
    */
   release(principalId: string): void {
@@ -79,8 +85,9 @@ export class InFlightQuota {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { quotaExceeded } from "./quota.ts";
- * console.log(quotaExceeded().status); // 429
+ * assert.equal(quotaExceeded().status, 429);
  * ```
  */
 export function quotaExceeded(): InterfaceError {
@@ -90,28 +97,13 @@ export function quotaExceeded(): InterfaceError {
 }
 
 /**
- * The quota step: holds a slot until the rest of the chain has answered (at once when it
+ * The quota rule: holds a slot until the rest of the chain has answered (at once when it
  * answers synchronously, else when its promise settles).
- *
- * @example
- * ```ts
- * import { InFlightQuota, quotaStep } from "./quota.ts";
- * const step = quotaStep(new InFlightQuota(64));
- * ```
  */
-export function quotaStep(quota: InFlightQuota): EagerStep<RequestContext> {
-  return function inFlight(context: RequestContext, next: EagerNext): Response | Promise<Response> {
+export function quotaRule(quota: InFlightQuota): Rule<RequestContext> {
+  return function inFlight(context: RequestContext, next: Next) {
     const principalId = context.principal?.principalId ?? "";
     if (!quota.acquire(principalId)) throw quotaExceeded();
-    let result: Response | Promise<Response>;
-    try {
-      result = next();
-    } catch (error) {
-      quota.release(principalId);
-      throw error;
-    }
-    if (result instanceof Promise) return result.finally(() => quota.release(principalId));
-    quota.release(principalId);
-    return result;
+    return whileAnswering(next, () => quota.release(principalId));
   };
 }

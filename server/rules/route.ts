@@ -4,30 +4,17 @@
  *
  * @module
  */
-import type { EagerChain, EagerStep } from "../chain.ts";
+import type { Chain, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { Router } from "../router.ts";
 
 /**
- * Dispatches to the chain of the matching route, or refuses with 404 / 405.
- *
- * @example
- * ```ts
- * import { Router } from "../router.ts";
- * import { RequestContext } from "../context.ts";
- * import { routeStep } from "./route.ts";
- * const router = new Router<(context: RequestContext) => Promise<Response>>();
- * router.add("GET", "/healthz", () => Promise.resolve(new Response("ok")));
- * const step = routeStep(router);
- * const context = new RequestContext(new Request("http://localhost/healthz"), Date.now());
- * console.log((await step(context, () => Promise.reject())).status); // 200
- * ```
+ * Hands the request to the chain of the matching route, or refuses with 404 / 405. It is the
+ * last rule of the server's chain: the route's chain answers.
  */
-export function routeStep(
-  router: Router<EagerChain<RequestContext>>,
-): EagerStep<RequestContext> {
-  return function route(context: RequestContext): Response | Promise<Response> {
+export function routeRule(router: Router<Chain<RequestContext>>): Rule<RequestContext> {
+  return function route(context: RequestContext) {
     const match = router.match(context.method, context.path);
     if (match === null) throw new InterfaceError("notFound", "No route for this path");
     if ("allow" in match) {

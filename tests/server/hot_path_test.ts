@@ -1,17 +1,17 @@
 /**
- * Unit tests of the hand-written parsers and the eager chain on the request path. Each parser
+ * Unit tests of the hand-written parsers and the synchronous chain on the request path. Each parser
  * replaced a regular expression; the expressions are kept here as the reference, and random
  * inputs near the accepted forms must get the same answer from both.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { bearerToken } from "../../server/authenticator.ts";
-import { compose, composeEager, guardStep } from "../../server/chain.ts";
+import { compose, type Next } from "../../server/chain.ts";
 import { isUuid, isValidCorrelationId, RequestContext } from "../../server/context.ts";
 import { InterfaceError } from "../../server/errors.ts";
 import { createJsonLogger } from "../../server/log.ts";
-import { deadlineStep } from "../../server/rules/deadline.ts";
-import { InFlightQuota, quotaStep } from "../../server/rules/quota.ts";
+import { deadlineRule } from "../../server/rules/deadline.ts";
+import { InFlightQuota, quotaRule } from "../../server/rules/quota.ts";
 import { parseRfc3339 } from "../../server/time.ts";
 
 // The regular expressions the parsers replaced, with the checks that followed them.
@@ -183,14 +183,19 @@ Deno.test("bearerToken keeps the answers of the regular expression it replaced",
   );
 });
 
-Deno.test("composeEager answers without a promise until a step awaits, and keeps step order", async () => {
+Deno.test("compose answers without a promise until a rule awaits, and keeps rule order", async () => {
   const seen: string[] = [];
-  const note = (name: string) =>
-    guardStep<{ wait: boolean }>((context) => {
-      seen.push(name);
-      if (context.wait) return Promise.resolve().then(() => void seen.push(`${name} waited`));
-    });
-  const chain = composeEager<{ wait: boolean }>(
+  const note = (name: string) => (context: { wait: boolean }, next: Next) => {
+    seen.push(name);
+    if (context.wait) {
+      return Promise.resolve().then(() => {
+        seen.push(`${name} waited`);
+        return next();
+      });
+    }
+    return next();
+  };
+  const chain = compose<{ wait: boolean }>([
     note("a"),
     (_context, next) => {
       seen.push("around in");
@@ -200,7 +205,7 @@ Deno.test("composeEager answers without a promise until a step awaits, and keeps
     },
     note("b"),
     () => new Response("end"),
-  );
+  ]);
   const sync = chain({ wait: false });
   assert.ok(sync instanceof Response);
   assert.deepEqual(seen, ["a", "around in", "b", "around out"]);
@@ -209,68 +214,72 @@ Deno.test("composeEager answers without a promise until a step awaits, and keeps
   assert.ok(later instanceof Promise);
   assert.equal(await (await later).text(), "end");
   assert.deepEqual(seen, ["a", "a waited", "around in", "b", "around out", "b waited"]);
-  // A guard step works in the promise-based compose as well.
-  const refused = compose<{ wait: boolean }>(
-    guardStep(() => {
-      throw new InterfaceError("notFound", "No route for this path");
-    }),
-    () => new Response("unreachable"),
-  );
-  await assert.rejects(() => refused({ wait: false }), /No route/);
+  // A refusal reaches the caller, or the error handler's response when there is one.
+  const refuse = () => {
+    throw new InterfaceError("notFound", "No route for this path");
+  };
+  const refused = compose<{ wait: boolean }>([refuse, () => new Response("unreachable")]);
+  await assert.rejects(async () => await refused({ wait: false }), /No route/);
+  const handled = compose<{ wait: boolean }>([refuse, () => new Response("unreachable")], {
+    onError: (error) => new Response(null, { status: (error as InterfaceError).status }),
+  });
+  const answer = handled({ wait: false });
+  assert.ok(answer instanceof Response, "a synchronous refusal answers without a promise");
+  assert.equal(answer.status, 404);
 });
 
-Deno.test("composeEager refuses next() twice, and a chain that ends without an answer", async () => {
-  const twice = composeEager<unknown>((_context, next) => {
+Deno.test("compose refuses next() twice, and a chain that ends without an answer", async () => {
+  const twice = compose<unknown>([(_context, next) => {
     next();
     return next();
-  }, () => new Response("x"));
+  }, () => new Response("x")]);
   assert.throws(() => twice({}), /twice/);
-  const twiceLater = composeEager<unknown>(async (_context, next) => {
+  const twiceLater = compose<unknown>([async (_context, next) => {
     await next();
     return await next();
-  }, () => new Response("x"));
+  }, () => new Response("x")]);
   await assert.rejects(async () => await twiceLater({}), /twice/);
-  assert.throws(() => composeEager<unknown>((_c, next) => next())({}), /without a response/);
+  assert.throws(() => compose<unknown>([(_c, next) => next()])({}), /without a response/);
   assert.throws(
-    () => composeEager<unknown>(guardStep(() => {}))({}),
+    () => compose<unknown>([(_c, next) => next(), (_c, next) => next()])({}),
     /without a response/,
   );
 });
 
-Deno.test("quotaStep gives the slot back after a synchronous answer, a refusal and a promise", async () => {
+Deno.test("quotaRule gives the slot back after a synchronous answer, a refusal and a promise", async () => {
   const quota = new InFlightQuota(1);
-  const step = quotaStep(quota);
+  const rule = quotaRule(quota);
   const context = new RequestContext(new Request("http://localhost/v1/runtime"), Date.now());
-  assert.ok(step(context, () => new Response("now")) instanceof Response);
+  assert.ok(rule(context, () => new Response("now")) instanceof Response);
   assert.throws(() =>
-    step(context, () => {
+    rule(context, () => {
       throw new Error("refused");
     }), /refused/);
   const gate = Promise.withResolvers<Response>();
-  const pending = step(context, () => gate.promise);
+  const pending = rule(context, () => gate.promise);
   // The slot is held while the answer is pending.
-  assert.throws(() => step(context, () => new Response("second")), /Too many requests/);
+  assert.throws(() => rule(context, () => new Response("second")), /Too many requests/);
   gate.resolve(new Response("later"));
   assert.equal(await (await pending).text(), "later");
   assert.ok(quota.acquire(""), "the slot is free again");
 });
 
-Deno.test("the deadline step checks each request against its own clock, repeated text included", () => {
-  const step = deadlineStep();
+Deno.test("the deadline rule checks each request against its own clock, repeated text included", () => {
+  const rule = deadlineRule();
   const at = Date.UTC(2026, 6, 23, 12);
   const request = () =>
     new Request("http://localhost/v1/runtime", {
       headers: { "x-deadline": "2026-07-23T12:00:00Z" },
     });
   const early = new RequestContext(request(), at - 60_000);
-  step(early, () => new Response());
+  rule(early, () => new Response());
   assert.equal(early.deadline, at);
   const late = new RequestContext(request(), at);
-  assert.throws(() => step(late, () => new Response()), (error: InterfaceError) => {
+  assert.throws(() => rule(late, () => new Response()), (error: InterfaceError) => {
     return error.code === "deadlineExceeded";
   });
   const tooEarly = new RequestContext(request(), at - 400_000);
-  assert.throws(() => step(tooEarly, () => new Response()), /at most 300 seconds/);
+  assert.throws(() => rule(tooEarly, () => new Response()), /at most 300 seconds/);
 });
 
 Deno.test("request log lines are valid JSON, batched per turn and written by flush()", () => {

@@ -1,6 +1,6 @@
 /**
  * Unit tests of the small pieces the request path relies on: the hot-path SHA-256, strict
- * RFC 3339 parsing, the step composition and the router.
+ * RFC 3339 parsing, the rule composition and the router.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -42,9 +42,9 @@ Deno.test("parseRfc3339 accepts offsets and fractions and refuses impossible dat
   }
 });
 
-Deno.test("compose runs steps in order, lets a step answer early and refuses next() twice", async () => {
+Deno.test("compose runs rules in order, lets a rule answer early and refuses next() twice", async () => {
   const seen: string[] = [];
-  const chain = compose<{ stop: boolean }>(
+  const chain = compose<{ stop: boolean }>([
     async (_context, next) => {
       seen.push("outer in");
       const response = await next();
@@ -53,16 +53,38 @@ Deno.test("compose runs steps in order, lets a step answer early and refuses nex
     },
     (context, next) => context.stop ? new Response("early", { status: 418 }) : next(),
     () => new Response("end"),
-  );
+  ]);
   assert.equal(await (await chain({ stop: false })).text(), "end");
   assert.equal((await chain({ stop: true })).status, 418);
   assert.deepEqual(seen, ["outer in", "outer out", "outer in", "outer out"]);
-  const twice = compose<unknown>(async (_context, next) => {
+  const twice = compose<unknown>([async (_context, next) => {
     await next();
     return await next();
-  }, () => new Response("x"));
-  await assert.rejects(() => twice({}), /twice/);
-  await assert.rejects(() => compose<unknown>((_c, next) => next())({}), /without a response/);
+  }, () => new Response("x")]);
+  await assert.rejects(async () => await twice({}), /twice/);
+  await assert.rejects(
+    async () => await compose<unknown>([(_c, next) => next()])({}),
+    /without a response/,
+  );
+});
+
+Deno.test("compose turns an error into a response where it is thrown, so outer rules see it", async () => {
+  const seen: number[] = [];
+  const chain = compose<unknown>([
+    async (_context, next) => {
+      const response = await next();
+      seen.push(response.status);
+      return response;
+    },
+    async () => {
+      await Promise.resolve();
+      throw new RangeError("late");
+    },
+  ], { onError: (error) => new Response(String(error), { status: 500 }) });
+  const response = await chain({});
+  assert.equal(response.status, 500);
+  assert.equal(await response.text(), "RangeError: late");
+  assert.deepEqual(seen, [500], "the outer rule received the error's response");
 });
 
 Deno.test("Router matches literal and parameter paths and lists allowed methods", () => {
