@@ -15,6 +15,11 @@ import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
+import { auditRoutes } from "./routes/audit.ts";
+import { runRoutes } from "./routes/runs.ts";
+import { createGatewayProviderClient, type ProviderSettings } from "./runs/provider.ts";
+import { RunGateway } from "./runs/runs.ts";
+import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateStep } from "./rules/authenticate.ts";
 import { bodyStep, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
 import { capabilityStep } from "./rules/capability.ts";
@@ -59,6 +64,12 @@ export interface RuntimeServerOptions {
   routes?: (services: RuntimeServices) => readonly RouteDefinition[];
   /** The MCP endpoint at `/v1/mcp`: allowed origins and hosts, session limits. */
   mcp?: McpOptions;
+  /** Provider settings of the run gateway; without a credential runs are disabled. */
+  provider?: ProviderSettings;
+  /** The provider client to use instead of one built from `provider` (tests, benchmarks). */
+  providerClient?: ProviderManagedAgentClient;
+  /** Active runs the whole service allows (default 1000). */
+  maxActiveRuns?: number;
 }
 
 /** A runtime server. */
@@ -173,12 +184,23 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     return composeEager(...steps);
   }
 
+  const providerSettings = options.provider ?? {};
+  const runs = new RunGateway({
+    store,
+    logger,
+    settings: providerSettings,
+    client: options.providerClient ?? createGatewayProviderClient(providerSettings),
+    serviceLimit: options.maxActiveRuns,
+  });
+
   const router = new Router<EagerChain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
     ...healthRoutes(),
-    ...runtimeRoutes(),
+    ...runtimeRoutes({ runs: runs.enabled }),
     ...principalRoutes(services),
+    ...runRoutes(runs),
+    ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];
