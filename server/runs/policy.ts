@@ -8,6 +8,8 @@
  */
 import type { ValidationDetail } from "../rules/json.ts";
 
+export type { ValidationDetail } from "../rules/json.ts";
+
 /** `maxActiveRuns` of a principal issued without one (when the issuer allows that many). */
 export const DEFAULT_MAX_ACTIVE_RUNS = 8;
 /** The largest `maxActiveRuns`; also the bootstrap principal's. */

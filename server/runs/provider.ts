@@ -22,7 +22,13 @@ import { BootstrapError } from "../bootstrap/errors.ts";
 import { readProtectedDotenv } from "../bootstrap/secret_file.ts";
 
 /** Environment variables of the provider settings. */
-export const PROVIDER_VARIABLES = Object.freeze(
+export const PROVIDER_VARIABLES: Readonly<{
+  apiKey: "AUTOMATION_RUNTIME_PROVIDER_API_KEY";
+  authToken: "AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN";
+  baseUrl: "AUTOMATION_RUNTIME_PROVIDER_BASE_URL";
+  defaultAgentId: "AUTOMATION_RUNTIME_DEFAULT_AGENT_ID";
+  defaultEnvironmentId: "AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID";
+}> = Object.freeze(
   {
     apiKey: "AUTOMATION_RUNTIME_PROVIDER_API_KEY",
     authToken: "AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN",
