@@ -8,7 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";
-import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
+import {
+  type BootstrapCredential,
+  deriveBootstrapCredential,
+} from "../../server/bootstrap/credential.ts";
 import type { RuntimeLogger } from "../../server/log.ts";
 import type { ProviderSettings } from "../../server/runs/provider.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
@@ -42,6 +45,11 @@ export interface GatewayOptions {
   maxActiveRuns?: number;
   /** Store to use instead of a fresh in-memory KV store (its namespace must be the bootstrap's). */
   store?: (namespace: string) => Promise<Store>;
+  /**
+   * Another replica of this gateway: its fake provider, agents and bootstrap are shared (pass
+   * `store` to share the store too); closing this one leaves the fake running.
+   */
+  replicaOf?: Gateway;
 }
 
 /** A running gateway with its fake provider. */
@@ -57,6 +65,8 @@ export interface Gateway {
   agentId: string;
   otherAgentId: string;
   environmentId: string;
+  /** The bootstrap credential (shared by replicas). */
+  bootstrap: BootstrapCredential;
   /** Every log line and logged event, as JSON text. */
   logs: string[];
   /** Every answer so far (for leak checks). */
@@ -83,17 +93,25 @@ export interface Gateway {
 
 /** Starts a fake provider and a gateway in front of it. */
 export async function startGateway(options: GatewayOptions = {}): Promise<Gateway> {
-  const providerKey = `sk-fake-${crypto.randomUUID().replaceAll("-", "")}`;
-  const fake = await FakeProvider.start({ apiKey: providerKey });
+  const primary = options.replicaOf;
+  const providerKey = primary?.providerKey ?? `sk-fake-${crypto.randomUUID().replaceAll("-", "")}`;
+  const fake = primary?.fake ?? await FakeProvider.start({ apiKey: providerKey });
   const setup = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: providerKey });
-  const agent = await setup.createAgent({ name: "worker", model: "model-small" });
-  const other = await setup.createAgent({ name: "other", model: "model-small" });
-  const environment = await setup.createEnvironment({ name: "env" });
+  const agent = primary ? { id: primary.agentId } : await setup.createAgent({
+    name: "worker",
+    model: "model-small",
+  });
+  const other = primary
+    ? { id: primary.otherAgentId }
+    : await setup.createAgent({ name: "other", model: "model-small" });
+  const environment = primary
+    ? { id: primary.environmentId }
+    : await setup.createEnvironment({ name: "env" });
   const defaultScript = fake.managedAgents!.script;
 
-  const admin = `art_${crypto.randomUUID().replaceAll("-", "")}${"A".repeat(11)}`;
-  const adminId = crypto.randomUUID();
-  const bootstrap = deriveBootstrapCredential({
+  const admin = primary?.admin ?? `art_${crypto.randomUUID().replaceAll("-", "")}${"A".repeat(11)}`;
+  const adminId = primary?.adminId ?? crypto.randomUUID();
+  const bootstrap = primary?.bootstrap ?? deriveBootstrapCredential({
     token: admin,
     principalId: adminId,
     capabilities: ["session:read", "session:write", "session:approve", "authority:admin"],
@@ -178,6 +196,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     agentId: agent.id as string,
     otherAgentId: other.id as string,
     environmentId: environment.id as string,
+    bootstrap,
     logs,
     answers,
     request,
@@ -200,7 +219,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     async close() {
       await server.close();
       await store.close();
-      await fake.close();
+      if (primary === undefined) await fake.close();
     },
   };
 }

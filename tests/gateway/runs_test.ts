@@ -4,6 +4,8 @@
  * deadlines, idempotent replays and the audit log.
  */
 import assert from "node:assert/strict";
+import { openPostgresStore } from "../../server/store/postgres.ts";
+import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 import { assertCode, type Gateway, startGateway } from "./_harness.ts";
 
 const BETA = "managed-agents-2026-04-01";
@@ -554,4 +556,69 @@ Deno.test("audit: issuance, revocation and run actions are recorded; admins read
   } finally {
     await gateway.close();
   }
+});
+
+Deno.test({
+  name: `runs: two replicas on one PostgreSQL store keep maxActiveRuns together${skipNote()}`,
+  ignore: ignorePostgresTests(),
+  async fn() {
+    await using db = await createTestDatabase();
+    const open = (namespace: string) => openPostgresStore({ url: db.url, namespace });
+    const first = await startGateway({ store: open });
+    const second = await startGateway({ store: open, replicaOf: first });
+    first.holdTurns(true);
+    try {
+      const capped = await first.issue(["session:read", "session:write"], { maxActiveRuns: 3 });
+      const answers = await Promise.all(
+        Array.from(
+          { length: 10 },
+          (_, i) =>
+            (i % 2 === 0 ? first : second).request("POST", "/v1/runs", {
+              bearer: capped.bearer,
+              body: { input: `replica start ${i}` },
+            }),
+        ),
+      );
+      assert.equal(
+        answers.filter((a) => a.status === 201).length,
+        3,
+        answers.map((a) => a.text).join("\n"),
+      );
+      assert.equal(answers.filter((a) => a.status === 429).length, 7);
+      assert.equal(sessionCreations(first), 3);
+      // A run started on one replica is read and cancelled on the other.
+      const run = answers.find((a) => a.status === 201)!.json;
+      const read = await second.request("GET", `/v1/runs/${run.runId}`, { bearer: capped.bearer });
+      assert.equal(read.status, 200, read.text);
+      const cancelled = await second.request("POST", `/v1/runs/${run.runId}/cancel`, {
+        bearer: capped.bearer,
+      });
+      assert.equal(cancelled.status, 202, cancelled.text);
+      const again = await first.request("POST", "/v1/runs", {
+        bearer: capped.bearer,
+        body: { input: "the freed slot" },
+      });
+      assert.equal(again.status, 201, again.text);
+      // A replayed start on the other replica answers the same run.
+      const key = crypto.randomUUID();
+      await first.request("POST", `/v1/runs/${again.json.runId}/cancel`, {
+        bearer: capped.bearer,
+      });
+      const once = await first.request("POST", "/v1/runs", {
+        key,
+        bearer: capped.bearer,
+        body: { input: "replayed across replicas" },
+      });
+      const replay = await second.request("POST", "/v1/runs", {
+        key,
+        bearer: capped.bearer,
+        body: { input: "replayed across replicas" },
+      });
+      assert.equal(once.status, 201, once.text);
+      assert.deepEqual(replay.json, once.json);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  },
 });
