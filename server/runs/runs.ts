@@ -17,8 +17,9 @@
  * reach this code: the idempotency rule answers them with the recorded run.
  *
  * Run state in this part (no event tail yet): a run's state is refreshed from the provider
- * (`getRun`) when it is read with `GET /v1/runs/{runId}` while active; a terminal state frees
- * its slot. A cancel marks the run `cancelled` at once (the provider's interrupt is graceful),
+ * (`getRun`) when it is read with `GET /v1/runs/{runId}` while active, and every active run of a
+ * principal is refreshed when a start finds its quota full (then the reservation is tried once
+ * more); a terminal state frees its slot. A cancel marks the run `cancelled` at once (the provider's interrupt is graceful),
  * and a follow-up message wakes a finished run after reserving a slot again.
  *
  * @module
@@ -263,14 +264,20 @@ export class RunGateway {
       throw new InterfaceError("agentNotAllowed", "The principal may not start runs on this agent");
     }
     const slotId = `reservation:${crypto.randomUUID()}`;
-    const reserved = await this.#store.reserveRunSlot({
-      principalId: caller.principalId,
-      slotId,
-      principalLimit: policy.maxActiveRuns,
-      serviceLimit: this.#serviceLimit,
-      now: Date.now(),
-      leaseMs: RESERVATION_LEASE_MS,
-    });
+    const reserve = () =>
+      this.#store.reserveRunSlot({
+        principalId: caller.principalId,
+        slotId,
+        principalLimit: policy.maxActiveRuns,
+        serviceLimit: this.#serviceLimit,
+        now: Date.now(),
+        leaseMs: RESERVATION_LEASE_MS,
+      });
+    let reserved = await reserve();
+    if (reserved === "principalQuota" && await this.#refreshActive(context, caller.principalId)) {
+      // Some of the principal's runs had ended at the provider: their slots are free now.
+      reserved = await reserve();
+    }
     if (reserved !== "reserved") {
       await audit(this.#store, this.#logger, context, {
         action: "run.started",
@@ -293,9 +300,10 @@ export class RunGateway {
         await client.sendEvents(session.id, userMessages(body.input), { signal });
       } catch (error) {
         // The session never got its task: delete it so a retry leaves no orphan behind.
-        await client.deleteSession(session.id, { signal: AbortSignal.timeout(5_000) }).catch(
-          () => {},
-        );
+        // Bounded too: at most a second past the request's deadline.
+        const cleanupMs = Math.min(5_000, Math.max(context.deadline - Date.now(), 0) + 1_000);
+        await client.deleteSession(session.id, { signal: AbortSignal.timeout(cleanupMs) })
+          .catch(() => {});
         throw error;
       }
     } catch (error) {
@@ -342,11 +350,30 @@ export class RunGateway {
     const client = this.#requireClient();
     const record = await this.#visibleRun(context.principal!, runId, "read");
     if (isTerminal(record.state)) return record;
+    return await this.#refresh(client, context, record);
+  }
+
+  /**
+   * Reads an active run's state from the provider and records a change (a terminal state frees
+   * its slot). A session the provider no longer knows (404) ends the run as `failed`.
+   */
+  async #refresh(
+    client: ProviderManagedAgentClient,
+    context: RequestContext,
+    record: RunRecord,
+  ): Promise<RunRecord> {
+    const runId = record.runId;
     let status;
     try {
       status = await client.getRun(runId, { signal: this.#deadline(context) });
     } catch (error) {
-      throw this.providerFailure(error);
+      if (!(error instanceof ProviderApiError && error.status === 404)) {
+        throw this.providerFailure(error);
+      }
+      const now = new Date().toISOString();
+      const gone: RunRecord = { ...record, state: "failed", updatedAt: now, endedAt: now };
+      await this.#store.updateRun(gone);
+      return gone;
     }
     let state: RunState = status.status === "started" ? "running" : status.status;
     if (record.cancelRequested === true && (state === "completed" || state === "failed")) {
@@ -365,6 +392,25 @@ export class RunGateway {
     if (isTerminal(state)) updated.endedAt = now;
     await this.#store.updateRun(updated);
     return updated;
+  }
+
+  /**
+   * Refreshes a principal's active runs from the provider (at most 100 of them); returns whether
+   * any of them ended. Provider failures leave a run as it was.
+   */
+  async #refreshActive(context: RequestContext, principalId: string): Promise<boolean> {
+    const client = this.#requireClient();
+    const active: RunRecord[] = [];
+    for (const state of ACTIVE_RUN_STATES) {
+      const page = await this.#store.listRuns({ principalId, state, limit: 100 });
+      active.push(...page.runs);
+    }
+    const refreshed = await Promise.all(
+      active.slice(0, 100).map((record) =>
+        this.#refresh(client, context, record).catch(() => record)
+      ),
+    );
+    return refreshed.some((record) => isTerminal(record.state));
   }
 
   /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */

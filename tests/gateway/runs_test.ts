@@ -336,6 +336,44 @@ Deno.test("runs: capabilities, agent policy and quotas refuse before the provide
   }
 });
 
+Deno.test("runs: a full quota refreshes the principal's runs; ended ones free their slots", async () => {
+  const gateway = await startGateway();
+  try {
+    const single = await gateway.issue(["session:read", "session:write"], { maxActiveRuns: 1 });
+    const first = await gateway.request("POST", "/v1/runs", {
+      bearer: single.bearer,
+      body: { input: "quick one" },
+    });
+    assert.equal(first.status, 201, first.text);
+    // The fake's echo turn ends at once; nobody reads the run before the next start.
+    const session = gateway.fake.managedAgents!.sessions.get(first.json.runId)!;
+    for (let i = 0; i < 100 && session.record.status !== "idle"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const second = await gateway.request("POST", "/v1/runs", {
+      bearer: single.bearer,
+      body: { input: "next one" },
+    });
+    assert.equal(second.status, 201, second.text);
+    const read = await gateway.request("GET", `/v1/runs/${first.json.runId}`, {
+      bearer: single.bearer,
+    });
+    assert.equal(read.json.state, "completed");
+    assert.equal(read.json.stopReason, "end_turn");
+
+    // A session the provider no longer knows ends its run as failed, freeing the slot.
+    gateway.fake.managedAgents!.sessions.delete(second.json.runId);
+    const gone = await gateway.request("GET", `/v1/runs/${second.json.runId}`, {
+      bearer: single.bearer,
+    });
+    assert.equal(gone.status, 200, gone.text);
+    assert.equal(gone.json.state, "failed");
+    assert.equal(await gateway.store.countRunSlots(single.principalId, Date.now()), 0);
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("runs: provider failures map to providerError and providerUnavailable", async (t) => {
   const gateway = await startGateway();
   gateway.holdTurns(true);
