@@ -28,9 +28,6 @@ export interface RuntimeInfo {
   maxActiveRuns: number;
 }
 
-/** Serialized answers by principal: principals are immutable and cached by the authenticator. */
-const bodies = new WeakMap<AuthenticatedPrincipal, string>();
-
 /** Options of {@linkcode runtimeRoutes}. */
 export interface RuntimeRouteOptions {
   /** Whether the run routes are enabled (default false). */
@@ -48,6 +45,8 @@ export interface RuntimeRouteOptions {
  */
 export function runtimeRoutes(options: RuntimeRouteOptions = {}): RouteDefinition[] {
   const runs = options.runs ?? false;
+  /** Serialized answers by principal: principals are immutable and cached by the authenticator. */
+  const bodies = new WeakMap<AuthenticatedPrincipal, string>();
   function runtimeInfo(context: RequestContext): Response {
     const principal = context.principal!;
     let body = bodies.get(principal);
