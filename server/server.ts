@@ -17,7 +17,11 @@ import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { runRoutes } from "./routes/runs.ts";
-import { createGatewayProviderClient, type ProviderSettings } from "./runs/provider.ts";
+import {
+  createGatewayProviderClient,
+  hasProviderCredential,
+  type ProviderSettings,
+} from "./runs/provider.ts";
 import { RunGateway } from "./runs/runs.ts";
 import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateStep } from "./rules/authenticate.ts";
@@ -189,7 +193,10 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     store,
     logger,
     settings: providerSettings,
-    client: options.providerClient ?? createGatewayProviderClient(providerSettings),
+    client: options.providerClient ??
+      (hasProviderCredential(providerSettings)
+        ? async () => (await createGatewayProviderClient(providerSettings))!
+        : null),
     serviceLimit: options.maxActiveRuns,
   });
 

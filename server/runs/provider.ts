@@ -9,15 +9,12 @@
  *
  * The client is built through the provider registry (`createProviderManagedAgentProviderModule`
  * registered in a `ProviderRegistry`), so its headers, retries and timeouts are the library's.
+ * The client library is loaded when the first run request needs it, not at startup (with
+ * `--unstable-lazy-dynamic-imports`, as `serve` runs).
  *
  * @module
  */
-import {
-  createProviderManagedAgentProviderModule,
-  type FetchLike,
-  type ProviderManagedAgentClient,
-  ProviderRegistry,
-} from "../../client/mod.ts";
+import type { FetchLike, ProviderManagedAgentClient } from "../../client/mod.ts";
 import { BootstrapError } from "../bootstrap/errors.ts";
 import { readProtectedDotenv } from "../bootstrap/secret_file.ts";
 
@@ -115,7 +112,10 @@ export async function resolveProviderSettings(
 ): Promise<ProviderSettings> {
   const env = options.env ?? Deno.env.toObject();
   const path = providerFilePath(options.secretFilePath, env);
-  const file = await readProtectedDotenv(path, "provider file") ?? {};
+  // A runtime started without read permission (say on PostgreSQL with the bootstrap in the
+  // environment) has no file to read: its settings come from the environment alone.
+  const readable = Deno.permissions.querySync({ name: "read", path }).state === "granted";
+  const file = readable ? await readProtectedDotenv(path, "provider file") ?? {} : {};
   const pick = (name: string): string | undefined => nonEmpty(env[name]) ?? nonEmpty(file[name]);
   const flags = options.flags ?? {};
   const baseUrl = nonEmpty(flags.baseUrl) ?? pick(PROVIDER_VARIABLES.baseUrl);
@@ -170,21 +170,29 @@ export interface GatewayClientOptions {
 }
 
 /**
- * Builds the gateway's one managed-agents client through the provider registry, or returns null
- * when the settings hold no credential.
+ * Builds the gateway's one managed-agents client through the provider registry, or resolves to
+ * null when the settings hold no credential.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { createGatewayProviderClient } from "./provider.ts";
- * assert.equal(createGatewayProviderClient({}), null);
+ * assert.equal(await createGatewayProviderClient({}), null);
+ * const client = await createGatewayProviderClient({
+ *   apiKey: "<API_KEY>",
+ *   baseUrl: "https://provider.example",
+ * });
+ * assert.equal(client?.getRuntimeCapabilities().runs, true);
  * ```
  */
-export function createGatewayProviderClient(
+export async function createGatewayProviderClient(
   settings: ProviderSettings,
   options: GatewayClientOptions = {},
-): ProviderManagedAgentClient | null {
+): Promise<ProviderManagedAgentClient | null> {
   if (!hasProviderCredential(settings)) return null;
+  const { createProviderManagedAgentProviderModule, ProviderRegistry } = await import(
+    "../../client/registry.ts"
+  );
   const module = createProviderManagedAgentProviderModule({
     apiKey: settings.apiKey,
     authToken: settings.authToken,

@@ -24,15 +24,18 @@
  *
  * @module
  */
+import type {
+  ManagedAgentEvent,
+  ProviderManagedAgentClient,
+  RuntimeRunInput,
+} from "../../client/mod.ts";
+// The error classes only: the client itself is loaded on first use (see `provider.ts`).
 import {
-  type ManagedAgentEvent,
   ProviderAbortError,
   ProviderApiError,
   ProviderConnectionError,
-  type ProviderManagedAgentClient,
   ProviderTimeoutError,
-  type RuntimeRunInput,
-} from "../../client/mod.ts";
+} from "../../client/errors.ts";
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
@@ -81,8 +84,11 @@ export interface RunGatewayOptions {
   logger: RuntimeLogger;
   /** The provider settings (defaults, and the credential to scrub from messages). */
   settings: ProviderSettings;
-  /** The one provider client, or null when no credential is configured. */
-  client: ProviderManagedAgentClient | null;
+  /**
+   * The one provider client, or a function loading it on first use, or null when no credential
+   * is configured (runs disabled).
+   */
+  client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
   /** Service-wide active-run limit. */
   serviceLimit?: number;
 }
@@ -142,7 +148,8 @@ export class RunGateway {
   readonly #store: Store;
   readonly #logger: RuntimeLogger;
   readonly #settings: ProviderSettings;
-  readonly #client: ProviderManagedAgentClient | null;
+  readonly #client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
+  #loaded: Promise<ProviderManagedAgentClient> | null = null;
   readonly #serviceLimit: number;
   readonly #secrets: string[];
 
@@ -163,14 +170,19 @@ export class RunGateway {
     return this.#client !== null;
   }
 
-  #requireClient(): ProviderManagedAgentClient {
-    if (this.#client === null) throw notConfigured();
-    return this.#client;
+  #requireClient(): Promise<ProviderManagedAgentClient> {
+    const client = this.#client;
+    if (client === null) throw notConfigured();
+    if (typeof client !== "function") return Promise.resolve(client);
+    return this.#loaded ??= client().catch((error) => {
+      this.#loaded = null;
+      throw error;
+    });
   }
 
   /** Throws 503 `providerNotConfigured` when runs are disabled. */
   requireEnabled(): void {
-    this.#requireClient();
+    if (this.#client === null) throw notConfigured();
   }
 
   /** A signal that fires at the request's deadline. */
@@ -236,7 +248,7 @@ export class RunGateway {
 
   /** Starts a run (steps 1 to 5 of the module doc); answers its record. */
   async start(context: RequestContext, body: StartRunBody): Promise<RunRecord> {
-    const client = this.#requireClient();
+    const client = await this.#requireClient();
     const caller = context.principal!;
     const metadata = body.metadata ?? {};
     const agentId = metadata.agent_id ?? this.#settings.defaultAgentId;
@@ -347,7 +359,7 @@ export class RunGateway {
 
   /** Reads a run, refreshing an active one from the provider. */
   async get(context: RequestContext, runId: string): Promise<RunRecord> {
-    const client = this.#requireClient();
+    const client = await this.#requireClient();
     const record = await this.#visibleRun(context.principal!, runId, "read");
     if (isTerminal(record.state)) return record;
     return await this.#refresh(client, context, record);
@@ -399,7 +411,7 @@ export class RunGateway {
    * any of them ended. Provider failures leave a run as it was.
    */
   async #refreshActive(context: RequestContext, principalId: string): Promise<boolean> {
-    const client = this.#requireClient();
+    const client = await this.#requireClient();
     const active: RunRecord[] = [];
     for (const state of ACTIVE_RUN_STATES) {
       const page = await this.#store.listRuns({ principalId, state, limit: 100 });
@@ -418,7 +430,7 @@ export class RunGateway {
     context: RequestContext,
     query: { limit: number; cursor?: string; state?: RunState; principalId?: string },
   ): Promise<RunPage> {
-    this.#requireClient();
+    this.requireEnabled();
     const caller = context.principal!;
     let principalId: string | undefined = caller.principalId;
     if (readsEveryRun(caller)) principalId = query.principalId;
@@ -439,7 +451,7 @@ export class RunGateway {
 
   /** Cancels a run: interrupts its session and marks it `cancelled`. */
   async cancel(context: RequestContext, runId: string): Promise<RunRecord> {
-    const client = this.#requireClient();
+    const client = await this.#requireClient();
     const record = await this.#visibleRun(context.principal!, runId, "write");
     if (isTerminal(record.state)) {
       await audit(this.#store, this.#logger, context, {
@@ -483,7 +495,7 @@ export class RunGateway {
     runId: string,
     input: StartRunBody["input"],
   ): Promise<RunRecord> {
-    const client = this.#requireClient();
+    const client = await this.#requireClient();
     const caller = context.principal!;
     const record = await this.#visibleRun(caller, runId, "write");
     const waking = isTerminal(record.state);
