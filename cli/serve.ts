@@ -10,6 +10,8 @@ import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts"
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
 import { type RunningRuntime, serveRuntime } from "../server/serve.ts";
 import { openStore } from "../server/store/mod.ts";
+import { resolveProviderSettings } from "../server/runs/provider.ts";
+import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS } from "../server/runs/runs.ts";
 import type { Store } from "../server/store/types.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { printOut, reportError } from "./_output.ts";
@@ -22,6 +24,9 @@ export const STORE_VARIABLE = "AUTOMATION_RUNTIME_STORE";
 
 /** Environment variable listing the MCP allowed origins when the flag is absent. */
 export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
+
+/** Environment variable of the service-wide active-run limit when the flag is absent. */
+export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
 
 /** Environment variable listing the MCP allowed hosts when the flag is absent. */
 export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
@@ -44,11 +49,26 @@ Options:
                        Host names allowed on /v1/mcp: names, "loopback" or "*" (default:
                        $${MCP_HOSTS_VARIABLE}, else loopback on a loopback
                        bind, any on other binds)
+  --provider-base-url URL
+                       base URL of the managed-agents provider (default:
+                       $AUTOMATION_RUNTIME_PROVIDER_BASE_URL, else the provider file)
+  --default-agent ID   agent of runs that name none (default:
+                       $AUTOMATION_RUNTIME_DEFAULT_AGENT_ID, else the provider file)
+  --default-environment ID
+                       environment of runs that name none (default:
+                       $AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID, else the provider file)
+  --max-active-runs N  active runs the whole service allows (default:
+                       $${MAX_ACTIVE_RUNS_VARIABLE}, else ${DEFAULT_SERVICE_MAX_ACTIVE_RUNS})
   -h, --help           show this help
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
 secret file ($RUNTIME_BOOTSTRAP_ENV or the default path), else (loopback binds only) it is
-generated once. Stop with SIGINT or SIGTERM; requests in flight finish first.`;
+generated once. Stop with SIGINT or SIGTERM; requests in flight finish first.
+
+Runs are enabled by a provider credential, never a flag: AUTOMATION_RUNTIME_PROVIDER_API_KEY
+or AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN in the environment, else in the provider file
+($RUNTIME_PROVIDER_ENV, else provider.env beside the secret file, mode 0600; write it with
+\`automation-runtime provider init\`). The environment wins over the file.`;
 
 interface ServeFlags {
   hostname: string;
@@ -57,6 +77,10 @@ interface ServeFlags {
   maxBodyBytes: number;
   mcpAllowedOrigins: string[] | undefined;
   mcpAllowedHosts: string[] | undefined;
+  providerBaseUrl: string | undefined;
+  defaultAgent: string | undefined;
+  defaultEnvironment: string | undefined;
+  maxActiveRuns: number;
   help: boolean;
 }
 
@@ -88,6 +112,10 @@ function parseFlags(args: string[]): ServeFlags {
       "max-body-bytes",
       "mcp-allowed-origins",
       "mcp-allowed-hosts",
+      "provider-base-url",
+      "default-agent",
+      "default-environment",
+      "max-active-runs",
     ],
   });
   const strings = parsed.strings;
@@ -117,8 +145,26 @@ function parseFlags(args: string[]): ServeFlags {
       "mcp-allowed-hosts",
       parseAllowedHosts,
     ),
+    providerBaseUrl: strings.get("provider-base-url"),
+    defaultAgent: strings.get("default-agent"),
+    defaultEnvironment: strings.get("default-environment"),
+    maxActiveRuns: parsed.help
+      ? DEFAULT_SERVICE_MAX_ACTIVE_RUNS
+      : maxActiveRuns(strings.get("max-active-runs")),
     help: parsed.help,
   };
+}
+
+function maxActiveRuns(flag: string | undefined): number {
+  const range = { command: "serve", flag: "max-active-runs", min: 1, max: 1_000_000 };
+  if (flag !== undefined) return parseIntegerFlag(flag, range);
+  const fromEnv = Deno.env.get(MAX_ACTIVE_RUNS_VARIABLE);
+  if (fromEnv === undefined || fromEnv === "") return DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
+  const value = /^[0-9]{1,7}$/.test(fromEnv) ? Number(fromEnv) : Number.NaN;
+  if (!(value >= range.min && value <= range.max)) {
+    throw new Error(`${MAX_ACTIVE_RUNS_VARIABLE} must be a whole number from 1 to 1000000`);
+  }
+  return value;
 }
 
 function storeBeside(secretFilePath: string): string {
@@ -157,6 +203,7 @@ function waitForSignal(): { promise: Promise<string>; dispose(): void } {
 export async function serveCommand(args: string[]): Promise<number> {
   let flags: ServeFlags;
   let resolved;
+  let provider;
   try {
     flags = parseFlags(args);
     if (flags.help) {
@@ -164,6 +211,14 @@ export async function serveCommand(args: string[]): Promise<number> {
       return 0;
     }
     resolved = await resolveBootstrap({ hostname: flags.hostname });
+    provider = await resolveProviderSettings({
+      secretFilePath: resolved.secretFilePath,
+      flags: {
+        baseUrl: flags.providerBaseUrl,
+        defaultAgentId: flags.defaultAgent,
+        defaultEnvironmentId: flags.defaultEnvironment,
+      },
+    });
   } catch (error) {
     return reportError(error);
   }
@@ -191,6 +246,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       port: flags.port,
       maxBodyBytes: flags.maxBodyBytes,
       mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
+      provider,
+      maxActiveRuns: flags.maxActiveRuns,
       logger,
     });
   } catch (error) {
@@ -210,6 +267,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     bootstrapSource: credential.source,
     bootstrapPrincipalId: credential.principalId,
     bootstrapExpiresAt: credential.expiresAt,
+    runs: provider.apiKey !== undefined || provider.authToken !== undefined,
   });
 
   const received = await Promise.race([signal.promise, running.finished.then(() => null)]);

@@ -197,6 +197,8 @@ export class Authenticator {
       expiresAt: record.expiresAt,
       expiresAtMs: parseRfc3339(record.expiresAt) ?? Number.NaN,
       bootstrap: false,
+      ...(record.agentIds ? { agentIds: Object.freeze([...record.agentIds]) } : {}),
+      ...(record.maxActiveRuns !== undefined ? { maxActiveRuns: record.maxActiveRuns } : {}),
     });
     if (this.#cache !== null) {
       if (this.#cache.size >= this.#cacheSize) this.#cache.clear();

@@ -18,6 +18,10 @@ export interface AuthenticatedPrincipal {
   readonly expiresAtMs: number;
   /** Whether this is the bootstrap principal. */
   readonly bootstrap: boolean;
+  /** Agent ids it may start runs on; absent: any (see `runs/policy.ts`). */
+  readonly agentIds?: readonly string[];
+  /** Its active-run limit; absent: the default (see `runs/policy.ts`). */
+  readonly maxActiveRuns?: number;
 }
 
 /**

@@ -46,6 +46,12 @@ export type ErrorCode =
   | "idempotencyConflict"
   | "storeUnavailable"
   | "shuttingDown"
+  | "providerNotConfigured"
+  | "providerError"
+  | "providerUnavailable"
+  | "runNotFound"
+  | "agentNotAllowed"
+  | "runQuotaExceeded"
   | "internal";
 
 /** Every stable error code the service answers with, its default status and layer. */
@@ -72,6 +78,12 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     idempotencyConflict: { status: 422, layer: "idempotency" },
     storeUnavailable: { status: 503, layer: "internal" },
     shuttingDown: { status: 503, layer: "internal" },
+    providerNotConfigured: { status: 503, layer: "internal" },
+    providerError: { status: 502, layer: "internal" },
+    providerUnavailable: { status: 503, layer: "internal" },
+    runNotFound: { status: 404, layer: "authority" },
+    agentNotAllowed: { status: 403, layer: "authority" },
+    runQuotaExceeded: { status: 429, layer: "authority" },
     internal: { status: 500, layer: "internal" },
   },
 );

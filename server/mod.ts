@@ -79,3 +79,4 @@ export {
 } from "./store/mod.ts";
 export { parseRfc3339 } from "./time.ts";
 export * from "./mcp/mod.ts";
+export * from "./runs/mod.ts";

@@ -21,6 +21,15 @@ import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
+import { auditRoutes } from "./routes/audit.ts";
+import { runRoutes } from "./routes/runs.ts";
+import {
+  createGatewayProviderClient,
+  hasProviderCredential,
+  type ProviderSettings,
+} from "./runs/provider.ts";
+import { RunGateway } from "./runs/runs.ts";
+import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateRule } from "./rules/authenticate.ts";
 import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
 import { capabilityRule } from "./rules/capability.ts";
@@ -65,6 +74,12 @@ export interface RuntimeServerOptions {
   routes?: (services: RuntimeServices) => readonly RouteDefinition[];
   /** The MCP endpoint at `/v1/mcp`: allowed origins and hosts, session limits. */
   mcp?: McpOptions;
+  /** Provider settings of the run gateway; without a credential runs are disabled. */
+  provider?: ProviderSettings;
+  /** The provider client to use instead of one built from `provider` (tests, benchmarks). */
+  providerClient?: ProviderManagedAgentClient;
+  /** Active runs the whole service allows (default 1000). */
+  maxActiveRuns?: number;
 }
 
 /** A runtime server. */
@@ -198,12 +213,26 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     return compose(rules, { onError });
   }
 
+  const providerSettings = options.provider ?? {};
+  const runs = new RunGateway({
+    store,
+    logger,
+    settings: providerSettings,
+    client: options.providerClient ??
+      (hasProviderCredential(providerSettings)
+        ? async () => (await createGatewayProviderClient(providerSettings))!
+        : null),
+    serviceLimit: options.maxActiveRuns,
+  });
+
   const router = new Router<Chain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
     ...healthRoutes(),
-    ...runtimeRoutes(),
+    ...runtimeRoutes({ runs: runs.enabled }),
     ...principalRoutes(services),
+    ...runRoutes(runs),
+    ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];

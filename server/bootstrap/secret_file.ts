@@ -237,53 +237,74 @@ function describeFsError(error: unknown): string {
  * variables (`secretFileIncomplete`). The values are returned unvalidated.
  */
 export async function readSecretFile(path: string): Promise<Record<string, string> | null> {
+  const parsed = await readProtectedDotenv(path);
+  return parsed === null ? null : pickBootstrapValues(path, parsed);
+}
+
+/**
+ * Reads a dotenv file holding secrets with the secret file's checks (a regular file, not
+ * readable by group or others on POSIX, at most a few KiB of UTF-8 `KEY=value` lines) and
+ * returns every variable it sets, or null when it does not exist. Failures are
+ * {@linkcode BootstrapError}s whose message names `what` and the path, never a value.
+ *
+ * @example
+ * ```ts ignore
+ * import { readProtectedDotenv } from "./secret_file.ts";
+ * const values = await readProtectedDotenv("/home/ada/.config/automation-runtime/provider.env", "provider file");
+ * ```
+ */
+export async function readProtectedDotenv(
+  path: string,
+  what = "secret file",
+): Promise<Record<string, string> | null> {
   let file: Deno.FsFile;
   try {
     file = await Deno.open(path, { read: true });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return null;
-    throw unreadable(path, error);
+    throw unreadable(path, error, what);
   }
   let bytes: Uint8Array;
   try {
     const info = await file.stat().catch((error) => {
-      throw unreadable(path, error);
+      throw unreadable(path, error, what);
     });
     if (!info.isFile) {
       throw new BootstrapError(
         "secretFileUnreadable",
-        `Cannot read secret file ${path}: not a regular file`,
+        `Cannot read ${what} ${path}: not a regular file`,
       );
     }
     if (Deno.build.os !== "windows" && info.mode !== null && (info.mode & 0o077) !== 0) {
       const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
       throw new BootstrapError(
         "secretFileInsecure",
-        `Secret file ${path} is readable by group or others (mode ${mode}); run \`chmod 600 ${path}\``,
+        `${what[0].toUpperCase()}${
+          what.slice(1)
+        } ${path} is readable by group or others (mode ${mode}); run \`chmod 600 ${path}\``,
       );
     }
     if (info.size > MAX_SECRET_FILE_BYTES) {
       throw new BootstrapError(
         "secretFileUnparseable",
-        `Cannot parse secret file ${path}: it is too large`,
+        `Cannot parse ${what} ${path}: it is too large`,
       );
     }
     bytes = await readAll(file).catch((error) => {
-      throw unreadable(path, error);
+      throw unreadable(path, error, what);
     });
   } finally {
     file.close();
   }
-  const text = decodeSecretFileText(path, bytes);
+  const text = decodeSecretFileText(path, bytes, what);
   // dotenv loads Node compatibility code; the file `init` writes never needs it.
-  const parsed = parsePlainDotenv(text) ?? (await import("dotenv")).parse(text);
-  return pickBootstrapValues(path, parsed);
+  return parsePlainDotenv(text) ?? (await import("dotenv")).parse(text);
 }
 
-function unreadable(path: string, error: unknown): BootstrapError {
+function unreadable(path: string, error: unknown, what: string): BootstrapError {
   return new BootstrapError(
     "secretFileUnreadable",
-    `Cannot read secret file ${path}: ${describeFsError(error)}`,
+    `Cannot read ${what} ${path}: ${describeFsError(error)}`,
     { cause: error },
   );
 }
@@ -311,11 +332,11 @@ async function readAll(file: Deno.FsFile): Promise<Uint8Array> {
 const ASSIGNMENT = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*=/;
 
 /** The file's text, once it is known to be UTF-8 made of comments and assignments only. */
-function decodeSecretFileText(path: string, bytes: Uint8Array): string {
+function decodeSecretFileText(path: string, bytes: Uint8Array, what: string): string {
   const fail = (reason: string): never => {
     throw new BootstrapError(
       "secretFileUnparseable",
-      `Cannot parse secret file ${path}: ${reason}`,
+      `Cannot parse ${what} ${path}: ${reason}`,
     );
   };
   if (bytes.length > MAX_SECRET_FILE_BYTES) fail("it is too large");

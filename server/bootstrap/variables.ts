@@ -31,6 +31,7 @@ export const DEFAULT_BOOTSTRAP_CAPABILITIES: readonly Capability[] = Object.free
   [
     "session:read",
     "session:write",
+    "session:approve",
     "authority:admin",
   ] as const,
 );

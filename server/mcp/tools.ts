@@ -84,6 +84,8 @@ const createPrincipalSchema: z.ZodType<CreatePrincipalBody> = z.object({
     (value) => parseRfc3339(value) !== null,
     "Must be an RFC 3339 timestamp",
   ),
+  agentIds: z.array(z.string().min(1)).min(1).max(32).optional(),
+  maxActiveRuns: z.number().int().min(1).max(100).optional(),
 }).strict();
 
 const runtimeInfoOutput = z.object({
@@ -91,6 +93,9 @@ const runtimeInfoOutput = z.object({
   principalId: z.string(),
   capabilities: z.array(capabilitySchema),
   expiresAt: z.string(),
+  runs: z.boolean(),
+  agentIds: z.array(z.string()).optional(),
+  maxActiveRuns: z.number(),
 });
 
 const principalSummary = z.object({
@@ -99,6 +104,8 @@ const principalSummary = z.object({
   expiresAt: z.string(),
   issuerId: z.string(),
   createdAt: z.string(),
+  agentIds: z.array(z.string()).optional(),
+  maxActiveRuns: z.number(),
   revokedAt: z.string().optional(),
 });
 
@@ -108,6 +115,8 @@ const issueOutput = z.object({
   principalId: z.string(),
   capabilities: z.array(capabilitySchema),
   expiresAt: z.string(),
+  agentIds: z.array(z.string()).optional(),
+  maxActiveRuns: z.number(),
   bearer: z.string(),
 });
 
@@ -353,6 +362,11 @@ function issueInputSchema(): JsonObjectSchema {
     "Capabilities to grant: a subset of the caller's, never authority:admin",
   );
   describe("expiresAt", "RFC 3339 expiry, in the future and at most 90 days ahead");
+  describe(
+    "agentIds",
+    "Agent ids the principal may start runs on: a subset of the caller's (default: the caller's)",
+  );
+  describe("maxActiveRuns", "Active runs allowed, 1 to 100, at most the caller's (default 8)");
   properties.idempotencyKey = IDEMPOTENCY_KEY_SCHEMA;
   return { ...schema, properties };
 }

@@ -23,6 +23,8 @@ import {
   type StoredResponse,
 } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
+import { audit } from "../runs/audit.ts";
+import { checkRunPolicyShape, grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
 
 /** Longest lifetime of an issued principal: 90 days, in ms. */
 export const MAX_PRINCIPAL_TTL_MS = 90 * 86_400_000;
@@ -37,6 +39,10 @@ export interface CreatePrincipalBody {
   capabilities: Capability[];
   /** RFC 3339 expiry. */
   expiresAt: string;
+  /** Agent ids it may start runs on (a subset of the issuer's); absent: the issuer's. */
+  agentIds?: string[];
+  /** Active-run limit, 1 to 100 (default 8, at most the issuer's). */
+  maxActiveRuns?: number;
 }
 
 /** One problem with a body, as zod reports it. */
@@ -46,7 +52,7 @@ interface Issue {
 }
 
 const KNOWN = new Set<string>(CAPABILITIES);
-const FIELDS = new Set(["principalId", "capabilities", "expiresAt"]);
+const FIELDS = new Set(["principalId", "capabilities", "expiresAt", "agentIds", "maxActiveRuns"]);
 
 function typeName(value: unknown): string {
   return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
@@ -112,6 +118,7 @@ export const createPrincipalSchema: BodySchema = {
           : `Expected string, received ${typeName(body.expiresAt)}`,
       });
     }
+    checkRunPolicyShape(body, issues);
     const unknown = Object.keys(body).filter((key) => !FIELDS.has(key));
     if (unknown.length > 0) {
       issues.push({ path: [], message: `Unrecognized key(s): ${unknown.join(", ")}` });
@@ -122,6 +129,8 @@ export const createPrincipalSchema: BodySchema = {
       capabilities: body.capabilities as Capability[],
       expiresAt: body.expiresAt as string,
     };
+    if (body.agentIds !== undefined) data.agentIds = body.agentIds as string[];
+    if (body.maxActiveRuns !== undefined) data.maxActiveRuns = body.maxActiveRuns as number;
     return { success: true, data };
   },
 };
@@ -212,7 +221,11 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     const body = context.body as CreatePrincipalBody;
     const now = context.receivedAt;
     const details = checkGrant(body, caller, now);
-    if (details.length > 0) throw invalidRequest(details, { layer: "authority" });
+    const policy = grantRunPolicy(body, runPolicyOf(caller));
+    if (Array.isArray(policy)) details.push(...policy);
+    if (details.length > 0 || Array.isArray(policy)) {
+      throw invalidRequest(details, { layer: "authority" });
+    }
     if (body.principalId === bootstrap.principalId) throw principalExists();
     // Stored and answered in one canonical form: UTC with milliseconds.
     const expiresAt = new Date(parseRfc3339(body.expiresAt)!).toISOString();
@@ -227,11 +240,15 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       createdAt: new Date(now).toISOString(),
       revokedAt: null,
       nonce,
+      agentIds: policy.agentIds,
+      maxActiveRuns: policy.maxActiveRuns,
     };
     const publicBody = {
       principalId: body.principalId,
       capabilities: body.capabilities,
       expiresAt,
+      ...(policy.agentIds !== null ? { agentIds: policy.agentIds } : {}),
+      maxActiveRuns: policy.maxActiveRuns,
     };
     const key = context.idempotency;
     let result: CreatePrincipalResult;
@@ -258,6 +275,11 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     }
     if (result === "exists") throw principalExists();
     key?.recorded();
+    await audit(store, services.logger, context, {
+      action: "principal.issued",
+      subjectId: body.principalId,
+      outcome: "ok",
+    });
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 
@@ -285,6 +307,13 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     );
     authenticator.forget(principalId);
     if (result === "notFound") throw principalNotFound();
+    if (result === "revoked") {
+      await audit(store, services.logger, context, {
+        action: "principal.revoked",
+        subjectId: principalId,
+        outcome: "ok",
+      });
+    }
     return context.json(null, 204);
   }
 
@@ -298,6 +327,8 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         issuerId: record.issuerId,
         createdAt: record.createdAt,
       };
+      if (record.agentIds) entry.agentIds = record.agentIds;
+      entry.maxActiveRuns = runPolicyOf(record).maxActiveRuns;
       if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
       return entry;
     });

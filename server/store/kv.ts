@@ -9,10 +9,15 @@
  * - `["digest", bearerDigest]` → principal id (unique index)
  * - `["idempotency", scope]` → the claim or the recorded answer
  * - `["idempotency-expiry", expiresAt, scope]` → index for the purge
+ * - runs, active-run slots and the audit log: see `kv/_runs.ts`
  *
  * @module
  */
+import { KvRunStore } from "./kv/_runs.ts";
 import {
+  type AuditEntry,
+  type AuditEntryInput,
+  type AuditPage,
   type CreatePrincipalResult,
   type IdempotencyClaim,
   type IdempotencyClaimParams,
@@ -20,9 +25,15 @@ import {
   type IdempotencyKeyUsed,
   IdempotencyLeaseLostError,
   type IdempotencyRecording,
+  type ListAuditParams,
+  type ListRunsParams,
   type PrincipalRecord,
   type RecordedCreateResult,
   type RevokePrincipalResult,
+  type RunPage,
+  type RunRecord,
+  type RunSlotReservation,
+  type RunSlotResult,
   type Store,
   type StoredResponse,
   StoreUnavailableError,
@@ -128,10 +139,41 @@ class KvStore implements Store {
   #closed = false;
   #queue: QueuedCreate[] = [];
   #committing = false;
+  #runs: KvRunStore;
 
   constructor(kv: Deno.Kv, namespace: string) {
     this.#kv = kv;
     this.#root = [ROOT, namespace];
+    this.#runs = new KvRunStore(kv, this.#root);
+  }
+
+  // The run gateway's records live in `kv/_runs.ts`.
+  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    return this.#runs.reserveRunSlot(params);
+  }
+  releaseRunSlot(principalId: string, slotId: string): Promise<void> {
+    return this.#runs.releaseRunSlot(principalId, slotId);
+  }
+  createRun(record: RunRecord, slotId: string): Promise<void> {
+    return this.#runs.createRun(record, slotId);
+  }
+  getRun(runId: string): Promise<RunRecord | null> {
+    return this.#runs.getRun(runId);
+  }
+  updateRun(record: RunRecord): Promise<void> {
+    return this.#runs.updateRun(record);
+  }
+  listRuns(params: ListRunsParams): Promise<RunPage> {
+    return this.#runs.listRuns(params);
+  }
+  countRunSlots(principalId: string | null, now: number): Promise<number> {
+    return this.#runs.countRunSlots(principalId, now);
+  }
+  appendAudit(entry: AuditEntryInput): Promise<AuditEntry> {
+    return this.#runs.appendAudit(entry);
+  }
+  listAudit(params: ListAuditParams): Promise<AuditPage> {
+    return this.#runs.listAudit(params);
   }
 
   #principalKey(principalId: string): Deno.KvKey {

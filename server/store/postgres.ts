@@ -13,15 +13,24 @@
  */
 import type postgres from "postgres";
 import type {
+  AuditEntry,
+  AuditEntryInput,
+  AuditPage,
   CreatePrincipalResult,
   IdempotencyClaim,
   IdempotencyClaimParams,
   IdempotencyCompletion,
   IdempotencyKeyUsed,
   IdempotencyRecording,
+  ListAuditParams,
+  ListRunsParams,
   PrincipalRecord,
   RecordedCreateResult,
   RevokePrincipalResult,
+  RunPage,
+  RunRecord,
+  RunSlotReservation,
+  RunSlotResult,
   Store,
 } from "./types.ts";
 import { type Capability, IdempotencyLeaseLostError, StoreUnavailableError } from "./types.ts";
@@ -29,6 +38,7 @@ import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
+import { PostgresRunStore } from "./postgres/_runs.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
 export { IdempotencyLeaseLostError } from "./types.ts";
@@ -53,6 +63,8 @@ interface PrincipalRow {
   created_at: string;
   revoked_at: string | null;
   nonce: string;
+  agent_ids: string[] | null;
+  max_active_runs: number | null;
 }
 
 interface IdempotencyRow {
@@ -87,13 +99,15 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
   "created_at",
   "revoked_at",
   "nonce",
+  "agent_ids",
+  "max_active_runs",
 ];
 
 /** How often a claim retries when the row it collided with vanished before it could be read. */
 const CLAIM_ATTEMPTS = 5;
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
-  return {
+  const record: PrincipalRecord = {
     principalId: row.principal_id,
     bearerDigest: row.bearer_digest,
     capabilities: row.capabilities as Capability[],
@@ -103,6 +117,9 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
     revokedAt: row.revoked_at,
     nonce: row.nonce,
   };
+  if (row.agent_ids !== null) record.agentIds = row.agent_ids;
+  if (row.max_active_runs !== null) record.maxActiveRuns = row.max_active_runs;
+  return record;
 }
 
 function ms(value: number): string {
@@ -171,6 +188,7 @@ class PostgresStore implements Store {
   #lastRefresh = Number.NEGATIVE_INFINITY;
   #retiring = new Set<Promise<void>>();
   #unguard: () => void;
+  #runs: PostgresRunStore;
 
   constructor(init: PostgresStoreInit) {
     this.#sql = init.sql;
@@ -178,6 +196,45 @@ class PostgresStore implements Store {
     this.#ns = init.namespace;
     this.#batch = init.deleteBatchSize ?? 500;
     this.#unguard = guardDriverCrash(() => this.#refresh());
+    this.#runs = new PostgresRunStore((operation) => this.#run(operation), init.namespace);
+  }
+
+  // The run gateway's records live in `postgres/_runs.ts`.
+  /** Takes an active-run slot against both quotas. */
+  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    return this.#runs.reserveRunSlot(params);
+  }
+  /** Drops a reservation. */
+  releaseRunSlot(principalId: string, slotId: string): Promise<void> {
+    return this.#runs.releaseRunSlot(principalId, slotId);
+  }
+  /** Records a new run, turning its reservation into the run's slot. */
+  createRun(record: RunRecord, slotId: string): Promise<void> {
+    return this.#runs.createRun(record, slotId);
+  }
+  /** Reads one run. */
+  getRun(runId: string): Promise<RunRecord | null> {
+    return this.#runs.getRun(runId);
+  }
+  /** Replaces a run's record, freeing or keeping its slot by state. */
+  updateRun(record: RunRecord): Promise<void> {
+    return this.#runs.updateRun(record);
+  }
+  /** Lists runs newest first. */
+  listRuns(params: ListRunsParams): Promise<RunPage> {
+    return this.#runs.listRuns(params);
+  }
+  /** Counts live slots of a principal, or of the service. */
+  countRunSlots(principalId: string | null, now: number): Promise<number> {
+    return this.#runs.countRunSlots(principalId, now);
+  }
+  /** Appends an audit entry. */
+  appendAudit(entry: AuditEntryInput): Promise<AuditEntry> {
+    return this.#runs.appendAudit(entry);
+  }
+  /** Lists audit entries newest first. */
+  listAudit(params: ListAuditParams): Promise<AuditPage> {
+    return this.#runs.listAudit(params);
   }
 
   #refresh(): void {
@@ -322,10 +379,12 @@ class PostgresStore implements Store {
     return sql`
       INSERT INTO automation_runtime_principals
         (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-         created_at, revoked_at, nonce)
+         created_at, revoked_at, nonce, agent_ids, max_active_runs)
       SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest},
              ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
-             ${record.createdAt}, ${record.revokedAt}, ${record.nonce}`;
+             ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
+             ${record.agentIds ? sql.array([...record.agentIds]) : null}::text[],
+             ${record.maxActiveRuns ?? null}::integer`;
   }
 
   /**

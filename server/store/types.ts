@@ -9,15 +9,23 @@
  *
  * @module
  */
+import type { RunStore } from "./run_types.ts";
+
+export * from "./run_types.ts";
 
 /** A capability a principal may hold. */
-export type Capability = "session:read" | "session:write" | "authority:admin";
+export type Capability =
+  | "session:read"
+  | "session:write"
+  | "session:approve"
+  | "authority:admin";
 
 /** Every known capability name, in canonical order. */
 export const CAPABILITIES: readonly Capability[] = Object.freeze(
   [
     "session:read",
     "session:write",
+    "session:approve",
     "authority:admin",
   ] as const,
 );
@@ -43,6 +51,13 @@ export interface PrincipalRecord {
    * the store and this nonce, so an idempotent replay can rebuild the same bearer.
    */
   nonce: string;
+  /**
+   * Agent ids the principal may start runs on; absent or null: any. Records written before run
+   * policies existed have neither field.
+   */
+  agentIds?: readonly string[] | null;
+  /** Most runs the principal may have active at once; absent: the default. */
+  maxActiveRuns?: number;
 }
 
 /** A recorded handler response, replayed for a repeated idempotency key. */
@@ -128,11 +143,12 @@ export type RecordedCreateResult = CreatePrincipalResult | IdempotencyKeyUsed;
 export type RevokePrincipalResult = "revoked" | "alreadyRevoked" | "notFound";
 
 /**
- * The storage interface. Implementations must be safe under concurrent calls from several
+ * The storage interface (principals, idempotency, and the run gateway's {@linkcode RunStore}
+ * part). Implementations must be safe under concurrent calls from several
  * processes sharing the backend: creation and claims are atomic (unique constraints or atomic
  * checks), never read-then-write.
  */
-export interface Store {
+export interface Store extends RunStore {
   /** Backend name for logs, such as `kv` or `postgres`. */
   readonly kind: string;
   /** Finds a principal by bearer digest (revoked ones included; the caller checks). */

@@ -34,7 +34,7 @@ Deno.test("init writes a 0600 secret file in a 0700 directory and prints the bea
     assert.match(values.AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL, UUID);
     assert.equal(
       values.AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES,
-      "session:read,session:write,authority:admin",
+      "session:read,session:write,session:approve,authority:admin",
     );
     const expires = Date.parse(values.AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT);
     assert.ok(expires >= before + 30 * 86_400_000 && expires <= Date.now() + 30 * 86_400_000);

@@ -106,6 +106,8 @@ Deno.test("mcp sdk: initialize, tools per capability, every tool, issue and revo
         principalId: server.bootstrap.principalId,
         capabilities: server.bootstrap.capabilities,
         expiresAt: server.bootstrap.expiresAt,
+        runs: false,
+        maxActiveRuns: 100,
       });
     });
 

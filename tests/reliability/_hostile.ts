@@ -399,6 +399,35 @@ const principalBody = fc.record({
   expiresAt: fc.constantFrom("{now+86400}", "{now-10}", "{now+9000000}", "soon", "{now+3600}"),
 }).map((value) => JSON.stringify(value));
 
+/**
+ * Bodies of the run routes: valid starts and follow-ups on the runtime's default agent and
+ * environment (so an accepted one succeeds at the fake provider), and near misses.
+ */
+const runBody = fc.record({
+  input: fc.oneof(
+    printable,
+    fc.constant(""),
+    fc.array(
+      fc.record({
+        role: fc.constantFrom("user", "user", "assistant", "system"),
+        content: fc.oneof(printable, fc.constant([{ type: "text", text: "hi" }]), fc.constant([])),
+      }),
+      { maxLength: 3 },
+    ),
+    fc.integer(),
+  ),
+  title: fc.oneof(printable, fc.constant(undefined), fc.constant(7)),
+  metadata: fc.oneof(
+    fc.constant(undefined),
+    fc.constant({}),
+    fc.record({
+      agent_version: fc.constantFrom(0, -1, 1.5, "1"),
+      vault_ids: fc.constantFrom("v", [""], [1]),
+    }, { requiredKeys: [] }),
+    fc.constant({ unknown_field: true }),
+  ),
+}, { requiredKeys: ["input"] }).map((value) => JSON.stringify(value));
+
 /** Nesting `depth` levels deep, capped so the body stays under a megabyte. */
 function deep(depth: number, open: string, close: string): string {
   const levels = Math.min(depth, Math.floor(1_000_000 / (open.length + close.length)));
@@ -423,6 +452,7 @@ const LARGE: readonly { kind: string; text: string }[] = [
 
 const bodyText: fc.Arbitrary<{ kind: string; text: string }> = fc.oneof(
   { weight: 300, arbitrary: principalBody.map((text) => ({ kind: "principal", text })) },
+  { weight: 200, arbitrary: runBody.map((text) => ({ kind: "run", text })) },
   {
     weight: 100,
     arbitrary: fc.tuple(principalBody, fc.nat()).map(([text, cut]) => ({
@@ -481,12 +511,44 @@ const PRINCIPAL_PATH = fc.oneof(
 )
   .map((id) => `/v1/principals/${id}`);
 
+const RUN_PATH = fc.oneof(
+  fc.constant("sesn_0000"),
+  printable.map(encodeURIComponent),
+  fc.constant("%00"),
+  fc.constant("x".repeat(300)),
+)
+  .map((id) => `/v1/runs/${id}`);
+
+const RUNS_QUERY = fc.constantFrom(
+  "",
+  "?limit=5",
+  "?limit=0",
+  "?limit=101",
+  "?limit=abc",
+  "?state=running",
+  "?state=nope",
+  "?cursor=%00",
+  "?cursor=WyJhIiwiYiJd",
+  "?principalId=6f1c3d1e-8a6b-4a0e-9d7e-2f4b5c6d7e8f",
+  "?limit=1&limit=2",
+);
+
 const target: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 20,
     arbitrary: fc.constantFrom("/v1/runtime", "/v1/principals", "/healthz", "/v1/mcp"),
   },
   { weight: 6, arbitrary: PRINCIPAL_PATH },
+  {
+    weight: 6,
+    arbitrary: fc.oneof(
+      RUN_PATH,
+      RUN_PATH.map((path) => `${path}/cancel`),
+      RUN_PATH.map((path) => `${path}/messages`),
+      RUNS_QUERY.map((query) => `/v1/runs${query}`),
+      RUNS_QUERY.map((query) => `/v1/audit${query.replace("state", "action")}`),
+    ),
+  },
   {
     weight: 4,
     arbitrary: fc.constantFrom(
@@ -557,6 +619,13 @@ const ROUTES: readonly [string, fc.Arbitrary<string>][] = [
   ["POST", fc.constant("/v1/principals")],
   ["GET", fc.constant("/v1/principals")],
   ["DELETE", PRINCIPAL_PATH],
+  ["POST", fc.constant("/v1/runs")],
+  ["POST", fc.constant("/v1/runs")],
+  ["GET", RUNS_QUERY.map((query) => `/v1/runs${query}`)],
+  ["GET", RUN_PATH],
+  ["POST", RUN_PATH.map((path) => `${path}/cancel`)],
+  ["POST", RUN_PATH.map((path) => `${path}/messages`)],
+  ["GET", RUNS_QUERY.map((query) => `/v1/audit${query.replace("state", "action")}`)],
   ["POST", fc.constant("/v1/mcp")],
   ["GET", fc.constant("/v1/mcp")],
   ["DELETE", fc.constant("/v1/mcp")],

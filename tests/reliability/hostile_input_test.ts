@@ -8,6 +8,10 @@
  * Requests the HTTP parser in front of the service refuses (a control character in a header, a
  * head over 64 KiB) get the parser's empty 400 and never reach the service; the generator knows
  * which they are and checks that they, and only they, are answered that way.
+ *
+ * The run routes sit in front of the in-process fake provider: a provider session is created
+ * only by a start the gateway accepted (201), and no request reaches the provider for a run the
+ * gateway refused or does not know.
  */
 import assert, { AssertionError } from "node:assert/strict";
 import fc from "fast-check";
@@ -26,6 +30,8 @@ import {
   type RawResponse,
 } from "./_raw_http.ts";
 import { launch, rssBytes } from "./_serve.ts";
+import { ProviderManagedAgentClient } from "../../client/mod.ts";
+import { FakeProvider } from "../support/fake_provider.ts";
 
 const TOTAL = Number(Deno.env.get("AUTOMATION_RUNTIME_HOSTILE_REQUESTS") ?? 100_000);
 const BATCH = 100;
@@ -177,10 +183,23 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
   // JavaScript leak then crashes the server, which fails the test), and two malloc arenas stop
   // glibc's per-thread arenas from fragmenting under megabyte bodies (without it RSS drifted by
   // up to 100 MiB between runs; with it the quarter medians agree within a few MiB).
+  const providerKey = `sk-fake-${crypto.randomUUID()}`;
+  const fake = await FakeProvider.start({ apiKey: providerKey });
+  const setup = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: providerKey });
+  const agent = await setup.createAgent({ name: "hostile", model: "model-small" });
+  const environment = await setup.createEnvironment({ name: "hostile" });
+  const setupRequests = fake.requests.length;
   const server = await launch({
     v8Flags: [`--max-old-space-size=${HEAP_CAP_MIB}`],
-    env: { MALLOC_ARENA_MAX: "2" },
+    env: {
+      MALLOC_ARENA_MAX: "2",
+      AUTOMATION_RUNTIME_PROVIDER_API_KEY: providerKey,
+      AUTOMATION_RUNTIME_PROVIDER_BASE_URL: fake.baseUrl,
+      AUTOMATION_RUNTIME_DEFAULT_AGENT_ID: agent.id as string,
+      AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID: environment.id as string,
+    },
   });
+  let acceptedStarts = 0;
   const slots = Array.from({ length: CONNECTIONS }, () => new Slot(server.port));
   const rss: number[] = [];
   let sent = 0;
@@ -206,6 +225,10 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
                 });
               }
               sent++;
+              if (
+                request.method === "POST" && request.target === "/v1/runs" &&
+                response.status === 201 && headerOf(response, "idempotent-replayed") === null
+              ) acceptedStarts++;
               statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
               if (response.status >= 400) {
                 const code = /"code":"?([^",]*)/.exec(bodyText(response))?.[1] ??
@@ -233,6 +256,21 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
     assert.equal(health.status, 200, "the server answers after the run");
     await health.body?.cancel();
     assert.equal(server.serverErrors(), 0, "no 5xx in the server's log");
+    // Only accepted starts created provider sessions, and only created sessions were touched.
+    const calls = fake.requests.slice(setupRequests);
+    const created = new Set(
+      [...fake.managedAgents!.sessions.keys()],
+    );
+    assert.equal(
+      calls.filter((call) => call.method === "POST" && call.path === "/v1/sessions").length,
+      acceptedStarts,
+      "one provider session per accepted start",
+    );
+    for (const call of calls) {
+      if (call.path === "/v1/sessions") continue;
+      const id = /^\/v1\/sessions\/([^/]+)/.exec(call.path)?.[1];
+      assert.ok(id !== undefined && created.has(id), `a provider call for no run: ${call.path}`);
+    }
     assert.ok(sent >= TOTAL, `sent ${sent} requests`);
     // Memory: RSS sampled after every batch moves with the large bodies, so compare medians of
     // the third and the last quarter of the run; it must not climb with the request count.
@@ -255,10 +293,15 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
       console.log(rss.filter((_, i) => i % 25 === 0).map(mib).join(" "));
       console.log(JSON.stringify(Object.fromEntries([...codes].sort((a, b) => b[1] - a[1]))));
     }
-    console.log(`statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; ${summary}`);
+    console.log(
+      `statuses ${
+        JSON.stringify(Object.fromEntries([...statuses].sort()))
+      }; accepted run starts ${acceptedStarts}; ${summary}`,
+    );
   } finally {
     for (const slot of slots) slot.close();
     const code = await server.stop();
+    await fake.close();
     assert.equal(code, 0, `serve exits cleanly:\n${server.logTail().slice(-20).join("\n")}`);
   }
 });

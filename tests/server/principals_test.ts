@@ -38,8 +38,10 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
           "principalId",
           "capabilities",
           "expiresAt",
+          "maxActiveRuns",
           "bearer",
         ]);
+        assert.equal(result.json.maxActiveRuns, 8);
         assert.equal(result.json.principalId, body.principalId);
         assert.deepEqual(result.json.capabilities, body.capabilities);
         assert.equal(result.json.expiresAt, body.expiresAt);
@@ -52,6 +54,8 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
           principalId: body.principalId,
           capabilities: body.capabilities,
           expiresAt: body.expiresAt,
+          runs: false,
+          maxActiveRuns: 8,
         });
       },
     );
@@ -212,7 +216,7 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
         for (const entry of result.json.principals) {
           assert.deepEqual(
             Object.keys(entry).filter((key) => !["revokedAt"].includes(key)).sort(),
-            ["capabilities", "createdAt", "expiresAt", "issuerId", "principalId"],
+            ["capabilities", "createdAt", "expiresAt", "issuerId", "maxActiveRuns", "principalId"],
           );
         }
         assert.ok(!result.text.includes(kept.bearer));

@@ -28,6 +28,9 @@ Deno.test("shared request rules, row by row, through the real serve", async (t) 
         principalId: server.bootstrap.principalId,
         capabilities: server.bootstrap.capabilities,
         expiresAt: server.bootstrap.expiresAt,
+        // No provider credential: runs are off; the bootstrap may hold up to 100 active runs.
+        runs: false,
+        maxActiveRuns: 100,
       });
     });
 

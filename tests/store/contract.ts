@@ -11,6 +11,7 @@ import {
   type PrincipalRecord,
   type Store,
 } from "../../server/store/types.ts";
+import { runRunContract } from "./_run_contract.ts";
 
 /** Opens a store for `namespace` on the backend under test; every call shares one backend. */
 export type OpenStore = (namespace: string) => Promise<Store>;
@@ -69,16 +70,21 @@ export function runStoreContract(
 ): void {
   const sanitize = options.sanitize ?? true;
 
-  function test(title: string, body: (store: Store) => Promise<void>): void {
+  function test(
+    title: string,
+    body: (store: Store, openTwin: () => Promise<Store>) => Promise<void>,
+  ): void {
     Deno.test({
       name: `${name} store: ${title}`,
       ignore: options.ignore ?? false,
       sanitizeOps: sanitize,
       sanitizeResources: sanitize,
       async fn() {
-        const store = await open(randomNamespace());
+        const namespace = randomNamespace();
+        const store = await open(namespace);
         try {
-          await body(store);
+          // A second handle on the same namespace: another replica sharing the store.
+          await body(store, () => open(namespace));
         } finally {
           await store.close();
         }
@@ -94,6 +100,15 @@ export function runStoreContract(
     assert.equal(await store.getPrincipal(crypto.randomUUID()), null);
     assert.equal(await store.findPrincipalByDigest(randomHex()), null);
   });
+
+  test("a principal's run policy (agentIds, maxActiveRuns) reads back intact", async (store) => {
+    const record = testPrincipal({ agentIds: ["agent_a", "agent_b"], maxActiveRuns: 3 });
+    assert.equal(await store.createPrincipal(record), "created");
+    assert.deepEqual(await store.getPrincipal(record.principalId), record);
+    assert.deepEqual(await store.findPrincipalByDigest(record.bearerDigest), record);
+  });
+
+  runRunContract(test);
 
   test("creating an existing id or digest answers exists and changes nothing", async (store) => {
     const record = testPrincipal();

@@ -9,6 +9,7 @@
  *   `retry-after-ms`, `x-should-retry`), `times` in a row;
  * - {@linkcode FakeProvider.dropNextStream}: cut the next event stream after N bytes (mid-frame);
  * - {@linkcode FakeProvider.delayNextStream}: hold the next stream's first byte (its headers);
+ * - {@linkcode FakeProvider.delayNext}: hold the next matching unary answer for a while;
  * - {@linkcode FakeProvider.duplicateDeliveries}: write every stream frame twice;
  * - {@linkcode FakeProvider.injectUnknownEvents}: emit an unknown event type before each event.
  *
@@ -199,6 +200,7 @@ export class FakeProvider {
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #routes: Route[] = [];
   readonly #faults: FakeFault[] = [];
+  readonly #delays: { method?: string; path?: string | RegExp; ms: number; times: number }[] = [];
   readonly #subscribers = new Set<FakeStreamSubscriber>();
   readonly #closers = new Set<() => void>();
   #dropAfterBytes: number | undefined;
@@ -252,6 +254,11 @@ export class FakeProvider {
   /** Answers the next matching request(s) with an error. */
   failNext(fault: FakeFault): void {
     this.#faults.push({ times: 1, ...fault });
+  }
+
+  /** Holds the next matching request(s) for `ms` before answering them (`times`, default 1). */
+  delayNext(delay: { method?: string; path?: string | RegExp; ms: number; times?: number }): void {
+    this.#delays.push({ ...delay, times: delay.times ?? 1 });
   }
 
   /**
@@ -440,6 +447,25 @@ export class FakeProvider {
     const bearer = request.headers.get("authorization");
     if (keyHeader !== this.apiKey && bearer !== `Bearer ${this.apiKey}`) {
       throw new FakeHttpError(401, "authentication_error", "Invalid or missing credentials");
+    }
+    const delay = this.#delays.find((d) =>
+      (d.method === undefined || d.method.toUpperCase() === request.method) &&
+      (d.path === undefined ||
+        (typeof d.path === "string" ? d.path === url.pathname : d.path.test(url.pathname)))
+    );
+    if (delay) {
+      if (--delay.times <= 0) this.#delays.splice(this.#delays.indexOf(delay), 1);
+      await new Promise<void>((resolve) => {
+        let forget: () => void = () => {};
+        const timer = setTimeout(() => {
+          forget();
+          resolve();
+        }, delay.ms);
+        forget = this.onClose(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
     const fault = this.#faults.find((f) =>
       (f.method === undefined || f.method.toUpperCase() === request.method) &&

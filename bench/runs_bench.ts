@@ -1,0 +1,183 @@
+/**
+ * The latency `POST /v1/runs` adds over calling the provider directly.
+ *
+ * Both paths start the same run on the in-process fake provider (a session, then the kickoff
+ * message), one request at a time:
+ *
+ * - direct: `ProviderManagedAgentClient.createSession` + `sendEvents`, what the gateway itself
+ *   calls;
+ * - gateway: `POST /v1/runs` over HTTP to the runtime (`Deno.serve`, KV store in a temp file, the
+ *   shared rules, the idempotency claim, the quota reservation, the run record and the audit
+ *   entry), which then makes the same two provider calls.
+ *
+ * The paths alternate in rounds; each reports its median and p95 per start, and the difference of
+ * the medians is the gateway's cost. Each gateway run is cancelled after it is timed, so the
+ * active-run quota never fills. Run: `deno run -A bench/runs_bench.ts [--starts N] [--rounds N]
+ * [--quick]`.
+ *
+ * @module
+ */
+import { ProviderManagedAgentClient } from "../client/mod.ts";
+import { deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
+import { createRuntimeServer } from "../server/server.ts";
+import { openKvStore } from "../server/store/kv.ts";
+import { FakeProvider } from "../tests/support/fake_provider.ts";
+
+/** One path's figures, in ms per start. */
+export interface RunsBenchPath {
+  /** Median over every timed start. */
+  medianMs: number;
+  /** 95th percentile. */
+  p95Ms: number;
+}
+
+/** The result of {@linkcode runRunsBench}. */
+export interface RunsBenchResult {
+  /** Timed starts per path. */
+  starts: number;
+  /** Calling the provider directly. */
+  direct: RunsBenchPath;
+  /** `POST /v1/runs` through the gateway. */
+  gateway: RunsBenchPath;
+  /** gateway median − direct median, in ms. */
+  addedMs: number;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+}
+
+function flag(args: string[], name: string, fallback: number): number {
+  const index = args.indexOf(`--${name}`);
+  return index === -1 ? fallback : Number(args[index + 1]);
+}
+
+/** Runs the benchmark. */
+export async function runRunsBench(
+  options: { starts?: number; rounds?: number } = {},
+): Promise<RunsBenchResult> {
+  const starts = options.starts ?? 300;
+  const rounds = options.rounds ?? 5;
+  const key = `sk-bench-${crypto.randomUUID()}`;
+  const fake = await FakeProvider.start({ apiKey: key });
+  const direct = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: key });
+  const agent = await direct.createAgent({ name: "bench", model: "model-small" });
+  const environment = await direct.createEnvironment({ name: "bench" });
+  // Turns stay open, as a real run's would while it is started.
+  fake.managedAgents!.script = () => [{ delayMs: 3_600_000 }];
+
+  const token = `art_${crypto.randomUUID().replaceAll("-", "")}${"B".repeat(11)}`;
+  const bootstrap = deriveBootstrapCredential({
+    token,
+    principalId: crypto.randomUUID(),
+    capabilities: ["session:read", "session:write", "session:approve", "authority:admin"],
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    source: "environment",
+  });
+  const directory = await Deno.makeTempDir({ prefix: "runs-bench-" });
+  const store = await openKvStore({
+    path: `${directory}/store.kv`,
+    namespace: bootstrap.namespace,
+  });
+  const runtime = createRuntimeServer({
+    bootstrap,
+    store,
+    logger: { request() {}, info() {}, error() {}, flush() {} },
+    provider: {
+      apiKey: key,
+      baseUrl: fake.baseUrl,
+      defaultAgentId: agent.id as string,
+      defaultEnvironmentId: environment.id as string,
+    },
+  });
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, runtime.handler);
+  const url = `http://127.0.0.1:${http.addr.port}`;
+
+  function headers(): Headers {
+    return new Headers({
+      authorization: `Bearer ${token}`,
+      "x-interface-version": "2026-07-23",
+      "x-correlation-id": crypto.randomUUID(),
+      "x-deadline": new Date(Date.now() + 60_000).toISOString(),
+      "idempotency-key": crypto.randomUUID(),
+      "content-type": "application/json",
+    });
+  }
+
+  async function viaGateway(): Promise<number> {
+    const began = performance.now();
+    const response = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify({ input: "bench" }),
+    });
+    const run = await response.json();
+    const took = performance.now() - began;
+    if (response.status !== 201) throw new Error(`POST /v1/runs answered ${response.status}`);
+    const cancel = await fetch(`${url}/v1/runs/${run.runId}/cancel`, {
+      method: "POST",
+      headers: headers(),
+    });
+    await cancel.body?.cancel();
+    return took;
+  }
+
+  async function viaClient(): Promise<number> {
+    const began = performance.now();
+    const session = await direct.createSession({
+      agentId: agent.id as string,
+      environmentId: environment.id as string,
+    });
+    await direct.sendEvents(session.id, [
+      { type: "user.message", content: [{ type: "text", text: "bench" }] },
+    ]);
+    return performance.now() - began;
+  }
+
+  const gatewayTimes: number[] = [];
+  const directTimes: number[] = [];
+  try {
+    for (let i = 0; i < 20; i++) {
+      await viaClient();
+      await viaGateway();
+    }
+    const perRound = Math.max(1, Math.ceil(starts / rounds));
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < perRound; i++) directTimes.push(await viaClient());
+      for (let i = 0; i < perRound; i++) gatewayTimes.push(await viaGateway());
+    }
+  } finally {
+    await http.shutdown();
+    await runtime.close();
+    await store.close();
+    await fake.close();
+    await Deno.remove(directory, { recursive: true });
+  }
+  const path = (times: number[]): RunsBenchPath => ({
+    medianMs: percentile(times, 0.5),
+    p95Ms: percentile(times, 0.95),
+  });
+  const result = {
+    starts: directTimes.length,
+    direct: path(directTimes),
+    gateway: path(gatewayTimes),
+    addedMs: 0,
+  };
+  result.addedMs = result.gateway.medianMs - result.direct.medianMs;
+  return result;
+}
+
+if (import.meta.main) {
+  const quick = Deno.args.includes("--quick") || Deno.env.get("BENCH_QUICK") === "1";
+  const result = await runRunsBench({
+    starts: flag(Deno.args, "starts", quick ? 40 : 300),
+    rounds: flag(Deno.args, "rounds", quick ? 2 : 5),
+  });
+  const ms = (value: number) => value.toFixed(2);
+  console.log(
+    `runs gateway (${result.starts} starts per path): direct ${ms(result.direct.medianMs)} ms ` +
+      `median (p95 ${ms(result.direct.p95Ms)}), POST /v1/runs ${ms(result.gateway.medianMs)} ms ` +
+      `median (p95 ${ms(result.gateway.p95Ms)}); the gateway adds ${ms(result.addedMs)} ms`,
+  );
+}

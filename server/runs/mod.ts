@@ -1,0 +1,17 @@
+/**
+ * The run gateway: provider settings and the one provider client, principals' run policy, and
+ * the service that starts and steers runs for principals.
+ *
+ * @module
+ */
+export * from "./provider.ts";
+export * from "./policy.ts";
+export {
+  DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
+  publicRun,
+  readsEveryRun,
+  RESERVATION_LEASE_MS,
+  RunGateway,
+  type RunGatewayOptions,
+  type StartRunBody,
+} from "./runs.ts";

@@ -1,0 +1,578 @@
+/**
+ * The run gateway: starts and steers managed-agent runs for principals through the one provider
+ * client, records them in the store and keeps the active-run quotas.
+ *
+ * Starting a run, in order:
+ *
+ * 1. resolve the agent and environment (the body's `metadata`, else the defaults; neither: 422);
+ * 2. check the principal's `agentIds` (403 `agentNotAllowed`);
+ * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
+ *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
+ * 4. create the provider session and send the kickoff message, bounded by the request's
+ *    `x-deadline` (the client's own retries and timeouts apply inside it);
+ * 5. record the run, turning the reservation into the run's slot in the same store write.
+ *
+ * A failure after step 3 releases the reservation; a session created before a failed kickoff is
+ * deleted, so a retry does not leave an orphan running. Replays of the same idempotency key never
+ * reach this code: the idempotency rule answers them with the recorded run.
+ *
+ * Run state in this part (no event tail yet): a run's state is refreshed from the provider
+ * (`getRun`) when it is read with `GET /v1/runs/{runId}` while active, and every active run of a
+ * principal is refreshed when a start finds its quota full (then the reservation is tried once
+ * more); a terminal state frees its slot. A cancel marks the run `cancelled` at once (the provider's interrupt is graceful),
+ * and a follow-up message wakes a finished run after reserving a slot again.
+ *
+ * @module
+ */
+import type {
+  ManagedAgentEvent,
+  ProviderManagedAgentClient,
+  RuntimeRunInput,
+} from "../../client/mod.ts";
+// The error classes only: the client itself is loaded on first use (see `provider.ts`).
+import {
+  ProviderAbortError,
+  ProviderApiError,
+  ProviderConnectionError,
+  ProviderTimeoutError,
+} from "../../client/errors.ts";
+import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+import type { RuntimeLogger } from "../log.ts";
+import { invalidRequest } from "../rules/json.ts";
+import {
+  ACTIVE_RUN_STATES,
+  type RunPage,
+  type RunRecord,
+  type RunState,
+  type Store,
+} from "../store/types.ts";
+import { audit } from "./audit.ts";
+import { allowsAgent, runPolicyOf } from "./policy.ts";
+import type { ProviderSettings } from "./provider.ts";
+
+/** Default service-wide active-run limit (`--max-active-runs`). */
+export const DEFAULT_SERVICE_MAX_ACTIVE_RUNS = 1000;
+/** How long a slot reservation holds while a start talks to the provider, in ms. */
+export const RESERVATION_LEASE_MS = 5 * 60_000;
+/** `Retry-After` of a quota refusal, in seconds. */
+const QUOTA_RETRY_AFTER = "5";
+/** Longest provider message passed on, in characters. */
+const MAX_PROVIDER_MESSAGE = 500;
+
+/** Body of `POST /v1/runs`, validated. */
+export interface StartRunBody {
+  /** A prompt, or user messages. */
+  input: string | RuntimeRunInput[];
+  /** Optional title. */
+  title?: string;
+  /** Provider-specific choices. */
+  metadata?: {
+    agent_id?: string;
+    environment_id?: string;
+    agent_version?: number;
+    resources?: Record<string, unknown>[];
+    vault_ids?: string[];
+  };
+}
+
+/** Options of {@linkcode RunGateway}. */
+export interface RunGatewayOptions {
+  /** The store. */
+  store: Store;
+  /** Log sink. */
+  logger: RuntimeLogger;
+  /** The provider settings (defaults, and the credential to scrub from messages). */
+  settings: ProviderSettings;
+  /**
+   * The one provider client, or a function loading it on first use, or null when no credential
+   * is configured (runs disabled).
+   */
+  client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
+  /** Service-wide active-run limit. */
+  serviceLimit?: number;
+}
+
+/** A managed-agent session as far as the gateway reads it. */
+interface SessionView {
+  id: string;
+  created_at?: unknown;
+  agent?: unknown;
+}
+
+function notConfigured(): InterfaceError {
+  return new InterfaceError(
+    "providerNotConfigured",
+    "Runs are disabled: the runtime has no provider credential",
+  );
+}
+
+function runNotFound(): InterfaceError {
+  return new InterfaceError("runNotFound", "No run with this id");
+}
+
+function quotaExceeded(which: "principal" | "service"): InterfaceError {
+  return new InterfaceError(
+    "runQuotaExceeded",
+    which === "principal"
+      ? "The principal has as many active runs as its maxActiveRuns allows"
+      : "The runtime has as many active runs as it allows",
+    { headers: { "retry-after": QUOTA_RETRY_AFTER } },
+  );
+}
+
+function isTerminal(state: RunState): boolean {
+  return !ACTIVE_RUN_STATES.has(state);
+}
+
+/** Whether `caller` may read any principal's runs. */
+export function readsEveryRun(caller: AuthenticatedPrincipal): boolean {
+  return caller.capabilities.includes("authority:admin") ||
+    caller.capabilities.includes("session:approve");
+}
+
+function userMessages(input: StartRunBody["input"]): ManagedAgentEvent[] {
+  if (typeof input === "string") {
+    return [{ type: "user.message", content: [{ type: "text", text: input }] }];
+  }
+  return input.map((item) => ({
+    type: "user.message",
+    content: typeof item.content === "string"
+      ? [{ type: "text", text: item.content }]
+      : item.content,
+  }));
+}
+
+/** The gateway service behind the run routes. */
+export class RunGateway {
+  readonly #store: Store;
+  readonly #logger: RuntimeLogger;
+  readonly #settings: ProviderSettings;
+  readonly #client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
+  #loaded: Promise<ProviderManagedAgentClient> | null = null;
+  readonly #serviceLimit: number;
+  readonly #secrets: string[];
+
+  /** Creates the gateway. */
+  constructor(options: RunGatewayOptions) {
+    this.#store = options.store;
+    this.#logger = options.logger;
+    this.#settings = options.settings;
+    this.#client = options.client;
+    this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
+    this.#secrets = [options.settings.apiKey, options.settings.authToken].filter(
+      (value): value is string => value !== undefined && value !== "",
+    );
+  }
+
+  /** Whether runs are enabled (a provider credential is configured). */
+  get enabled(): boolean {
+    return this.#client !== null;
+  }
+
+  #requireClient(): Promise<ProviderManagedAgentClient> {
+    const client = this.#client;
+    if (client === null) throw notConfigured();
+    if (typeof client !== "function") return Promise.resolve(client);
+    return this.#loaded ??= client().catch((error) => {
+      this.#loaded = null;
+      throw error;
+    });
+  }
+
+  /** Throws 503 `providerNotConfigured` when runs are disabled. */
+  requireEnabled(): void {
+    if (this.#client === null) throw notConfigured();
+  }
+
+  /** A signal that fires at the request's deadline. */
+  #deadline(context: RequestContext): AbortSignal {
+    return AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1));
+  }
+
+  /** Strips the provider credential from a provider message (a provider may echo it). */
+  #scrub(message: string): string {
+    let text = message.slice(0, MAX_PROVIDER_MESSAGE * 4);
+    for (const secret of this.#secrets) text = text.replaceAll(secret, "[redacted]");
+    return text.slice(0, MAX_PROVIDER_MESSAGE);
+  }
+
+  /** Maps a provider client failure to the gateway's error codes. */
+  providerFailure(error: unknown): InterfaceError {
+    if (error instanceof ProviderApiError) {
+      const extra: Record<string, unknown> = { providerErrorType: error.type };
+      if (error.status !== undefined) extra.providerStatus = error.status;
+      const message = this.#scrub(error.message);
+      if (error.status === 429 || error.status === 503 || error.status === 529) {
+        return new InterfaceError(
+          "providerUnavailable",
+          `The provider is busy; try again later: ${message}`,
+          { extra, headers: { "retry-after": "1" } },
+        );
+      }
+      return new InterfaceError("providerError", `The provider refused the request: ${message}`, {
+        extra,
+      });
+    }
+    if (
+      error instanceof ProviderConnectionError || error instanceof ProviderTimeoutError ||
+      error instanceof ProviderAbortError
+    ) {
+      const message = error instanceof ProviderAbortError
+        ? "The provider did not answer before the request's deadline"
+        : error instanceof ProviderTimeoutError
+        ? "The provider did not answer in time"
+        : "The provider is unreachable";
+      return new InterfaceError("providerUnavailable", message, {
+        headers: { "retry-after": "1" },
+      });
+    }
+    if (error instanceof InterfaceError) return error;
+    throw error;
+  }
+
+  /** Reads a run the caller may see, else 404 `runNotFound`. */
+  async #visibleRun(
+    caller: AuthenticatedPrincipal,
+    runId: string,
+    access: "read" | "write",
+  ): Promise<RunRecord> {
+    if (runId.length === 0 || runId.length > 256) throw runNotFound();
+    const record = await this.#store.getRun(runId);
+    if (record === null) throw runNotFound();
+    if (record.principalId === caller.principalId) return record;
+    if (caller.capabilities.includes("authority:admin")) return record;
+    if (access === "read" && caller.capabilities.includes("session:approve")) return record;
+    throw runNotFound();
+  }
+
+  /** Starts a run (steps 1 to 5 of the module doc); answers its record. */
+  async start(context: RequestContext, body: StartRunBody): Promise<RunRecord> {
+    const client = await this.#requireClient();
+    const caller = context.principal!;
+    const metadata = body.metadata ?? {};
+    const agentId = metadata.agent_id ?? this.#settings.defaultAgentId;
+    const environmentId = metadata.environment_id ?? this.#settings.defaultEnvironmentId;
+    const missing = [];
+    if (agentId === undefined) {
+      missing.push({
+        path: "metadata.agent_id",
+        message: "No agent: name one, or start the runtime with a default agent",
+      });
+    }
+    if (environmentId === undefined) {
+      missing.push({
+        path: "metadata.environment_id",
+        message: "No environment: name one, or start the runtime with a default environment",
+      });
+    }
+    if (missing.length > 0) throw invalidRequest(missing);
+    const policy = runPolicyOf(caller);
+    if (!allowsAgent(policy, agentId!)) {
+      await audit(this.#store, this.#logger, context, {
+        action: "run.started",
+        outcome: "agentNotAllowed",
+      });
+      throw new InterfaceError("agentNotAllowed", "The principal may not start runs on this agent");
+    }
+    const slotId = `reservation:${crypto.randomUUID()}`;
+    const reserve = () =>
+      this.#store.reserveRunSlot({
+        principalId: caller.principalId,
+        slotId,
+        principalLimit: policy.maxActiveRuns,
+        serviceLimit: this.#serviceLimit,
+        now: Date.now(),
+        leaseMs: RESERVATION_LEASE_MS,
+      });
+    let reserved = await reserve();
+    if (reserved === "principalQuota" && await this.#refreshActive(context, caller.principalId)) {
+      // Some of the principal's runs had ended at the provider: their slots are free now.
+      reserved = await reserve();
+    }
+    if (reserved !== "reserved") {
+      await audit(this.#store, this.#logger, context, {
+        action: "run.started",
+        outcome: "runQuotaExceeded",
+      });
+      throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
+    }
+    let session: SessionView;
+    try {
+      const signal = this.#deadline(context);
+      session = await client.createSession({
+        agentId: agentId!,
+        environmentId: environmentId!,
+        ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
+        ...(body.title !== undefined ? { title: body.title } : {}),
+        ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
+        ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
+      }, { signal }) as SessionView;
+      try {
+        await client.sendEvents(session.id, userMessages(body.input), { signal });
+      } catch (error) {
+        // The session never got its task: delete it so a retry leaves no orphan behind.
+        // Bounded too: at most a second past the request's deadline.
+        const cleanupMs = Math.min(5_000, Math.max(context.deadline - Date.now(), 0) + 1_000);
+        await client.deleteSession(session.id, { signal: AbortSignal.timeout(cleanupMs) })
+          .catch(() => {});
+        throw error;
+      }
+    } catch (error) {
+      await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
+      const refusal = this.providerFailure(error);
+      await audit(this.#store, this.#logger, context, {
+        action: "run.started",
+        outcome: refusal.code,
+      });
+      throw refusal;
+    }
+    const now = new Date().toISOString();
+    const agent = session.agent as { version?: unknown } | undefined;
+    const version = metadata.agent_version ??
+      (typeof agent?.version === "number" ? agent.version : undefined);
+    const record: RunRecord = {
+      runId: session.id,
+      principalId: caller.principalId,
+      agentId: agentId!,
+      ...(version !== undefined ? { agentVersion: version } : {}),
+      environmentId: environmentId!,
+      ...(body.title !== undefined ? { title: body.title } : {}),
+      state: "running",
+      lastEventSeq: 0,
+      createdAt: typeof session.created_at === "string" ? session.created_at : now,
+      updatedAt: now,
+    };
+    try {
+      await this.#store.createRun(record, slotId);
+    } catch (error) {
+      await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
+      throw error;
+    }
+    await audit(this.#store, this.#logger, context, {
+      action: "run.started",
+      runId: record.runId,
+      outcome: "ok",
+    });
+    return record;
+  }
+
+  /** Reads a run, refreshing an active one from the provider. */
+  async get(context: RequestContext, runId: string): Promise<RunRecord> {
+    const client = await this.#requireClient();
+    const record = await this.#visibleRun(context.principal!, runId, "read");
+    if (isTerminal(record.state)) return record;
+    return await this.#refresh(client, context, record);
+  }
+
+  /**
+   * Reads an active run's state from the provider and records a change (a terminal state frees
+   * its slot). A session the provider no longer knows (404) ends the run as `failed`.
+   */
+  async #refresh(
+    client: ProviderManagedAgentClient,
+    context: RequestContext,
+    record: RunRecord,
+  ): Promise<RunRecord> {
+    const runId = record.runId;
+    let status;
+    try {
+      status = await client.getRun(runId, { signal: this.#deadline(context) });
+    } catch (error) {
+      if (!(error instanceof ProviderApiError && error.status === 404)) {
+        throw this.providerFailure(error);
+      }
+      const now = new Date().toISOString();
+      const gone: RunRecord = { ...record, state: "failed", updatedAt: now, endedAt: now };
+      await this.#store.updateRun(gone);
+      return gone;
+    }
+    let state: RunState = status.status === "started" ? "running" : status.status;
+    if (record.cancelRequested === true && (state === "completed" || state === "failed")) {
+      state = "cancelled";
+    }
+    if (
+      state === record.state && status.stopReason === record.stopReason &&
+      JSON.stringify(status.usage) === JSON.stringify(record.usage)
+    ) {
+      return record;
+    }
+    const now = new Date().toISOString();
+    const updated: RunRecord = { ...record, state, updatedAt: now };
+    if (status.stopReason !== undefined) updated.stopReason = status.stopReason;
+    if (status.usage !== undefined) updated.usage = status.usage;
+    if (isTerminal(state)) updated.endedAt = now;
+    await this.#store.updateRun(updated);
+    return updated;
+  }
+
+  /**
+   * Refreshes a principal's active runs from the provider (at most 100 of them); returns whether
+   * any of them ended. Provider failures leave a run as it was.
+   */
+  async #refreshActive(context: RequestContext, principalId: string): Promise<boolean> {
+    const client = await this.#requireClient();
+    const active: RunRecord[] = [];
+    for (const state of ACTIVE_RUN_STATES) {
+      const page = await this.#store.listRuns({ principalId, state, limit: 100 });
+      active.push(...page.runs);
+    }
+    const refreshed = await Promise.all(
+      active.slice(0, 100).map((record) =>
+        this.#refresh(client, context, record).catch(() => record)
+      ),
+    );
+    return refreshed.some((record) => isTerminal(record.state));
+  }
+
+  /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */
+  list(
+    context: RequestContext,
+    query: { limit: number; cursor?: string; state?: RunState; principalId?: string },
+  ): Promise<RunPage> {
+    this.requireEnabled();
+    const caller = context.principal!;
+    let principalId: string | undefined = caller.principalId;
+    if (readsEveryRun(caller)) principalId = query.principalId;
+    else if (query.principalId !== undefined && query.principalId !== caller.principalId) {
+      throw new InterfaceError(
+        "missingCapability",
+        "Listing another principal's runs needs session:approve or authority:admin",
+        { extra: { requiredCapability: "session:approve" } },
+      );
+    }
+    return this.#store.listRuns({
+      limit: query.limit,
+      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+      ...(query.state !== undefined ? { state: query.state } : {}),
+      ...(principalId !== undefined ? { principalId } : {}),
+    });
+  }
+
+  /** Cancels a run: interrupts its session and marks it `cancelled`. */
+  async cancel(context: RequestContext, runId: string): Promise<RunRecord> {
+    const client = await this.#requireClient();
+    const record = await this.#visibleRun(context.principal!, runId, "write");
+    if (isTerminal(record.state)) {
+      await audit(this.#store, this.#logger, context, {
+        action: "run.cancelled",
+        runId,
+        outcome: "ok",
+      });
+      return record;
+    }
+    try {
+      await client.cancelRun(runId, { signal: this.#deadline(context) });
+    } catch (error) {
+      const refusal = this.providerFailure(error);
+      await audit(this.#store, this.#logger, context, {
+        action: "run.cancelled",
+        runId,
+        outcome: refusal.code,
+      });
+      throw refusal;
+    }
+    const now = new Date().toISOString();
+    const updated: RunRecord = {
+      ...record,
+      state: "cancelled",
+      cancelRequested: true,
+      updatedAt: now,
+      endedAt: now,
+    };
+    await this.#store.updateRun(updated);
+    await audit(this.#store, this.#logger, context, {
+      action: "run.cancelled",
+      runId,
+      outcome: "ok",
+    });
+    return updated;
+  }
+
+  /** Sends a follow-up message; a finished run starts again once a slot is reserved for it. */
+  async send(
+    context: RequestContext,
+    runId: string,
+    input: StartRunBody["input"],
+  ): Promise<RunRecord> {
+    const client = await this.#requireClient();
+    const caller = context.principal!;
+    const record = await this.#visibleRun(caller, runId, "write");
+    const waking = isTerminal(record.state);
+    if (waking) {
+      // The slot counts against the run's owner, who may not be the caller (an admin).
+      const owner = record.principalId === caller.principalId
+        ? runPolicyOf(caller)
+        : runPolicyOf(await this.#ownerPolicy(record.principalId));
+      const reserved = await this.#store.reserveRunSlot({
+        principalId: record.principalId,
+        slotId: runId,
+        principalLimit: owner.maxActiveRuns,
+        serviceLimit: this.#serviceLimit,
+        now: Date.now(),
+        leaseMs: RESERVATION_LEASE_MS,
+      });
+      if (reserved !== "reserved") {
+        await audit(this.#store, this.#logger, context, {
+          action: "run.message",
+          runId,
+          outcome: "runQuotaExceeded",
+        });
+        throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
+      }
+    }
+    try {
+      await client.sendEvents(runId, userMessages(input), { signal: this.#deadline(context) });
+    } catch (error) {
+      if (waking) await this.#store.releaseRunSlot(record.principalId, runId).catch(() => {});
+      const refusal = this.providerFailure(error);
+      await audit(this.#store, this.#logger, context, {
+        action: "run.message",
+        runId,
+        outcome: refusal.code,
+      });
+      throw refusal;
+    }
+    const now = new Date().toISOString();
+    const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = record;
+    const updated: RunRecord = { ...rest, state: "running", updatedAt: now };
+    await this.#store.updateRun(updated);
+    await audit(this.#store, this.#logger, context, {
+      action: "run.message",
+      runId,
+      outcome: "ok",
+    });
+    return updated;
+  }
+
+  async #ownerPolicy(
+    principalId: string,
+  ): Promise<{ agentIds?: readonly string[]; maxActiveRuns?: number; bootstrap?: boolean }> {
+    const owner = await this.#store.getPrincipal(principalId);
+    // Only the bootstrap principal starts runs without a principal record.
+    if (owner === null) return { bootstrap: true };
+    return {
+      ...(owner?.agentIds ? { agentIds: owner.agentIds } : {}),
+      ...(owner?.maxActiveRuns !== undefined ? { maxActiveRuns: owner.maxActiveRuns } : {}),
+    };
+  }
+}
+
+/**
+ * The public form of a run record (the internal cancel marker left out).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { publicRun } from "./runs.ts";
+ * const run = publicRun({
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "cancelled",
+ *   lastEventSeq: 0, createdAt: "t", updatedAt: "t", cancelRequested: true,
+ * });
+ * assert.equal("cancelRequested" in run, false);
+ * ```
+ */
+export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested"> {
+  const { cancelRequested: _, ...rest } = record;
+  return rest;
+}

@@ -1,0 +1,375 @@
+/**
+ * The run gateway's records in Deno KV. Keys, below the store's namespace root:
+ *
+ * - `["run", runId]` → {@linkcode RunRecord}
+ * - `["run-by-principal", principalId, createdAt, runId]` → true (newest first by reverse list)
+ * - `["run-by-time", createdAt, runId]` → principal id (every principal's runs)
+ * - `["run-slot", principalId, slotId]` → {@linkcode SlotEntry}
+ * - `["run-slot-count", principalId]` and `["run-slot-count-all"]` → number
+ * - `["audit", seq]` → {@linkcode AuditEntry}; `["audit-seq"]` → the last seq
+ *
+ * The slot counters are checked and written in the same atomic operation as the slot itself, so
+ * two replicas reserving at once cannot both take the last slot.
+ *
+ * @module
+ */
+import {
+  ACTIVE_RUN_STATES,
+  type AuditEntry,
+  type AuditEntryInput,
+  type AuditPage,
+  decodeCursor,
+  encodeCursor,
+  type ListAuditParams,
+  type ListRunsParams,
+  type RunPage,
+  type RunRecord,
+  type RunSlotReservation,
+  type RunSlotResult,
+  type RunStore,
+} from "../run_types.ts";
+import { StoreUnavailableError } from "../types.ts";
+
+/** One active-run slot: a reservation (with its lease) or a run's own (`leaseUntil` null). */
+interface SlotEntry {
+  leaseUntil: number | null;
+}
+
+const MAX_ATTEMPTS = 64;
+/** Audit entries are kept 90 days. */
+const AUDIT_TTL_MS = 90 * 86_400_000;
+
+function fail(error: unknown): Error {
+  if (error instanceof StoreUnavailableError) return error;
+  return new StoreUnavailableError("The KV store failed", { cause: error });
+}
+
+function contention(): StoreUnavailableError {
+  return new StoreUnavailableError("The KV store is too contended to commit");
+}
+
+function live(slot: SlotEntry | null, now: number): boolean {
+  return slot !== null && (slot.leaseUntil === null || slot.leaseUntil > now);
+}
+
+/** An audit entry waiting for the next group commit. */
+interface QueuedAudit {
+  input: AuditEntryInput;
+  done: PromiseWithResolvers<AuditEntry>;
+}
+
+/** Most audit entries in one commit: far inside KV's 1000 mutations and 800 KiB. */
+const MAX_AUDIT_GROUP = 64;
+
+/** The run part of the KV store; the store delegates to it. */
+export class KvRunStore implements RunStore {
+  #kv: Deno.Kv;
+  #root: Deno.KvKey;
+  #auditQueue: QueuedAudit[] = [];
+  #auditCommitting = false;
+
+  constructor(kv: Deno.Kv, root: Deno.KvKey) {
+    this.#kv = kv;
+    this.#root = root;
+  }
+
+  #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
+    return [...this.#root, ...parts];
+  }
+
+  async reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    try {
+      const slotKey = this.#key("run-slot", params.principalId, params.slotId);
+      const countKey = this.#key("run-slot-count", params.principalId);
+      const allKey = this.#key("run-slot-count-all");
+      let swept = false;
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const [slot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
+          slotKey,
+          countKey,
+          allKey,
+        ]);
+        if (live(slot.value, params.now)) return "reserved";
+        const lapsed = slot.value !== null;
+        const principalCount = (count.value ?? 0) - (lapsed ? 1 : 0);
+        const serviceCount = (all.value ?? 0) - (lapsed ? 1 : 0);
+        const refusal: RunSlotResult | null = principalCount >= params.principalLimit
+          ? "principalQuota"
+          : serviceCount >= params.serviceLimit
+          ? "serviceQuota"
+          : null;
+        if (refusal !== null) {
+          if (swept) return refusal;
+          swept = true;
+          await this.#sweep(refusal === "principalQuota" ? params.principalId : null, params.now);
+          continue;
+        }
+        const result = await this.#kv.atomic()
+          .check(slot, count, all)
+          .set(slotKey, { leaseUntil: params.now + params.leaseMs } satisfies SlotEntry)
+          .set(countKey, principalCount + 1)
+          .set(allKey, serviceCount + 1)
+          .commit();
+        if (result.ok) return "reserved";
+      }
+      throw contention();
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  /** Drops lapsed reservations of one principal (or of all), each with its counters. */
+  async #sweep(principalId: string | null, now: number): Promise<void> {
+    const prefix = principalId === null
+      ? this.#key("run-slot")
+      : this.#key("run-slot", principalId);
+    for await (const entry of this.#kv.list<SlotEntry>({ prefix })) {
+      if (live(entry.value, now)) continue;
+      const owner = entry.key[entry.key.length - 2] as string;
+      await this.#dropSlot(
+        owner,
+        entry.key[entry.key.length - 1] as string,
+        (slot) => slot !== null && !live(slot, now),
+      );
+    }
+  }
+
+  /** Deletes a slot and decrements both counters, when `when` approves the slot as read. */
+  async #dropSlot(
+    principalId: string,
+    slotId: string,
+    when: (slot: SlotEntry | null) => boolean,
+  ): Promise<void> {
+    const slotKey = this.#key("run-slot", principalId, slotId);
+    const countKey = this.#key("run-slot-count", principalId);
+    const allKey = this.#key("run-slot-count-all");
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const [slot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
+        slotKey,
+        countKey,
+        allKey,
+      ]);
+      if (slot.value === null || !when(slot.value)) return;
+      const result = await this.#kv.atomic()
+        .check(slot, count, all)
+        .delete(slotKey)
+        .set(countKey, Math.max((count.value ?? 1) - 1, 0))
+        .set(allKey, Math.max((all.value ?? 1) - 1, 0))
+        .commit();
+      if (result.ok) return;
+    }
+    throw contention();
+  }
+
+  async releaseRunSlot(principalId: string, slotId: string): Promise<void> {
+    try {
+      await this.#dropSlot(principalId, slotId, (slot) => slot?.leaseUntil !== null);
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async createRun(record: RunRecord, slotId: string): Promise<void> {
+    try {
+      const reservationKey = this.#key("run-slot", record.principalId, slotId);
+      const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
+      const countKey = this.#key("run-slot-count", record.principalId);
+      const allKey = this.#key("run-slot-count-all");
+      const active = ACTIVE_RUN_STATES.has(record.state);
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const [reservation, runSlot, count, all] = await this.#kv.getMany<
+          [SlotEntry, SlotEntry, number, number]
+        >([reservationKey, runSlotKey, countKey, allKey]);
+        // Slots before and after: the reservation goes, the run's own slot comes when active.
+        const before = (reservation.value !== null ? 1 : 0) + (runSlot.value !== null ? 1 : 0);
+        const after = active ? 1 : 0;
+        const delta = after - before;
+        const operation = this.#kv.atomic()
+          .check(reservation, runSlot, count, all)
+          .set(this.#key("run", record.runId), record)
+          .set(
+            this.#key("run-by-principal", record.principalId, record.createdAt, record.runId),
+            true,
+          )
+          .set(this.#key("run-by-time", record.createdAt, record.runId), record.principalId)
+          .delete(reservationKey);
+        if (active) operation.set(runSlotKey, { leaseUntil: null } satisfies SlotEntry);
+        else operation.delete(runSlotKey);
+        if (delta !== 0) {
+          operation
+            .set(countKey, Math.max((count.value ?? 0) + delta, 0))
+            .set(allKey, Math.max((all.value ?? 0) + delta, 0));
+        }
+        if ((await operation.commit()).ok) return;
+      }
+      throw contention();
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    try {
+      return (await this.#kv.get<RunRecord>(this.#key("run", runId))).value;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async updateRun(record: RunRecord): Promise<void> {
+    try {
+      const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
+      const countKey = this.#key("run-slot-count", record.principalId);
+      const allKey = this.#key("run-slot-count-all");
+      const active = ACTIVE_RUN_STATES.has(record.state);
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const [runSlot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
+          runSlotKey,
+          countKey,
+          allKey,
+        ]);
+        const delta = (active ? 1 : 0) - (runSlot.value !== null ? 1 : 0);
+        const operation = this.#kv.atomic()
+          .check(runSlot, count, all)
+          .set(this.#key("run", record.runId), record);
+        if (active) operation.set(runSlotKey, { leaseUntil: null } satisfies SlotEntry);
+        else operation.delete(runSlotKey);
+        if (delta !== 0) {
+          operation
+            .set(countKey, Math.max((count.value ?? 0) + delta, 0))
+            .set(allKey, Math.max((all.value ?? 0) + delta, 0));
+        }
+        if ((await operation.commit()).ok) return;
+      }
+      throw contention();
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async listRuns(params: ListRunsParams): Promise<RunPage> {
+    try {
+      const prefix = params.principalId === undefined
+        ? this.#key("run-by-time")
+        : this.#key("run-by-principal", params.principalId);
+      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
+      const selector: Deno.KvListSelector = after === null
+        ? { prefix }
+        : { prefix, end: [...prefix, ...after] };
+      const runs: RunRecord[] = [];
+      let last: RunRecord | null = null;
+      let more = false;
+      for await (const entry of this.#kv.list({ ...selector }, { reverse: true, batchSize: 100 })) {
+        const runId = entry.key[entry.key.length - 1] as string;
+        const record = (await this.#kv.get<RunRecord>(this.#key("run", runId))).value;
+        if (record === null) continue;
+        if (params.state !== undefined && record.state !== params.state) continue;
+        if (runs.length === params.limit) {
+          more = true;
+          break;
+        }
+        runs.push(record);
+        last = record;
+      }
+      return {
+        runs,
+        nextCursor: more && last !== null ? encodeCursor([last.createdAt, last.runId]) : null,
+      };
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async countRunSlots(principalId: string | null, now: number): Promise<number> {
+    try {
+      const prefix = principalId === null
+        ? this.#key("run-slot")
+        : this.#key("run-slot", principalId);
+      let count = 0;
+      for await (const entry of this.#kv.list<SlotEntry>({ prefix })) {
+        if (live(entry.value, now)) count++;
+      }
+      return count;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  /**
+   * Appends are group-committed: every seq comes from one counter key, so entries appended at
+   * once would conflict on it; instead the entries that queue up while a commit runs go in the
+   * next one, numbered in queue order (one commit per group rather than per entry).
+   */
+  appendAudit(input: AuditEntryInput): Promise<AuditEntry> {
+    const done = Promise.withResolvers<AuditEntry>();
+    this.#auditQueue.push({ input, done });
+    if (!this.#auditCommitting) this.#commitAudit();
+    return done.promise;
+  }
+
+  /** Commits queued audit entries group by group until the queue is empty. Never rejects. */
+  async #commitAudit(): Promise<void> {
+    this.#auditCommitting = true;
+    try {
+      while (this.#auditQueue.length > 0) {
+        const group = this.#auditQueue.splice(0, MAX_AUDIT_GROUP);
+        try {
+          const entries = await this.#appendGroup(group.map((item) => item.input));
+          group.forEach((item, index) => item.done.resolve(entries[index]));
+        } catch (error) {
+          for (const item of group) item.done.reject(fail(error));
+        }
+      }
+    } finally {
+      this.#auditCommitting = false;
+    }
+  }
+
+  async #appendGroup(inputs: AuditEntryInput[]): Promise<AuditEntry[]> {
+    const seqKey = this.#key("audit-seq");
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const last = await this.#kv.get<number>(seqKey);
+      const first = (last.value ?? 0) + 1;
+      const entries = inputs.map((input, index): AuditEntry => ({ seq: first + index, ...input }));
+      const operation = this.#kv.atomic().check(last).set(seqKey, first + inputs.length - 1);
+      for (const entry of entries) {
+        operation.set(this.#key("audit", entry.seq), entry, { expireIn: AUDIT_TTL_MS });
+      }
+      if ((await operation.commit()).ok) return entries;
+    }
+    throw contention();
+  }
+
+  async listAudit(params: ListAuditParams): Promise<AuditPage> {
+    try {
+      const prefix = this.#key("audit");
+      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
+      const before = after !== null && typeof after[0] === "number" ? after[0] : null;
+      const selector: Deno.KvListSelector = before === null
+        ? { prefix }
+        : { prefix, end: [...prefix, before] };
+      const entries: AuditEntry[] = [];
+      let more = false;
+      for await (const item of this.#kv.list<AuditEntry>(selector, { reverse: true })) {
+        const entry = item.value;
+        if (params.action !== undefined && entry.action !== params.action) continue;
+        if (
+          params.principalId !== undefined && entry.actorId !== params.principalId &&
+          entry.subjectId !== params.principalId
+        ) continue;
+        if (entries.length === params.limit) {
+          more = true;
+          break;
+        }
+        entries.push(entry);
+      }
+      const last = entries.at(-1);
+      return {
+        entries,
+        nextCursor: more && last !== undefined ? encodeCursor([last.seq]) : null,
+      };
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+}
