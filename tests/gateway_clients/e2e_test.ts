@@ -2,40 +2,15 @@
  * End to end through the real service: `provider init` writes the provider file, `serve` runs
  * against the in-process fake provider, a `session:write` principal limited to one agent starts
  * a run with the CLI and reads, lists, follows up and cancels it with the SDK.
- *
- * The test needs the service's run routes. Before registering it, this module starts a plain
- * `serve` and sends one well-formed `POST /v1/runs` (shared headers, bootstrap bearer,
- * idempotency key, JSON body): a build without the runs gateway answers 404 with error code
- * `notFound` (routing is the first shared check), and the test is then registered as ignored
- * under a name that says so. A build with the gateway answers anything else (503
- * `providerNotConfigured`, as that server has no provider key) and the test runs for real.
+
  */
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";
 import { RuntimeServiceClient, RuntimeServiceError } from "../../sdk/mod.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
-import { sharedHeaders, startServer } from "../support/server.ts";
+import { startServer } from "../support/server.ts";
 import { lines, runCliWithInput } from "./_cli.ts";
 
-async function gatewayRoutesPresent(): Promise<boolean> {
-  const server = await startServer();
-  try {
-    const response = await fetch(`${server.url}/v1/runs`, {
-      method: "POST",
-      headers: sharedHeaders(server.bearer, {
-        "idempotency-key": crypto.randomUUID(),
-        "content-type": "application/json",
-      }),
-      body: JSON.stringify({ input: "probe" }),
-    });
-    const body = await response.json().catch(() => null);
-    return !(response.status === 404 && body?.error?.code === "notFound");
-  } finally {
-    await server.stop();
-  }
-}
-
-const PRESENT = await gatewayRoutesPresent();
 const NAME = "e2e: provider init, serve, a principal limited to one agent, run start by CLI, " +
   "runs.get/list/send/cancel by SDK";
 
@@ -44,10 +19,7 @@ function denoDir(): string {
 }
 
 Deno.test({
-  name: PRESENT
-    ? NAME
-    : `${NAME} (skipped: POST /v1/runs answers 404 notFound, this build has no runs gateway)`,
-  ignore: !PRESENT,
+  name: NAME,
   async fn() {
     const apiKey = `sk-fake-${crypto.randomUUID()}`;
     const fake = await FakeProvider.start({ apiKey });
