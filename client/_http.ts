@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { backoffDelayMs, sleep } from "./_backoff.ts";
 import {
   ProviderAbortError,
   ProviderApiError,
@@ -138,10 +139,9 @@ export function retryAfterMs(headers: Headers, now: number = Date.now()): number
   return value <= 2 ** 31 - 1 ? value : undefined;
 }
 
-/** The default backoff before retry number `retriesDone + 1`, in ms. */
+/** The default backoff before retry number `retriesDone + 1`, in ms: 0.5 s doubling to 8 s. */
 export function backoffMs(retriesDone: number): number {
-  const base = Math.min(0.5 * 2 ** retriesDone, 8) * SECOND;
-  return base * (1 - Math.random() * 0.25);
+  return backoffDelayMs(retriesDone, 0.5 * SECOND, 8 * SECOND);
 }
 
 /**
@@ -162,19 +162,13 @@ function isRetryableStatus(response: Response, type?: string): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new ProviderAbortError({ cause: signal.reason }));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new ProviderAbortError({ cause: signal?.reason }));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+/** The shared sleep, rejecting with `ProviderAbortError` when the caller aborts. */
+async function retryPause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, signal);
+  } catch {
+    throw new ProviderAbortError({ cause: signal?.reason });
+  }
 }
 
 async function errorFromResponse(response: Response): Promise<ProviderApiError> {
@@ -316,7 +310,7 @@ export class HttpTransport {
           );
         this.#trace(request, attempt, started, undefined, undefined, error.code);
         if (error instanceof ProviderAbortError || attempt >= this.#maxRetries) throw error;
-        await sleep(backoffMs(attempt), request.signal);
+        await retryPause(backoffMs(attempt), request.signal);
         continue;
       }
       const requestId = response.headers.get("request-id") ?? undefined;
@@ -325,7 +319,7 @@ export class HttpTransport {
       clearTimeout(timer);
       const error = await errorFromResponse(response);
       if (!error.retryable || attempt >= this.#maxRetries) throw error;
-      await sleep(retryAfterMs(response.headers) ?? backoffMs(attempt), request.signal);
+      await retryPause(retryAfterMs(response.headers) ?? backoffMs(attempt), request.signal);
     }
   }
 

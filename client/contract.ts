@@ -85,6 +85,12 @@ export interface RunStreamHandlers {
 export interface RunStreamOptions {
   /** Stops the stream and releases the connection. */
   signal?: AbortSignal;
+  /**
+   * Managed-agents runs: ask the provider for text deltas (`event_deltas[]=agent.message`), so
+   * `message.delta` events come before each `message.completed` and together spell its text.
+   * Off by default. The messages client always streams deltas.
+   */
+  deltas?: boolean;
 }
 
 /** What a streamed run resolves to once its stream ends. */

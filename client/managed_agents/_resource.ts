@@ -87,10 +87,12 @@ export class ResourceWire {
   async stream(
     path: string,
     signal: AbortSignal | undefined,
+    query?: Record<string, QueryValue>,
   ): Promise<ReadableStream<Uint8Array>> {
     const response = await this.#http.send({
       method: "GET",
       path,
+      query,
       accept: "text/event-stream",
       stream: true,
       signal,

@@ -23,7 +23,13 @@ import type {
 } from "../contract.ts";
 import { ProviderUnsupportedError } from "../errors.ts";
 import { bindWire, installMethods, ResourceWire, wire } from "./_resource.ts";
-import { kickoffEvents, resolveRunTarget, runEventLoop } from "./_run.ts";
+import {
+  kickoffEvents,
+  readTurnEnd,
+  resolveRunTarget,
+  runEventLoop,
+  type TurnEnd,
+} from "./_run.ts";
 import { agentsApi, type ManagedAgentAgentsApi } from "./agents.ts";
 import { deploymentsApi, type ManagedAgentDeploymentsApi } from "./deployments.ts";
 import { environmentsApi, type ManagedAgentEnvironmentsApi } from "./environments.ts";
@@ -31,13 +37,11 @@ import { type ManagedAgentMemoryApi, memoryApi } from "./memory.ts";
 import { PROVIDER_MANAGED_AGENTS_BETA } from "./paths.ts";
 import {
   type ManagedAgentSessionEventsApi,
-  providerSessionEventsPath,
   providerSessionEventStreamPath,
   sessionEventsApi,
 } from "./session_events.ts";
 import { type ManagedAgentSessionsApi, sessionsApi } from "./sessions.ts";
 import { numericUsage, sessionStatusToRunState } from "./stream.ts";
-import type { JsonObject } from "./types.ts";
 import { type ManagedAgentVaultsApi, vaultsApi } from "./vaults.ts";
 
 /** Settings of a {@linkcode ProviderManagedAgentClient}. */
@@ -65,14 +69,6 @@ export interface ProviderManagedAgentClientOptions {
 }
 
 const NO_BATCHES = "managed-agent sessions have no batch API; use the messages client";
-
-interface Page<T> {
-  data?: T[];
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * The resource operations of {@linkcode ProviderManagedAgentClient}, one interface per resource
@@ -202,7 +198,7 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     });
     const kickoff = kickoffEvents(body.input);
     const session = await this.createSession(target, { signal });
-    const stream = await wire(this).stream(providerSessionEventStreamPath(session.id), signal);
+    const stream = await openRunStream(this, session.id, options);
     try {
       await handlers.onEvent?.({ type: "run.started", runId: session.id });
       await this.sendEvents(session.id, kickoff, { signal });
@@ -210,7 +206,13 @@ export class ProviderManagedAgentClient implements RuntimeClient {
       await stream.cancel().catch(() => {});
       throw error;
     }
-    return await runEventLoop({ runId: session.id, body: stream, handlers, signal });
+    return await runEventLoop({
+      runId: session.id,
+      body: stream,
+      handlers,
+      signal,
+      deltas: options.deltas === true,
+    });
   }
 
   /**
@@ -236,47 +238,12 @@ export class ProviderManagedAgentClient implements RuntimeClient {
   async getRun(runId: string, options?: RunStreamOptions): Promise<RuntimeRunStatus> {
     const session = await this.getSession(runId, options);
     const status = typeof session.status === "string" ? session.status : undefined;
-    let stopReason: string | undefined;
-    let interrupted = false;
-    let pending = false;
-    if (status === "idle" || status === "terminated") {
-      // Newest first: the latest turn boundary decides.
-      const recent = await wire(this).get<Page<JsonObject>>(providerSessionEventsPath(runId), {
-        order: "desc",
-        limit: 50,
-        types: [
-          "session.status_idle",
-          "session.status_terminated",
-          "user.message",
-          "user.interrupt",
-        ],
-      }, options);
-      let sawStop = false;
-      for (const event of recent?.data ?? []) {
-        if (event.type === "session.status_idle" || event.type === "session.status_terminated") {
-          if (sawStop) break;
-          sawStop = true;
-          if (status === "idle" && event.type === "session.status_idle") {
-            const reason = event.stop_reason;
-            stopReason = typeof reason === "string"
-              ? reason
-              : isObject(reason) && typeof reason.type === "string"
-              ? reason.type
-              : undefined;
-          }
-          continue;
-        }
-        if (event.type === "user.interrupt" && sawStop) interrupted = true;
-        if (event.type === "user.message") {
-          if (!sawStop) pending = true;
-          break;
-        }
-      }
-      if (!sawStop && status === "idle") pending = true;
-    }
-    const state = sessionStatusToRunState({ status, stopReason, interrupted, pending });
+    const end: TurnEnd = status === "idle" || status === "terminated"
+      ? await readTurnEnd(wire(this), runId, status, options)
+      : { interrupted: false, pending: false };
+    const state = sessionStatusToRunState({ status, ...end });
     const result: RuntimeRunStatus = { runId, status: state };
-    if (stopReason !== undefined) result.stopReason = stopReason;
+    if (end.stopReason !== undefined) result.stopReason = end.stopReason;
     const usage = numericUsage(session.usage);
     if (usage !== undefined) result.usage = usage;
     return result;
@@ -313,6 +280,16 @@ export class ProviderManagedAgentClient implements RuntimeClient {
   ): AsyncIterable<RuntimeBatchResult> {
     throw new ProviderUnsupportedError("getBatchResults", NO_BATCHES);
   }
+}
+
+/** Opens a session's stream for a run, asking for text deltas when `options.deltas` is set. */
+function openRunStream(
+  client: ProviderManagedAgentClient,
+  sessionId: string,
+  options: RunStreamOptions,
+): Promise<ReadableStream<Uint8Array>> {
+  const query = options.deltas === true ? { event_deltas: ["agent.message"] } : undefined;
+  return wire(client).stream(providerSessionEventStreamPath(sessionId), options.signal, query);
 }
 
 installMethods(

@@ -24,6 +24,7 @@
  *
  * @module
  */
+import { backoffDelayMs, sleep } from "../_backoff.ts";
 import { readSessionEvents } from "./events.ts";
 import {
   isOutcomeEndEvent,
@@ -352,7 +353,7 @@ class SessionDriver {
     let lastError: unknown;
     while (true) {
       try {
-        if (failures > 0) await this.#sleep(this.#delay(failures));
+        if (failures > 0) await sleep(this.#delay(failures), this.#signal);
         const progressBefore = this.#progress;
         try {
           await this.#pass();
@@ -653,24 +654,7 @@ class SessionDriver {
   }
 
   #delay(failures: number): number {
-    const base = Math.min(this.#minDelayMs * 2 ** Math.min(failures - 1, 30), this.#maxDelayMs);
-    return base * (0.75 + Math.random() * 0.25);
-  }
-
-  #sleep(ms: number): Promise<void> {
-    const signal = this.#signal;
-    return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason);
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
+    return backoffDelayMs(failures - 1, this.#minDelayMs, this.#maxDelayMs);
   }
 }
 

@@ -8,7 +8,9 @@
  *
  * @module
  */
-import { readSse, type SseMessage } from "../sse.ts";
+import { isObject, objectOr as obj, stringOr as str } from "../_guards.ts";
+import { readSseBatches, type SseMessage } from "../sse.ts";
+import { isSkippedFrame } from "./_peek.ts";
 
 /** A raw event object as the provider sends it. */
 export type RawSessionEvent = Record<string, unknown>;
@@ -191,6 +193,31 @@ export interface ManagedAgentThreadMessageEvent extends ManagedAgentSessionEvent
   text: string;
 }
 
+/**
+ * A preview opened (`event_start`, stream only, when deltas were asked for): deltas of the event
+ * `eventId` follow, then the final buffered event with that id replaces the preview.
+ */
+export interface ManagedAgentPreviewStartEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "preview_start";
+  /** The id the final event will carry. */
+  eventId: string;
+  /** The previewed event's type (`agent.message` or `agent.thinking`). */
+  previewType: string;
+}
+
+/** A text delta of a preview (`event_delta`, stream only, when deltas were asked for). */
+export interface ManagedAgentDeltaEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "delta";
+  /** The id of the previewed event (the final event carries it). */
+  eventId?: string;
+  /** The text appended. */
+  text: string;
+  /** The content block the text belongs to, when the provider says. */
+  index?: number;
+}
+
 /** Any other event (echoes, thinking, spans, usage, workflow runs and unknown types). */
 export interface ManagedAgentOtherEvent extends ManagedAgentSessionEventBase {
   /** Discriminator. */
@@ -211,6 +238,8 @@ export type ManagedAgentSessionEvent =
   | ManagedAgentThreadCreatedEvent
   | ManagedAgentThreadStatusEvent
   | ManagedAgentThreadMessageEvent
+  | ManagedAgentPreviewStartEvent
+  | ManagedAgentDeltaEvent
   | ManagedAgentOtherEvent;
 
 /** The `kind` values of {@linkcode ManagedAgentSessionEvent}. */
@@ -239,16 +268,6 @@ const THREAD_STATUS: Readonly<Record<string, ManagedAgentStatusKind>> = Object.f
 function sessionLifecycleName(type: string): string | undefined {
   if (type.startsWith("session.")) return type.slice(8);
   return type.includes(".") ? undefined : type;
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-function obj(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }
 
 /** Joins the `text` of the text blocks of a content array (or returns a string content). */
@@ -354,6 +373,23 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
       if (agentName !== undefined) parsed.agentName = agentName;
       return parsed;
     }
+    case "event_start": {
+      const previewed = obj(event.event);
+      const eventId = str(previewed?.id);
+      const previewType = str(previewed?.type);
+      if (eventId === undefined || previewType === undefined) break;
+      return { ...base, kind: "preview_start", eventId, previewType };
+    }
+    case "event_delta": {
+      const eventId = str(event.event_id);
+      const content = obj(obj(event.delta)?.content);
+      if (content?.type !== "text" || typeof content.text !== "string") break;
+      const parsed: ManagedAgentDeltaEvent = { ...base, kind: "delta", text: content.text };
+      if (eventId !== undefined) parsed.eventId = eventId;
+      const index = obj(event.delta)?.index;
+      if (typeof index === "number") parsed.index = index;
+      return parsed;
+    }
     case "span.outcome_evaluation_start":
       return {
         ...base,
@@ -447,10 +483,9 @@ export function parseSessionEventData(
   } catch {
     return null;
   }
-  const event = obj(value);
-  if (event && typeof event.type !== "string" && message.event) {
+  if (isObject(value) && typeof value.type !== "string" && message.event) {
     // A frame whose data carries no type is read by its event name.
-    return parseSessionEvent({ ...event, type: message.event });
+    return parseSessionEvent({ ...value, type: message.event });
   }
   return parseSessionEvent(value);
 }
@@ -562,10 +597,16 @@ export function isThreadEvent(
       event.kind === "thread_message");
 }
 
-/** Options of {@linkcode readSessionEvents}. */
+/** Options of {@linkcode readSessionEvents} and {@linkcode readSessionEventBatches}. */
 export interface ReadSessionEventsOptions {
   /** Stops reading and releases the connection when aborted. */
   signal?: AbortSignal;
+  /**
+   * Wire types to pass over unparsed: a frame whose type this returns true for is neither parsed
+   * nor yielded. The type is read from the data text only when that is provably the type a
+   * parse would give; any other frame is parsed and yielded as usual.
+   */
+  skip?: (type: string) => boolean;
 }
 
 /**
@@ -574,19 +615,55 @@ export interface ReadSessionEventsOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readSessionEvents } from "@automation/runtime/client";
  * const body = new Response(
  *   'event: agent.message\ndata: {"type":"agent.message","content":[{"type":"text","text":"hi"}]}\n\n',
  * ).body!;
- * for await (const event of readSessionEvents(body)) console.log(event.kind); // "message"
+ * const kinds = [];
+ * for await (const event of readSessionEvents(body)) kinds.push(event.kind);
+ * assert.deepEqual(kinds, ["message"]);
  * ```
  */
 export async function* readSessionEvents(
   body: ReadableStream<Uint8Array>,
   options: ReadSessionEventsOptions = {},
 ): AsyncGenerator<ManagedAgentSessionEvent, void, undefined> {
-  for await (const message of readSse(body, { signal: options.signal })) {
-    const event = parseSessionEventData(message);
-    if (event) yield event;
+  for await (const batch of readSessionEventBatches(body, options)) yield* batch;
+}
+
+/**
+ * The one session stream reader: {@linkcode readSessionEvents}, yielding the parsed events of
+ * each body chunk together (never an empty array), so a hot loop pays one asynchronous step per
+ * chunk. The driver and `streamRun` / `streamSession` both read through it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { readSessionEventBatches } from "@automation/runtime/client";
+ * const body = new Response(
+ *   'data: {"type":"session.status_running"}\n\ndata: {"type":"session.status_idle"}\n\n',
+ * ).body!;
+ * const statuses = [];
+ * for await (const batch of readSessionEventBatches(body)) {
+ *   for (const event of batch) if (event.kind === "status") statuses.push(event.status);
+ * }
+ * assert.deepEqual(statuses, ["running", "idle"]);
+ * ```
+ */
+export async function* readSessionEventBatches(
+  body: ReadableStream<Uint8Array>,
+  options: ReadSessionEventsOptions = {},
+): AsyncGenerator<ManagedAgentSessionEvent[], void, undefined> {
+  const skip = options.skip;
+  for await (const frames of readSseBatches(body, { signal: options.signal })) {
+    const events: ManagedAgentSessionEvent[] = [];
+    for (let i = 0; i < frames.length; i++) {
+      const frame = frames[i];
+      if (skip !== undefined && isSkippedFrame(frame.data, skip)) continue;
+      const event = parseSessionEventData(frame);
+      if (event !== null) events.push(event);
+    }
+    if (events.length > 0) yield events;
   }
 }

@@ -3,6 +3,10 @@
  * {@linkcode mapProviderStreamEvent}, {@linkcode readProviderRunId} and the per-stream
  * {@linkcode ProviderStreamState} that assembles tool input from its JSON deltas.
  *
+ * A frame without an `event:` line has the WHATWG type `message`, which the messages API never
+ * sends (it names every frame after its `data.type`); such frames, like `ping`, map to nothing,
+ * as the vendor SDK skips them too.
+ *
  * @module
  */
 import type { RunStreamEvent, RuntimeUsage } from "../contract.ts";
@@ -158,8 +162,11 @@ export function mapProviderStreamEvent(
   runId: string,
   state?: ProviderStreamState,
 ): RunStreamEvent | null {
-  const name = sse.event;
-  if (name === undefined || name === "ping") return null;
+  // By the WHATWG rules a frame without an `event:` line has the type `message`. The messages API
+  // names every frame (`event: <data.type>`), so `message` is never one of its events; the vendor
+  // SDK skips such frames, and so does this mapping, to surface the same results.
+  const name = sse.event ?? "message";
+  if (name === "message" || name === "ping") return null;
   if (sse.data === "") {
     return name === "error"
       ? failed(runId, "api_error", "The provider reported an error in the stream")
