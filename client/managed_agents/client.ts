@@ -185,6 +185,14 @@ export class ProviderManagedAgentClient implements RuntimeClient {
    * Creates a session, opens its event stream, then sends the kickoff (so no event is missed) and
    * emits canonical events until a terminal one. `run.started` comes first; `runId` is the
    * session id. Aborting `signal` closes the stream and rejects with `ProviderAbortError`.
+   *
+   * With `options.deltas`, the stream asks the provider for text deltas of `agent.message`
+   * (`event_deltas[]=agent.message`): `message.delta` events come before each
+   * `message.completed` and together spell its text (the final buffered event replaces its
+   * preview, so a delta carries whatever the preview had not streamed yet).
+   *
+   * A turn interrupted by `cancelRun` (the stream shows the `user.interrupt` echo before the
+   * turn's idle or termination) ends with `run.cancelled`.
    */
   async streamRun(
     body: RuntimeRunStartBody,
@@ -217,18 +225,28 @@ export class ProviderManagedAgentClient implements RuntimeClient {
 
   /**
    * Streams an existing session without a kickoff, emitting canonical events until a terminal
-   * one or the end of the stream.
+   * one or the end of the stream. `options.deltas` as for `streamRun`. The stream may open after
+   * an interrupt was sent, so when the turn ends without an interrupt on the stream, the
+   * session's event history decides: a `user.interrupt` between the turn's `user.message` and its
+   * end makes it `run.cancelled` (one extra history read per finished turn).
    */
   async streamSession(
     sessionId: string,
     handlers: RunStreamHandlers,
     options: RunStreamOptions = {},
   ): Promise<RunStreamResult> {
-    const stream = await wire(this).stream(
-      providerSessionEventStreamPath(sessionId),
-      options.signal,
-    );
-    return await runEventLoop({ runId: sessionId, body: stream, handlers, signal: options.signal });
+    const { signal } = options;
+    const stream = await openRunStream(this, sessionId, options);
+    return await runEventLoop({
+      runId: sessionId,
+      body: stream,
+      handlers,
+      signal,
+      deltas: options.deltas === true,
+      // The stream may have opened after an interrupt was sent: the history decides.
+      interruptedInHistory: async () =>
+        (await readTurnEnd(wire(this), sessionId, "idle", { signal })).interrupted,
+    });
   }
 
   /**
@@ -249,7 +267,12 @@ export class ProviderManagedAgentClient implements RuntimeClient {
     return result;
   }
 
-  /** Interrupts the session (a graceful stop); the session stays reusable. */
+  /**
+   * Interrupts the session (a graceful stop); the session stays reusable. The interrupt is
+   * recorded as a `user.interrupt` event in the session's history, which is how every process
+   * knows afterwards that the turn was cancelled: `getRun` then reads `cancelled`, and
+   * `streamRun` / `streamSession` end the turn with `run.cancelled`.
+   */
   async cancelRun(runId: string, options?: RunStreamOptions): Promise<RuntimeRunStatus> {
     await this.interruptSession(runId, options);
     return { runId, status: "cancelled" };

@@ -9,6 +9,8 @@
  *    namespace-stripped form (`status_idle`), so a terminal event is never missed.
  * 3. Text and tool cases match the dotted form only: a bare `message` is not agent output.
  * 4. `runId` is the session id.
+ * 5. `run.cancelled` is not decided here: it needs the turn's history (was there a
+ *    `user.interrupt`?), which `streamRun` / `streamSession` and `getRun` read.
  *
  * @module
  */
