@@ -91,6 +91,17 @@ export interface RunStreamOptions {
    * Off by default. The messages client always streams deltas.
    */
   deltas?: boolean;
+  /**
+   * Beta values for this call's requests, sent first in `provider-beta` (before the client's own
+   * and the API group's beta).
+   */
+  betas?: readonly string[];
+  /**
+   * Extra headers for this call's requests. Headers the client sets itself (`authorization`,
+   * `x-api-key`, `provider-version`, `provider-beta`, `content-type`, `accept`) are a
+   * `TypeError`.
+   */
+  headers?: Record<string, string>;
 }
 
 /** What a streamed run resolves to once its stream ends. */

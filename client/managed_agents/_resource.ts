@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { HttpTransport, QueryValue } from "../_http.ts";
+import { callFields, type HttpTransport, type QueryValue } from "../_http.ts";
 import { ProviderConnectionError } from "../errors.ts";
 import type {
   JsonObject,
@@ -39,7 +39,7 @@ export class ResourceWire {
     query?: Record<string, QueryValue>,
     options?: ManagedAgentRequestOptions,
   ): Promise<T> {
-    return this.#http.json<T>({ method: "GET", path, query, signal: options?.signal });
+    return this.#http.json<T>({ method: "GET", path, query, ...callFields(options) });
   }
 
   /** `POST` with a JSON body (none when `body` is undefined). */
@@ -49,7 +49,7 @@ export class ResourceWire {
     options?: ManagedAgentRequestOptions,
     query?: Record<string, QueryValue>,
   ): Promise<T> {
-    return this.#http.json<T>({ method: "POST", path, body, query, signal: options?.signal });
+    return this.#http.json<T>({ method: "POST", path, body, query, ...callFields(options) });
   }
 
   /** `DELETE`; resolves to nothing. */
@@ -58,7 +58,7 @@ export class ResourceWire {
     options?: ManagedAgentRequestOptions,
     query?: Record<string, QueryValue>,
   ): Promise<void> {
-    await this.#http.json<unknown>({ method: "DELETE", path, query, signal: options?.signal });
+    await this.#http.json<unknown>({ method: "DELETE", path, query, ...callFields(options) });
   }
 
   /** Walks a list page by page from `options.page`, stopping on a repeated cursor. */
@@ -73,7 +73,7 @@ export class ResourceWire {
       const answer = await this.get<Page<T>>(
         path,
         { ...query, limit: options?.limit, page },
-        { signal: options?.signal },
+        options,
       );
       for (const item of answer?.data ?? []) yield item;
       const next = answer?.next_page;
@@ -86,7 +86,7 @@ export class ResourceWire {
   /** Opens an SSE stream and returns its body once the response headers arrived. */
   async stream(
     path: string,
-    signal: AbortSignal | undefined,
+    options?: ManagedAgentRequestOptions,
     query?: Record<string, QueryValue>,
   ): Promise<ReadableStream<Uint8Array>> {
     const response = await this.#http.send({
@@ -95,7 +95,7 @@ export class ResourceWire {
       query,
       accept: "text/event-stream",
       stream: true,
-      signal,
+      ...callFields(options),
     });
     if (!response.body) throw new ProviderConnectionError("The event stream has no body");
     return response.body;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
+import { checkBetas, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
 import { providerCapabilities } from "../capabilities.ts";
 import type {
   RunStreamHandlers,
@@ -66,6 +66,17 @@ export interface ProviderManagedAgentClientOptions {
   fetchImpl?: FetchLike;
   /** Receives one trace per request attempt (method, path, status, duration, attempt, request id). */
   onTrace?: ProviderTraceCallback;
+  /**
+   * Extra beta values sent on every request, comma-joined in `provider-beta` before
+   * `managed-agents-2026-04-01` (always sent); a call's own `betas` come first.
+   */
+  betas?: readonly string[];
+  /**
+   * Extra headers sent on every request (a call's `headers` win over these). Headers the client
+   * sets itself (`authorization`, `x-api-key`, `provider-version`, `provider-beta`,
+   * `content-type`, `accept`) are a `TypeError`, so credentials never come from here.
+   */
+  headers?: Record<string, string>;
 }
 
 const NO_BATCHES = "managed-agent sessions have no batch API; use the messages client";
@@ -137,7 +148,8 @@ export class ProviderManagedAgentClient implements RuntimeClient {
           apiKey: options.apiKey,
           authToken: options.authToken,
           providerVersion: options.providerVersion,
-          betas: [PROVIDER_MANAGED_AGENTS_BETA],
+          betas: [...(checkBetas(options.betas) ?? []), PROVIDER_MANAGED_AGENTS_BETA],
+          headers: options.headers,
           defaultTimeoutMs: options.defaultTimeoutMs,
           streamTimeoutMs: options.streamTimeoutMs,
           fetchImpl: options.fetchImpl,
@@ -205,11 +217,11 @@ export class ProviderManagedAgentClient implements RuntimeClient {
       environmentId: this.#environmentId,
     });
     const kickoff = kickoffEvents(body.input);
-    const session = await this.createSession(target, { signal });
+    const session = await this.createSession(target, options);
     const stream = await openRunStream(this, session.id, options);
     try {
       await handlers.onEvent?.({ type: "run.started", runId: session.id });
-      await this.sendEvents(session.id, kickoff, { signal });
+      await this.sendEvents(session.id, kickoff, options);
     } catch (error) {
       await stream.cancel().catch(() => {});
       throw error;
@@ -245,7 +257,7 @@ export class ProviderManagedAgentClient implements RuntimeClient {
       deltas: options.deltas === true,
       // The stream may have opened after an interrupt was sent: the history decides.
       interruptedInHistory: async () =>
-        (await readTurnEnd(wire(this), sessionId, "idle", { signal })).interrupted,
+        (await readTurnEnd(wire(this), sessionId, "idle", options)).interrupted,
     });
   }
 
@@ -312,7 +324,7 @@ function openRunStream(
   options: RunStreamOptions,
 ): Promise<ReadableStream<Uint8Array>> {
   const query = options.deltas === true ? { event_deltas: ["agent.message"] } : undefined;
-  return wire(client).stream(providerSessionEventStreamPath(sessionId), options.signal, query);
+  return wire(client).stream(providerSessionEventStreamPath(sessionId), options, query);
 }
 
 installMethods(

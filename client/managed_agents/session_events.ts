@@ -278,7 +278,7 @@ export const sessionEventsApi:
     },
 
     openEventStream(sessionId: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
-      return wire(this).stream(providerSessionEventStreamPath(sessionId), signal);
+      return wire(this).stream(providerSessionEventStreamPath(sessionId), { signal });
     },
 
     listThreads(
@@ -342,6 +342,8 @@ export const sessionEventsApi:
       threadId: string,
       signal?: AbortSignal,
     ): Promise<ReadableStream<Uint8Array>> {
-      return wire(this).stream(`${providerSessionThreadPath(sessionId, threadId)}/stream`, signal);
+      return wire(this).stream(`${providerSessionThreadPath(sessionId, threadId)}/stream`, {
+        signal,
+      });
     },
   };
