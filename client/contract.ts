@@ -117,8 +117,9 @@ export interface RunStreamResult {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isTerminalRunStreamEvent } from "@automation/runtime/client";
- * console.log(isTerminalRunStreamEvent({ type: "run.cancelled", runId: "r1" })); // true
+ * assert.deepEqual(isTerminalRunStreamEvent({ type: "run.cancelled", runId: "r1" }), true);
  * ```
  */
 export function isTerminalRunStreamEvent(event: RunStreamEvent): boolean {

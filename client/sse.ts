@@ -42,9 +42,10 @@ export class SseParseError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { SseParseError } from "@automation/runtime/client";
    * const error = new SseParseError("line longer than 16777216 characters");
-   * console.log(error.code); // "sseParseError"
+   * assert.deepEqual(error.code, "sseParseError");
    * ```
    */
   constructor(message: string, options?: ErrorOptions) {
@@ -63,11 +64,12 @@ const DEFAULT_MAX_BUFFER = 16 * 1024 * 1024;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readSse } from "@automation/runtime/client";
  * const body = new Response("event: ping\ndata: {}\n\n").body!;
- * for await (const message of readSse(body)) {
- *   console.log(message.event, message.data); // "ping" "{}"
- * }
+ * const frames = [];
+ * for await (const message of readSse(body)) frames.push([message.event, message.data]);
+ * assert.deepEqual(frames, [["ping", "{}"]]);
  * ```
  */
 export async function* readSse(
@@ -90,10 +92,11 @@ export async function* readSse(
  *
  * @example
  * ```ts
+ *   import assert from "node:assert/strict";
  * import { readSseBatches } from "@automation/runtime/client";
  * const body = new Response("data: 1\n\ndata: 2\n\n").body!;
  * for await (const batch of readSseBatches(body)) {
- *   console.log(batch.map((m) => m.data)); // ["1", "2"]
+ *   assert.deepEqual(batch.map((m) => m.data), ["1", "2"]);
  * }
  * ```
  */
@@ -164,8 +167,9 @@ export async function* readSseBatches(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSseJson } from "@automation/runtime/client";
- * console.log(parseSseJson({ data: '{"type":"ping"}' })); // { type: "ping" }
+ * assert.deepEqual(parseSseJson({ data: '{"type":"ping"}' }), { type: "ping" });
  * ```
  */
 export function parseSseJson(message: Pick<SseMessage, "data">): unknown {

@@ -23,8 +23,9 @@ import type {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerAgentPath } from "@automation/runtime/client";
- * console.log(providerAgentPath("agent_1")); // "/v1/agents/agent_1"
+ * assert.deepEqual(providerAgentPath("agent_1"), "/v1/agents/agent_1");
  * ```
  */
 export function providerAgentPath(agentId: string): string {

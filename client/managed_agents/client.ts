@@ -109,20 +109,35 @@ export interface ProviderManagedAgentClient
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ProviderManagedAgentClient } from "@automation/runtime/client";
  *
+ * // A local stand-in for the provider: the session, its stream, the kickoff.
+ * const turn = [
+ *   { type: "agent.message", id: "sevt_1", content: [{ type: "text", text: "Summary." }] },
+ *   { type: "session.status_idle", id: "sevt_2", stop_reason: { type: "end_turn" } },
+ * ].map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("");
+ * const fetchImpl = (input: Request | URL | string): Promise<Response> => {
+ *   const path = new URL(String(input)).pathname;
+ *   if (path === "/v1/sessions") return Promise.resolve(Response.json({ id: "sesn_1" }));
+ *   if (path.endsWith("/stream")) return Promise.resolve(new Response(turn));
+ *   return Promise.resolve(Response.json({ data: [] }));
+ * };
  * const client = new ProviderManagedAgentClient({
  *   baseUrl: "https://provider.example",
  *   apiKey: "<API_KEY>",
  *   agentId: "agent_123",
  *   environmentId: "env_123",
+ *   fetchImpl,
  * });
+ * const texts: string[] = [];
  * const result = await client.streamRun({ input: "Summarize the repository" }, {
  *   onEvent(event) {
- *     if (event.type === "message.completed") console.log(event.text);
+ *     if (event.type === "message.completed") texts.push(event.text);
  *   },
  * });
- * console.log(result.terminal?.type); // "run.completed"
+ * assert.deepEqual(texts, ["Summary."]);
+ * assert.deepEqual(result.terminal, { type: "run.completed", runId: "sesn_1", stopReason: "end_turn" });
  * ```
  */
 export class ProviderManagedAgentClient implements RuntimeClient {
@@ -168,9 +183,10 @@ export class ProviderManagedAgentClient implements RuntimeClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ProviderManagedAgentClient } from "@automation/runtime/client";
    * const client = new ProviderManagedAgentClient({ baseUrl: "https://provider.example", apiKey: "k" });
-   * console.log(client.getRuntimeCapabilities().streaming); // true
+   * assert.deepEqual(client.getRuntimeCapabilities().streaming, true);
    * ```
    */
   getRuntimeCapabilities(): RuntimeCapabilities {

@@ -22,8 +22,9 @@ import { agentReference } from "./agents.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerDeploymentPath } from "@automation/runtime/client";
- * console.log(providerDeploymentPath("depl_1")); // "/v1/deployments/depl_1"
+ * assert.deepEqual(providerDeploymentPath("depl_1"), "/v1/deployments/depl_1");
  * ```
  */
 export function providerDeploymentPath(deploymentId: string): string {
@@ -35,8 +36,9 @@ export function providerDeploymentPath(deploymentId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerDeploymentRunPath } from "@automation/runtime/client";
- * console.log(providerDeploymentRunPath("drun_1")); // "/v1/deployment_runs/drun_1"
+ * assert.deepEqual(providerDeploymentRunPath("drun_1"), "/v1/deployment_runs/drun_1");
  * ```
  */
 export function providerDeploymentRunPath(deploymentRunId: string): string {

@@ -193,11 +193,12 @@ export class ManagedAgentDriverError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ManagedAgentDriverError } from "@automation/runtime/client";
    * const error = new ManagedAgentDriverError("handlerFailed", "onMessage threw", {
    *   cause: new Error("boom"),
    * });
-   * console.log(error.reason); // "handlerFailed"
+   * assert.deepEqual(error.reason, "handlerFailed");
    * ```
    */
   constructor(reason: ManagedAgentDriverErrorReason, message: string, options?: ErrorOptions) {
@@ -226,18 +227,32 @@ const CUSTOM_TOOL_FAILED_MESSAGE = "The client's custom tool handler failed";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { driveManagedAgentSession, ProviderManagedAgentClient } from "@automation/runtime/client";
  *
+ * // A local stand-in for the provider: one message, then the end of the turn.
+ * const frames = [
+ *   { type: "agent.message", id: "sevt_1", content: [{ type: "text", text: "Done" }] },
+ *   { type: "session.status_idle", id: "sevt_2", stop_reason: { type: "end_turn" } },
+ * ].map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("");
  * const client = new ProviderManagedAgentClient({
  *   apiKey: "<API_KEY>",
  *   baseUrl: "https://provider.example",
+ *   fetchImpl: (input) =>
+ *     Promise.resolve(
+ *       String(input).includes("/events/stream")
+ *         ? new Response(frames)
+ *         : Response.json({ data: [], next_page: null }),
+ *     ),
  * });
+ * const messages: string[] = [];
  * const result = await driveManagedAgentSession(client, "sesn_01", {
- *   onMessage: (text) => console.log(text),
+ *   onMessage: (text) => void messages.push(text),
  *   onToolConfirmation: ({ name }) => ({ result: name === "read" ? "allow" : "deny" }),
  *   onCustomTool: ({ input }) => ({ content: [{ type: "text", text: JSON.stringify(input) }] }),
  * });
- * console.log(result.outcome); // "terminal"
+ * assert.deepEqual(result.outcome, "terminal");
+ * assert.deepEqual(messages, ["Done"]);
  * ```
  */
 export function driveManagedAgentSession(

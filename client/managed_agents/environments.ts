@@ -22,8 +22,9 @@ import type {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerEnvironmentPath } from "@automation/runtime/client";
- * console.log(providerEnvironmentPath("env_1")); // "/v1/environments/env_1"
+ * assert.deepEqual(providerEnvironmentPath("env_1"), "/v1/environments/env_1");
  * ```
  */
 export function providerEnvironmentPath(environmentId: string): string {
@@ -35,8 +36,9 @@ export function providerEnvironmentPath(environmentId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerWorkPath } from "@automation/runtime/client";
- * console.log(providerWorkPath("env_1", "work_1")); // "/v1/environments/env_1/work/work_1"
+ * assert.deepEqual(providerWorkPath("env_1", "work_1"), "/v1/environments/env_1/work/work_1");
  * ```
  */
 export function providerWorkPath(environmentId: string, workId?: string): string {

@@ -12,6 +12,7 @@ import { ProviderApiError } from "../errors.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryPathConflictError, ProviderApiError } from "@automation/runtime/client";
  * const error = new MemoryPathConflictError(
  *   new ProviderApiError({
@@ -22,7 +23,8 @@ import { ProviderApiError } from "../errors.ts";
  *     providerError: { conflicting_memory_id: "mem_1", conflicting_path: "/notes.md" },
  *   }),
  * );
- * console.log(error.conflictingMemoryId, error instanceof ProviderApiError); // "mem_1" true
+ * assert.equal(error.conflictingMemoryId, "mem_1");
+ * assert.ok(error instanceof ProviderApiError);
  * ```
  */
 export class MemoryPathConflictError extends ProviderApiError {

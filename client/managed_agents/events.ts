@@ -294,13 +294,15 @@ function stopReasonOf(raw: RawSessionEvent): ManagedAgentStopReason | undefined 
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEvent } from "@automation/runtime/client";
  * const event = parseSessionEvent({
  *   type: "agent.message",
  *   id: "sevt_1",
  *   content: [{ type: "text", text: "Hello" }],
  * });
- * console.log(event?.kind, event?.kind === "message" && event.text); // "message" "Hello"
+ * assert.equal(event?.kind, "message");
+ * assert.equal(event?.kind === "message" && event.text, "Hello");
  * ```
  */
 export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null {
@@ -466,11 +468,12 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEventData } from "@automation/runtime/client";
  * const event = parseSessionEventData({
  *   data: '{"type":"session.status_idle","stop_reason":{"type":"end_turn"}}',
  * });
- * console.log(event?.kind); // "status"
+ * assert.deepEqual(event?.kind, "status");
  * ```
  */
 export function parseSessionEventData(
@@ -496,12 +499,13 @@ export function parseSessionEventData(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isTerminalSessionEvent, parseSessionEvent } from "@automation/runtime/client";
  * const idle = parseSessionEvent({
  *   type: "session.status_idle",
  *   stop_reason: { type: "requires_action", event_ids: ["sevt_1"] },
  * });
- * console.log(isTerminalSessionEvent(idle)); // false
+ * assert.deepEqual(isTerminalSessionEvent(idle), false);
  * ```
  */
 export function isTerminalSessionEvent(
@@ -518,6 +522,7 @@ export function isTerminalSessionEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEvent, sessionEventNeedsConfirmation } from "@automation/runtime/client";
  * const call = parseSessionEvent({
  *   type: "agent.tool_use",
@@ -526,7 +531,7 @@ export function isTerminalSessionEvent(
  *   input: { command: "ls" },
  *   evaluated_permission: "ask",
  * });
- * console.log(sessionEventNeedsConfirmation(call)); // true
+ * assert.deepEqual(sessionEventNeedsConfirmation(call), true);
  * ```
  */
 export function sessionEventNeedsConfirmation(
@@ -540,9 +545,10 @@ export function sessionEventNeedsConfirmation(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isCustomToolUseEvent, parseSessionEvent } from "@automation/runtime/client";
  * const call = parseSessionEvent({ type: "agent.custom_tool_use", id: "sevt_2", name: "lookup", input: {} });
- * console.log(isCustomToolUseEvent(call)); // true
+ * assert.deepEqual(isCustomToolUseEvent(call), true);
  * ```
  */
 export function isCustomToolUseEvent(
@@ -556,6 +562,7 @@ export function isCustomToolUseEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isOutcomeEndEvent, parseSessionEvent } from "@automation/runtime/client";
  * const end = parseSessionEvent({
  *   type: "span.outcome_evaluation_end",
@@ -563,7 +570,7 @@ export function isCustomToolUseEvent(
  *   iteration: 0,
  *   result: "satisfied",
  * });
- * console.log(isOutcomeEndEvent(end)); // true
+ * assert.deepEqual(isOutcomeEndEvent(end), true);
  * ```
  */
 export function isOutcomeEndEvent(
@@ -577,13 +584,14 @@ export function isOutcomeEndEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isThreadEvent, parseSessionEvent } from "@automation/runtime/client";
  * const created = parseSessionEvent({
  *   type: "session.thread_created",
  *   session_thread_id: "sthr_2",
  *   agent_name: "researcher",
  * });
- * console.log(isThreadEvent(created)); // true
+ * assert.deepEqual(isThreadEvent(created), true);
  * ```
  */
 export function isThreadEvent(

@@ -28,8 +28,9 @@ import { MemoryPathConflictError } from "./errors.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerMemoryStorePath } from "@automation/runtime/client";
- * console.log(providerMemoryStorePath("memstore_1")); // "/v1/memory_stores/memstore_1"
+ * assert.deepEqual(providerMemoryStorePath("memstore_1"), "/v1/memory_stores/memstore_1");
  * ```
  */
 export function providerMemoryStorePath(storeId: string): string {
@@ -41,9 +42,12 @@ export function providerMemoryStorePath(storeId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerMemoryPath } from "@automation/runtime/client";
- * console.log(providerMemoryPath("memstore_1", "mem_1"));
- * // "/v1/memory_stores/memstore_1/memories/mem_1"
+ * assert.equal(
+ *   providerMemoryPath("memstore_1", "mem_1"),
+ *   "/v1/memory_stores/memstore_1/memories/mem_1",
+ * );
  * ```
  */
 export function providerMemoryPath(storeId: string, memoryId?: string): string {
@@ -56,9 +60,9 @@ export function providerMemoryPath(storeId: string, memoryId?: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerMemoryVersionPath } from "@automation/runtime/client";
- * console.log(providerMemoryVersionPath("memstore_1"));
- * // "/v1/memory_stores/memstore_1/memory_versions"
+ * assert.equal(providerMemoryVersionPath("memstore_1"), "/v1/memory_stores/memstore_1/memory_versions");
  * ```
  */
 export function providerMemoryVersionPath(storeId: string, versionId?: string): string {

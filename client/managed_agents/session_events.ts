@@ -27,8 +27,9 @@ import { providerSessionPath } from "./sessions.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionEventsPath } from "@automation/runtime/client";
- * console.log(providerSessionEventsPath("sesn_1")); // "/v1/sessions/sesn_1/events"
+ * assert.deepEqual(providerSessionEventsPath("sesn_1"), "/v1/sessions/sesn_1/events");
  * ```
  */
 export function providerSessionEventsPath(sessionId: string): string {
@@ -40,8 +41,9 @@ export function providerSessionEventsPath(sessionId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionEventStreamPath } from "@automation/runtime/client";
- * console.log(providerSessionEventStreamPath("sesn_1")); // "/v1/sessions/sesn_1/events/stream"
+ * assert.deepEqual(providerSessionEventStreamPath("sesn_1"), "/v1/sessions/sesn_1/events/stream");
  * ```
  */
 export function providerSessionEventStreamPath(sessionId: string): string {
@@ -53,8 +55,9 @@ export function providerSessionEventStreamPath(sessionId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionThreadPath } from "@automation/runtime/client";
- * console.log(providerSessionThreadPath("sesn_1", "sthr_1")); // "/v1/sessions/sesn_1/threads/sthr_1"
+ * assert.deepEqual(providerSessionThreadPath("sesn_1", "sthr_1"), "/v1/sessions/sesn_1/threads/sthr_1");
  * ```
  */
 export function providerSessionThreadPath(sessionId: string, threadId?: string): string {

@@ -24,8 +24,9 @@ import { agentReference } from "./agents.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionPath } from "@automation/runtime/client";
- * console.log(providerSessionPath("sesn_1")); // "/v1/sessions/sesn_1"
+ * assert.deepEqual(providerSessionPath("sesn_1"), "/v1/sessions/sesn_1");
  * ```
  */
 export function providerSessionPath(sessionId: string): string {
@@ -37,8 +38,9 @@ export function providerSessionPath(sessionId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionArchivePath } from "@automation/runtime/client";
- * console.log(providerSessionArchivePath("sesn_1")); // "/v1/sessions/sesn_1/archive"
+ * assert.deepEqual(providerSessionArchivePath("sesn_1"), "/v1/sessions/sesn_1/archive");
  * ```
  */
 export function providerSessionArchivePath(sessionId: string): string {
@@ -50,9 +52,12 @@ export function providerSessionArchivePath(sessionId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerSessionResourcePath } from "@automation/runtime/client";
- * console.log(providerSessionResourcePath("sesn_1", "sesrsc_1"));
- * // "/v1/sessions/sesn_1/resources/sesrsc_1"
+ * assert.equal(
+ *   providerSessionResourcePath("sesn_1", "sesrsc_1"),
+ *   "/v1/sessions/sesn_1/resources/sesrsc_1",
+ * );
  * ```
  */
 export function providerSessionResourcePath(sessionId: string, resourceId?: string): string {

@@ -177,9 +177,13 @@ export interface SessionRunStateInput {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sessionStatusToRunState } from "@automation/runtime/client";
- * console.log(sessionStatusToRunState({ status: "idle", stopReason: "requires_action" }));
- * // "requires_action"
+ * assert.equal(
+ *   sessionStatusToRunState({ status: "idle", stopReason: "requires_action" }),
+ *   "requires_action",
+ * );
+ * assert.equal(sessionStatusToRunState({ status: "terminated", interrupted: true }), "cancelled");
  * ```
  */
 export function sessionStatusToRunState(input: SessionRunStateInput): RuntimeRunState {
@@ -204,8 +208,9 @@ export function sessionStatusToRunState(input: SessionRunStateInput): RuntimeRun
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { numericUsage } from "@automation/runtime/client";
- * console.log(numericUsage({ input_tokens: 10, cache_creation: { x: 1 } })); // { input_tokens: 10 }
+ * assert.deepEqual(numericUsage({ input_tokens: 10, cache_creation: { x: 1 } }), { input_tokens: 10 });
  * ```
  */
 export function numericUsage(usage: unknown): RuntimeUsage | undefined {

@@ -23,8 +23,9 @@ import type {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerVaultPath } from "@automation/runtime/client";
- * console.log(providerVaultPath("vlt_1")); // "/v1/vaults/vlt_1"
+ * assert.deepEqual(providerVaultPath("vlt_1"), "/v1/vaults/vlt_1");
  * ```
  */
 export function providerVaultPath(vaultId: string): string {
@@ -36,8 +37,9 @@ export function providerVaultPath(vaultId: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { providerCredentialPath } from "@automation/runtime/client";
- * console.log(providerCredentialPath("vlt_1", "vcrd_1")); // "/v1/vaults/vlt_1/credentials/vcrd_1"
+ * assert.deepEqual(providerCredentialPath("vlt_1", "vcrd_1"), "/v1/vaults/vlt_1/credentials/vcrd_1");
  * ```
  */
 export function providerCredentialPath(vaultId: string, credentialId?: string): string {

@@ -28,11 +28,12 @@ let blocksOf: (state: ProviderStreamState) => Map<number, BlockState>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { mapProviderStreamEvent, ProviderStreamState } from "@automation/runtime/client";
  * const state = new ProviderStreamState();
  * const frame = (data: object) => ({ event: "x", data: JSON.stringify(data) });
  * mapProviderStreamEvent(frame({ type: "message_start", message: { id: "msg_1" } }), "msg_1", state);
- * console.log(state.runId); // "msg_1"
+ * assert.deepEqual(state.runId, "msg_1");
  * ```
  */
 export class ProviderStreamState {
@@ -149,12 +150,13 @@ function blockStop(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { mapProviderStreamEvent } from "@automation/runtime/client";
  * const event = mapProviderStreamEvent({
  *   event: "content_block_delta",
  *   data: '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}',
  * }, "msg_1");
- * console.log(event); // { type: "message.delta", runId: "msg_1", text: "Hi" }
+ * assert.deepEqual(event, { type: "message.delta", runId: "msg_1", text: "Hi" });
  * ```
  */
 export function mapProviderStreamEvent(
@@ -239,12 +241,13 @@ export function mapProviderStreamEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readProviderRunId } from "@automation/runtime/client";
  * const id = readProviderRunId({
  *   event: "message_start",
  *   data: '{"type":"message_start","message":{"id":"msg_01","content":[]}}',
  * });
- * console.log(id); // "msg_01"
+ * assert.deepEqual(id, "msg_01");
  * ```
  */
 export function readProviderRunId(sse: SseMessage): string | null {
