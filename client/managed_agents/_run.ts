@@ -14,7 +14,8 @@ import type {
 import { isTerminalRunStreamEvent } from "../contract.ts";
 import { ProviderAbortError, ProviderConnectionError } from "../errors.ts";
 import { isObject } from "../_guards.ts";
-import { type ManagedAgentSessionEvent, readSessionEventBatches } from "./events.ts";
+import type { ManagedAgentSessionEvent } from "./events.ts";
+import { readSessionEventBatches } from "./session_reader.ts";
 import { isSkippableEventType } from "./_peek.ts";
 import { mapManagedAgentSessionEvent, numericUsage } from "./stream.ts";
 import type { ResourceWire } from "./_resource.ts";

@@ -22,10 +22,13 @@
  * has to cover events re-delivered close together (duplicate frames, the overlap between history
  * and a new stream). Pending requests are kept until answered.
  *
+ * This file is one concept past 600 lines on purpose: the steps above, their dedupe state and
+ * their options only make sense read together.
+ *
  * @module
  */
 import { backoffDelayMs, sleep } from "../_backoff.ts";
-import { readSessionEvents } from "./events.ts";
+import { readSessionEvents } from "./session_reader.ts";
 import {
   isOutcomeEndEvent,
   isTerminalSessionEvent,

@@ -38,6 +38,7 @@ export {
 } from "./deployments.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
+export * from "./session_reader.ts";
 export * from "./paths.ts";
 export * from "./stream.ts";
 export * from "./types.ts";
