@@ -62,7 +62,31 @@ function agentBody(params: Partial<CreateManagedAgentParams> & { version?: numbe
   });
 }
 
-/** The agent operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The agent operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that records each request and echoes the body.
+ * const seen: string[] = [];
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (input, init) => {
+ *     seen.push(`${init?.method} ${new URL(String(input)).pathname}`);
+ *     const body = JSON.parse(String(init?.body ?? "{}"));
+ *     return Promise.resolve(Response.json({ id: "agent_1", version: 1, ...body }));
+ *   },
+ * });
+ * const agent = await client.createAgent({ name: "reviewer", model: "model-a" });
+ * assert.equal(agent.id, "agent_1");
+ * assert.equal(agent.name, "reviewer");
+ * assert.deepEqual(seen, ["POST /v1/agents"]);
+ * ```
+ */
 export interface ManagedAgentAgentsApi {
   /** Creates a persisted agent (version 1). */
   createAgent(

@@ -271,9 +271,16 @@ export class ProviderManagedAgentClient implements RuntimeClient {
       handlers,
       signal,
       deltas: options.deltas === true,
-      // The stream may have opened after an interrupt was sent: the history decides.
-      interruptedInHistory: async () =>
-        (await readTurnEnd(wire(this), sessionId, "idle", options)).interrupted,
+      // The stream may have opened after an interrupt was sent: the history decides. A failed
+      // read keeps the turn's end as the stream reported it rather than failing a finished run.
+      interruptedInHistory: async () => {
+        try {
+          return (await readTurnEnd(wire(this), sessionId, "idle", options)).interrupted;
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          return false;
+        }
+      },
     });
   }
 

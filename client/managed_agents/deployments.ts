@@ -45,7 +45,30 @@ export function providerDeploymentRunPath(deploymentRunId: string): string {
   return `/v1/deployment_runs/${pathSegment("deploymentRunId", deploymentRunId)}`;
 }
 
-/** The deployment and deployment-run operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The deployment and deployment-run operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that records each request.
+ * const seen: string[] = [];
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (input, init) => {
+ *     seen.push(`${init?.method} ${new URL(String(input)).pathname} body=${init?.body ?? "none"}`);
+ *     return Promise.resolve(Response.json({ id: "drun_1", deployment_id: "dep_1" }));
+ *   },
+ * });
+ * const run = await client.runDeployment("dep_1");
+ * assert.equal(run.id, "drun_1");
+ * // Triggering a deployment is a body-less POST.
+ * assert.deepEqual(seen, ["POST /v1/deployments/dep_1/run body=none"]);
+ * ```
+ */
 export interface ManagedAgentDeploymentsApi {
   /** Creates a scheduled deployment; `schedule.upcoming_runs_at` shows how the cron parsed. */
   createDeployment(

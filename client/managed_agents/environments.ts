@@ -52,7 +52,26 @@ const DEFAULT_ENVIRONMENT_CONFIG: JsonObject = Object.freeze({
   networking: Object.freeze({ type: "unrestricted" }),
 }) as JsonObject;
 
-/** The environment and work-queue operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The environment and work-queue operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that echoes the body it was sent.
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (_input, init) =>
+ *     Promise.resolve(Response.json({ id: "env_1", ...JSON.parse(String(init?.body)) })),
+ * });
+ * const environment = await client.createEnvironment({ name: "ci" });
+ * // Without a config, the environment is a cloud container with unrestricted networking.
+ * assert.deepEqual(environment.config, { type: "cloud", networking: { type: "unrestricted" } });
+ * ```
+ */
 export interface ManagedAgentEnvironmentsApi {
   /** Creates an environment (by default a cloud container with unrestricted networking). */
   createEnvironment(

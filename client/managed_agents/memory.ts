@@ -78,7 +78,35 @@ function memoryError(error: unknown): unknown {
   return error;
 }
 
-/** The memory store, memory and memory-version operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The memory store, memory and memory-version operations of
+ * {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MemoryPathConflictError, ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider whose path is already taken.
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: () =>
+ *     Promise.resolve(Response.json({
+ *       type: "error",
+ *       error: {
+ *         type: "memory_path_conflict_error",
+ *         message: "A memory already exists at /notes.md",
+ *         conflicting_memory_id: "mem_1",
+ *       },
+ *     }, { status: 409 })),
+ * });
+ * await assert.rejects(
+ *   client.createMemory("memstore_1", { path: "/notes.md", content: "hello" }),
+ *   (error) => error instanceof MemoryPathConflictError && error.conflictingMemoryId === "mem_1",
+ * );
+ * ```
+ */
 export interface ManagedAgentMemoryApi {
   /** Creates a memory store. */
   createMemoryStore(

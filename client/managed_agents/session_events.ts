@@ -65,7 +65,33 @@ export function providerSessionThreadPath(sessionId: string, threadId?: string):
   return threadId === undefined ? base : `${base}/${pathSegment("threadId", threadId)}`;
 }
 
-/** The session-event and thread operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The session-event and thread operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that records the sent events with ids.
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (_input, init) => {
+ *     const { events } = JSON.parse(String(init?.body));
+ *     return Promise.resolve(
+ *       Response.json({ data: events.map((e: object, i: number) => ({ id: `sevt_${i}`, ...e })) }),
+ *     );
+ *   },
+ * });
+ * const [sent] = await client.sendMessage("sesn_1", "Summarize the repository");
+ * assert.deepEqual(sent, {
+ *   id: "sevt_0",
+ *   type: "user.message",
+ *   content: [{ type: "text", text: "Summarize the repository" }],
+ * });
+ * ```
+ */
 export interface ManagedAgentSessionEventsApi {
   /** Sends events to a session and returns them as recorded (with ids). */
   sendEvents(

@@ -65,7 +65,30 @@ export function providerSessionResourcePath(sessionId: string, resourceId?: stri
   return resourceId === undefined ? base : `${base}/${pathSegment("resourceId", resourceId)}`;
 }
 
-/** The session and session-resource operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The session and session-resource operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that echoes the body it was sent.
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (_input, init) =>
+ *     Promise.resolve(Response.json({ id: "sesn_1", ...JSON.parse(String(init?.body)) })),
+ * });
+ * const session = await client.createSession({
+ *   agentId: "agent_1",
+ *   agentVersion: 2,
+ *   environmentId: "env_1",
+ * });
+ * // A pinned version is sent as an agent reference.
+ * assert.deepEqual(session.agent, { type: "agent", id: "agent_1", version: 2 });
+ * ```
+ */
 export interface ManagedAgentSessionsApi {
   /** Creates a session of an agent in an environment (status `idle`). */
   createSession(

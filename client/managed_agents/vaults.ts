@@ -47,7 +47,32 @@ export function providerCredentialPath(vaultId: string, credentialId?: string): 
   return credentialId === undefined ? base : `${base}/${pathSegment("credentialId", credentialId)}`;
 }
 
-/** The vault and credential operations of {@linkcode ProviderManagedAgentClient}. */
+/**
+ * The vault and credential operations of {@linkcode ProviderManagedAgentClient}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ProviderManagedAgentClient } from "@automation/runtime/client";
+ *
+ * // A local stand-in for the provider that answers in two pages.
+ * const client = new ProviderManagedAgentClient({
+ *   baseUrl: "https://provider.example",
+ *   apiKey: "<API_KEY>",
+ *   fetchImpl: (input) => {
+ *     const second = new URL(String(input)).searchParams.get("page") === "p2";
+ *     return Promise.resolve(Response.json(
+ *       second
+ *         ? { data: [{ id: "vlt_2" }], next_page: null }
+ *         : { data: [{ id: "vlt_1" }], next_page: "p2" },
+ *     ));
+ *   },
+ * });
+ * // A list walks every page.
+ * const vaults = await client.listVaults();
+ * assert.deepEqual(vaults.map((vault) => vault.id), ["vlt_1", "vlt_2"]);
+ * ```
+ */
 export interface ManagedAgentVaultsApi {
   /** Creates a vault. */
   createVault(
