@@ -48,7 +48,7 @@ export function resolveRunTarget(
 ): CreateManagedAgentSessionParams {
   if (typeof body !== "object" || body === null) fail("The run body must be an object");
   const metadata = body.metadata ?? {};
-  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+  if (!isObject(metadata)) {
     fail("metadata must be an object");
   }
   const agentId = metadata.agent_id ?? defaults.agentId;
@@ -71,7 +71,7 @@ export function resolveRunTarget(
   if (resources !== undefined) {
     if (
       !Array.isArray(resources) ||
-      !resources.every((r) => typeof r === "object" && r !== null && !Array.isArray(r))
+      !resources.every(isObject)
     ) fail("metadata.resources must be an array of objects");
     params.resources = resources as JsonObject[];
   }
