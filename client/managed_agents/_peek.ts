@@ -25,8 +25,10 @@ export function isMappedEventType(type: string): boolean {
     case "error":
       return true;
   }
-  const name = type.startsWith("session.") ? type.slice(8) : type.includes(".") ? "" : type;
-  return name === "status_idle" || name === "status_terminated" || name === "deleted";
+  // Lifecycle types, dotted or namespace-stripped, compared whole (no slice per frame).
+  return type === "session.status_idle" || type === "status_idle" ||
+    type === "session.status_terminated" || type === "status_terminated" ||
+    type === "session.deleted" || type === "deleted";
 }
 
 /**

@@ -195,13 +195,18 @@ export interface EventLoopOptions {
   interruptedInHistory?: () => Promise<boolean>;
 }
 
-/** The wire types the run loop reads besides those that map to run events. */
-const LOOP_TYPES: ReadonlySet<string> = new Set(["user.message", "user.interrupt"]);
-
+/**
+ * The run loop's `skip` for the session reader: what maps to nothing, except the echoes that
+ * open and interrupt a turn (and, with deltas, the model request end that closes previews).
+ */
 function loopSkip(deltas: boolean): (type: string) => boolean {
-  if (!deltas) return (type) => isSkippableEventType(type) && !LOOP_TYPES.has(type);
+  if (!deltas) {
+    return (type) =>
+      type !== "user.message" && type !== "user.interrupt" && isSkippableEventType(type);
+  }
   return (type) =>
-    isSkippableEventType(type) && !LOOP_TYPES.has(type) && type !== "span.model_request_end";
+    type !== "user.message" && type !== "user.interrupt" && type !== "span.model_request_end" &&
+    isSkippableEventType(type);
 }
 
 /**
