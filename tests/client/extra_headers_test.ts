@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { ProviderApiClient, ProviderManagedAgentClient } from "../../client/mod.ts";
+import { messageRecord } from "../support/fake_messages.ts";
 
 interface Seen {
   method: string;
@@ -27,15 +28,7 @@ function recordingFetch(seen: Seen[]) {
       );
     }
     if (url.pathname === "/v1/messages") {
-      return Promise.resolve(Response.json({
-        id: "msg_1",
-        type: "message",
-        role: "assistant",
-        model: "m",
-        content: [{ type: "text", text: "ok" }],
-        stop_reason: "end_turn",
-        usage: { input_tokens: 1, output_tokens: 1 },
-      }));
+      return Promise.resolve(Response.json(messageRecord("msg_1", "m", "ok")));
     }
     if (url.pathname === "/v1/sessions") return Promise.resolve(Response.json({ id: "sesn_1" }));
     return Promise.resolve(Response.json({ id: "x", data: [] }));
