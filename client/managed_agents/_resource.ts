@@ -6,8 +6,9 @@
  * The groups live one per file (`agents.ts`, `environments.ts`, `sessions.ts`,
  * `session_events.ts`, `memory.ts`, `vaults.ts`, `deployments.ts`); each exports an interface
  * of its methods, which `ProviderManagedAgentClient` merges, and an object implementing it, which
- * {@linkcode installMethods} copies onto the class. Adding a resource is one new file plus one
- * line in `client.ts`.
+ * {@linkcode installMethods} copies onto the class. Adding a resource group is one new file, then
+ * its interface in the class's `extends` list and its object in the `installMethods` call of
+ * `client.ts`, and its exports in `mod.ts`.
  *
  * @module
  */

@@ -1,9 +1,15 @@
 /**
  * `ProviderManagedAgentClient`: the stateful managed-agents client. It serves the universal run
  * contract on sessions (a run is a session; the run id is the session id) and every operation of
- * the managed-agents API: agents, environments, sessions, session resources, events, threads,
- * memory stores, memories, memory versions, vaults, credentials, the self-hosted work queue,
- * deployments and deployment runs.
+ * the managed-agents API.
+ *
+ * This file holds the class, its options and the run contract. The resource operations live one
+ * group per file, each with its wire conversion, paths and methods: `agents.ts`,
+ * `environments.ts` (and the work queue), `sessions.ts` (and resources), `session_events.ts`
+ * (and threads), `memory.ts` (stores, memories, versions), `vaults.ts` (and credentials) and
+ * `deployments.ts` (and runs). Each group exports an interface, which the class merges, and an
+ * implementation, which `installMethods` puts on the class's prototype: to callers they are
+ * ordinary methods.
  *
  * @module
  */
