@@ -9,9 +9,9 @@
  * - vendor: the vendor SDK's own session event stream (`beta.sessions.events.stream`) over the
  *   same bytes through its `fetch` option.
  *
- * The paths run interleaved, round after round. Each path's figure is its best round (the round
- * least disturbed by other work on the machine); the median is printed beside it. Targets: ours
- * ≥ 1.5× vendor and ≥ 0.8× raw. Run:
+ * The paths run interleaved, round after round, in an order that rotates each round. Each path prints its median round beside its best
+ * round (the one least disturbed by other work), so the spread shows. Targets, by the medians:
+ * ours ≥ 1.5× vendor and ≥ 0.8× raw. Run:
  * `deno run -A bench/session_stream_bench.ts [--events N] [--rounds N]`.
  *
  * @module
@@ -42,10 +42,14 @@ export interface SessionStreamBenchResult {
   raw: SessionStreamBenchPath;
   /** The vendor SDK's session event stream. */
   vendor: SessionStreamBenchPath;
-  /** ours / vendor (target ≥ 1.5). */
+  /** ours / vendor by the best rounds. */
   oursVsVendor: number;
-  /** ours / raw (target ≥ 0.8). */
+  /** ours / raw by the best rounds. */
   oursVsRaw: number;
+  /** ours / vendor by the medians of the rounds (target ≥ 1.5). */
+  oursVsVendorMedian: number;
+  /** ours / raw by the medians of the rounds (target ≥ 0.8). */
+  oursVsRawMedian: number;
 }
 
 const SESSION = "sesn_bench000000000001";
@@ -149,14 +153,20 @@ function body(bytes: Uint8Array): ReadableStream<Uint8Array> {
   }, { highWaterMark: 0 });
 }
 
+/** Serves the recorded stream; any other request (the history read at a turn's end) is empty. */
 function fetchServing(bytes: Uint8Array): (input: unknown, init?: unknown) => Promise<Response> {
-  return () =>
-    Promise.resolve(
+  return (input) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (!new URL(url).pathname.endsWith("/stream")) {
+      return Promise.resolve(Response.json({ data: [], next_page: null }));
+    }
+    return Promise.resolve(
       new Response(body(bytes), {
         status: 200,
         headers: { "content-type": "text/event-stream", "request-id": "req_bench" },
       }),
     );
+  };
 }
 
 async function runOurs(bytes: Uint8Array): Promise<number> {
@@ -230,8 +240,12 @@ export async function runSessionStreamBench(
   if (mappedOurs === 0) throw new Error("our path mapped no event");
   if (await runRaw(bytes) !== count) throw new Error("the raw parser missed events");
   if (await runVendor(bytes) !== count) throw new Error("the vendor stream missed events");
+  const order = Object.values(paths);
   for (let round = 0; round < roundCount; round++) {
-    for (const path of Object.values(paths)) {
+    // The order rotates each round: a path run right after another pays that path's garbage
+    // collection, and a fixed order would always bill the vendor's garbage to the same path.
+    const rotated = [...order.slice(round % order.length), ...order.slice(0, round % order.length)];
+    for (const path of rotated) {
       const started = performance.now();
       await path.run(bytes);
       const seconds = (performance.now() - started) / 1000;
@@ -254,6 +268,8 @@ export async function runSessionStreamBench(
     vendor,
     oursVsVendor: ours.eventsPerSecond / vendor.eventsPerSecond,
     oursVsRaw: ours.eventsPerSecond / raw.eventsPerSecond,
+    oursVsVendorMedian: ours.medianEventsPerSecond / vendor.medianEventsPerSecond,
+    oursVsRawMedian: ours.medianEventsPerSecond / raw.medianEventsPerSecond,
   };
 }
 
@@ -278,12 +294,15 @@ if (import.meta.main) {
   console.log(`  raw eventsource-parser + JSON ${format(result.raw)}`);
   console.log(`  vendor SDK events.stream      ${format(result.vendor)}`);
   const mark = (ok: boolean) => ok ? "ok" : "BELOW TARGET";
+  // Targets are judged by the medians (a typical round); the best rounds show the spread.
   console.log(
-    `  ours / vendor = ${result.oursVsVendor.toFixed(2)}x (target >= 1.5x: ` +
-      `${mark(result.oursVsVendor >= 1.5)})`,
+    `  ours / vendor = ${result.oursVsVendorMedian.toFixed(2)}x by medians ` +
+      `(best rounds ${result.oursVsVendor.toFixed(2)}x; target >= 1.5x: ` +
+      `${mark(result.oursVsVendorMedian >= 1.5)})`,
   );
   console.log(
-    `  ours / raw    = ${result.oursVsRaw.toFixed(2)}x (target >= 0.8x: ` +
-      `${mark(result.oursVsRaw >= 0.8)})`,
+    `  ours / raw    = ${result.oursVsRawMedian.toFixed(2)}x by medians ` +
+      `(best rounds ${result.oursVsRaw.toFixed(2)}x; target >= 0.8x: ` +
+      `${mark(result.oursVsRawMedian >= 0.8)})`,
   );
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { backoffDelayMs, sleep } from "./_backoff.ts";
 import {
   ProviderAbortError,
   ProviderApiError,
@@ -49,8 +50,13 @@ export interface HttpTransportOptions {
   authToken?: string;
   /** Sent as `provider-version`. */
   providerVersion?: string;
-  /** Beta values sent on every request (comma-joined into `provider-beta`, after per-call betas). */
+  /**
+   * Beta values sent on every request: the caller's client-level betas, then the API group's own
+   * (comma-joined into `provider-beta`, after per-call betas).
+   */
   betas?: readonly string[];
+  /** Extra headers sent on every request (checked by {@linkcode checkExtraHeaders}). */
+  headers?: Record<string, string>;
   /** Unary timeout in ms (whole request). Default 60000. */
   defaultTimeoutMs?: number;
   /** Stream timeout to the first byte in ms. Default 600000. */
@@ -83,7 +89,7 @@ export interface HttpRequest {
   query?: Record<string, QueryValue>;
   /** JSON body; omitted means no body and no content type. */
   body?: unknown;
-  /** Extra headers (caller betas go in `betas`). */
+  /** Extra headers of this call (checked by {@linkcode checkExtraHeaders}; betas go in `betas`). */
   headers?: Record<string, string>;
   /** Betas placed before the transport's own. */
   betas?: readonly string[];
@@ -98,6 +104,82 @@ export interface HttpRequest {
 }
 
 const SECOND = 1000;
+
+/**
+ * Headers the client itself sets. A caller's extra headers may not name them: credentials come
+ * only from `apiKey` / `authToken`, the version from `providerVersion`, betas from `betas` (so
+ * the API group's beta is always sent), and the body and answer types from the request itself.
+ */
+const CLIENT_HEADERS: ReadonlySet<string> = new Set([
+  "authorization",
+  "x-api-key",
+  "provider-version",
+  "provider-beta",
+  "content-type",
+  "accept",
+]);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const BETA_VALUE = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * Checks a caller's extra headers and returns them with lower-case names. A name that is not an
+ * HTTP token, a value that is not a string or holds CR, LF or NUL, or a header the client sets
+ * itself (`authorization`, `x-api-key`, `provider-version`, `provider-beta`, `content-type`,
+ * `accept`) is a `TypeError` naming the header, never its value.
+ */
+export function checkExtraHeaders(
+  headers: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (headers === undefined) return undefined;
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) {
+    throw new TypeError("headers must be an object of header names to string values");
+  }
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME.test(name)) throw new TypeError(`"${name}" is not a valid header name`);
+    const lower = name.toLowerCase();
+    if (CLIENT_HEADERS.has(lower)) {
+      throw new TypeError(
+        `header ${lower} is set by the client; use its option (apiKey, authToken, ` +
+          "providerVersion or betas) instead",
+      );
+    }
+    if (typeof value !== "string" || /[\r\n\0]/.test(value)) {
+      throw new TypeError(`header ${lower} must be a string without line breaks`);
+    }
+    out[lower] = value;
+  }
+  return out;
+}
+
+/** Checks beta values: non-empty tokens without commas or spaces (they are comma-joined). */
+export function checkBetas(betas: readonly string[] | undefined): readonly string[] | undefined {
+  if (betas === undefined) return undefined;
+  if (!Array.isArray(betas)) throw new TypeError("betas must be an array of strings");
+  for (const beta of betas) {
+    if (typeof beta !== "string" || !BETA_VALUE.test(beta)) {
+      throw new TypeError(`beta ${JSON.stringify(beta)} must be a token without commas or spaces`);
+    }
+  }
+  return betas;
+}
+
+/** The per-call options a client passes through to a request: abort, betas and extra headers. */
+export interface CallOptions {
+  /** Caller abort. */
+  signal?: AbortSignal;
+  /** Betas of this call, sent before the client's. */
+  betas?: readonly string[];
+  /** Extra headers of this call. */
+  headers?: Record<string, string>;
+}
+
+/** The request fields of a call's options. */
+export function callFields(options: CallOptions | undefined): CallOptions {
+  if (options === undefined) return {};
+  return { signal: options.signal, betas: options.betas, headers: options.headers };
+}
 
 /**
  * Encodes query parameters the way the provider expects: arrays as repeated `key[]=v`, range
@@ -138,10 +220,9 @@ export function retryAfterMs(headers: Headers, now: number = Date.now()): number
   return value <= 2 ** 31 - 1 ? value : undefined;
 }
 
-/** The default backoff before retry number `retriesDone + 1`, in ms. */
+/** The default backoff before retry number `retriesDone + 1`, in ms: 0.5 s doubling to 8 s. */
 export function backoffMs(retriesDone: number): number {
-  const base = Math.min(0.5 * 2 ** retriesDone, 8) * SECOND;
-  return base * (1 - Math.random() * 0.25);
+  return backoffDelayMs(retriesDone, 0.5 * SECOND, 8 * SECOND);
 }
 
 /**
@@ -162,19 +243,13 @@ function isRetryableStatus(response: Response, type?: string): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new ProviderAbortError({ cause: signal.reason }));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new ProviderAbortError({ cause: signal?.reason }));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+/** The shared sleep, rejecting with `ProviderAbortError` when the caller aborts. */
+async function retryPause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, signal);
+  } catch {
+    throw new ProviderAbortError({ cause: signal?.reason });
+  }
 }
 
 async function errorFromResponse(response: Response): Promise<ProviderApiError> {
@@ -238,12 +313,13 @@ export class HttpTransport {
     }
     this.#baseUrl = parsed.href.replace(/\/+$/, "");
     const headers: Record<string, string> = {
+      ...checkExtraHeaders(options.headers),
       "provider-version": options.providerVersion ?? DEFAULT_PROVIDER_VERSION,
     };
     if (options.authToken) headers["authorization"] = `Bearer ${options.authToken}`;
     else if (options.apiKey) headers["x-api-key"] = options.apiKey;
     this.#headers = headers;
-    this.#betas = options.betas ?? [];
+    this.#betas = [...new Set(checkBetas(options.betas) ?? [])];
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? 60_000;
     this.#streamTimeoutMs = options.streamTimeoutMs ?? 600_000;
     this.#maxRetries = options.maxRetries ?? 2;
@@ -279,9 +355,12 @@ export class HttpTransport {
     const url = this.#baseUrl + request.path + encodeQuery(request.query);
     const headers = new Headers(this.#headers);
     headers.set("accept", request.accept ?? "application/json");
-    const betas = [...(request.betas ?? []), ...this.#betas];
+    const betas = request.betas === undefined
+      ? this.#betas
+      : [...new Set([...(checkBetas(request.betas) ?? []), ...this.#betas])];
     if (betas.length > 0) headers.set("provider-beta", betas.join(","));
-    for (const [name, value] of Object.entries(request.headers ?? {})) headers.set(name, value);
+    const extra = checkExtraHeaders(request.headers);
+    for (const name in extra) headers.set(name, extra[name]);
     let body: string | undefined;
     if (request.body !== undefined) {
       body = JSON.stringify(request.body);
@@ -316,7 +395,7 @@ export class HttpTransport {
           );
         this.#trace(request, attempt, started, undefined, undefined, error.code);
         if (error instanceof ProviderAbortError || attempt >= this.#maxRetries) throw error;
-        await sleep(backoffMs(attempt), request.signal);
+        await retryPause(backoffMs(attempt), request.signal);
         continue;
       }
       const requestId = response.headers.get("request-id") ?? undefined;
@@ -325,7 +404,7 @@ export class HttpTransport {
       clearTimeout(timer);
       const error = await errorFromResponse(response);
       if (!error.retryable || attempt >= this.#maxRetries) throw error;
-      await sleep(retryAfterMs(response.headers) ?? backoffMs(attempt), request.signal);
+      await retryPause(retryAfterMs(response.headers) ?? backoffMs(attempt), request.signal);
     }
   }
 

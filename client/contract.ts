@@ -85,6 +85,23 @@ export interface RunStreamHandlers {
 export interface RunStreamOptions {
   /** Stops the stream and releases the connection. */
   signal?: AbortSignal;
+  /**
+   * Managed-agents runs: ask the provider for text deltas (`event_deltas[]=agent.message`), so
+   * `message.delta` events come before each `message.completed` and together spell its text.
+   * Off by default. The messages client always streams deltas.
+   */
+  deltas?: boolean;
+  /**
+   * Beta values for this call's requests, sent first in `provider-beta` (before the client's own
+   * and the API group's beta).
+   */
+  betas?: readonly string[];
+  /**
+   * Extra headers for this call's requests. Headers the client sets itself (`authorization`,
+   * `x-api-key`, `provider-version`, `provider-beta`, `content-type`, `accept`) are a
+   * `TypeError`.
+   */
+  headers?: Record<string, string>;
 }
 
 /** What a streamed run resolves to once its stream ends. */
@@ -100,8 +117,9 @@ export interface RunStreamResult {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isTerminalRunStreamEvent } from "@automation/runtime/client";
- * console.log(isTerminalRunStreamEvent({ type: "run.cancelled", runId: "r1" })); // true
+ * assert.deepEqual(isTerminalRunStreamEvent({ type: "run.cancelled", runId: "r1" }), true);
  * ```
  */
 export function isTerminalRunStreamEvent(event: RunStreamEvent): boolean {

@@ -13,10 +13,19 @@ import type {
 } from "../contract.ts";
 import { isTerminalRunStreamEvent } from "../contract.ts";
 import { ProviderAbortError, ProviderConnectionError } from "../errors.ts";
-import { readSseBatches, type SseMessage } from "../sse.ts";
-import { skippableFrameType } from "./_peek.ts";
-import { mapManagedAgentEventObject, numericUsage } from "./stream.ts";
-import type { CreateManagedAgentSessionParams, JsonObject, ManagedAgentEvent } from "./types.ts";
+import { isObject } from "../_guards.ts";
+import type { ManagedAgentSessionEvent } from "./events.ts";
+import { readSessionEventBatches } from "./session_reader.ts";
+import { isSkippableEventType } from "./_peek.ts";
+import { mapManagedAgentSessionEvent, numericUsage } from "./stream.ts";
+import type { ResourceWire } from "./_resource.ts";
+import { providerSessionEventsPath } from "./session_events.ts";
+import type {
+  CreateManagedAgentSessionParams,
+  JsonObject,
+  ManagedAgentEvent,
+  ManagedAgentRequestOptions,
+} from "./types.ts";
 
 /** The defaults a run falls back to. */
 export interface RunDefaults {
@@ -39,7 +48,7 @@ export function resolveRunTarget(
 ): CreateManagedAgentSessionParams {
   if (typeof body !== "object" || body === null) fail("The run body must be an object");
   const metadata = body.metadata ?? {};
-  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+  if (!isObject(metadata)) {
     fail("metadata must be an object");
   }
   const agentId = metadata.agent_id ?? defaults.agentId;
@@ -62,7 +71,7 @@ export function resolveRunTarget(
   if (resources !== undefined) {
     if (
       !Array.isArray(resources) ||
-      !resources.every((r) => typeof r === "object" && r !== null && !Array.isArray(r))
+      !resources.every(isObject)
     ) fail("metadata.resources must be an array of objects");
     params.resources = resources as JsonObject[];
   }
@@ -100,8 +109,62 @@ export function kickoffEvents(input: RuntimeRunStartBody["input"]): ManagedAgent
   });
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** How a session's latest turn ended, read from its history (see {@linkcode readTurnEnd}). */
+export interface TurnEnd {
+  /** The stop reason type of the latest idle, when the session is idle. */
+  stopReason?: string;
+  /** Whether a `user.interrupt` came between the turn's `user.message` and its end. */
+  interrupted: boolean;
+  /** Whether the latest `user.message` has not been answered by a stop yet. */
+  pending: boolean;
+}
+
+/**
+ * Reads how the latest turn of a session ended from its event history, newest first: the latest
+ * idle or terminated status, whether a `user.interrupt` preceded it within the turn, and whether
+ * a newer `user.message` is still pending. The history is the record that survives processes, so
+ * a run reads as cancelled after an interrupt sent by any process or replica.
+ */
+export async function readTurnEnd(
+  resourceWire: ResourceWire,
+  sessionId: string,
+  status: string | undefined,
+  options?: ManagedAgentRequestOptions,
+): Promise<TurnEnd> {
+  const end: TurnEnd = { interrupted: false, pending: false };
+  const recent = await resourceWire.get<{ data?: JsonObject[] }>(
+    providerSessionEventsPath(sessionId),
+    {
+      order: "desc",
+      limit: 50,
+      types: ["session.status_idle", "session.status_terminated", "user.message", "user.interrupt"],
+    },
+    options,
+  );
+  let sawStop = false;
+  for (const event of recent?.data ?? []) {
+    if (event.type === "session.status_idle" || event.type === "session.status_terminated") {
+      if (sawStop) break;
+      sawStop = true;
+      if (status === "idle" && event.type === "session.status_idle") {
+        const reason = event.stop_reason;
+        end.stopReason = typeof reason === "string"
+          ? reason
+          : isObject(reason) && typeof reason.type === "string"
+          ? reason.type
+          : undefined;
+        if (end.stopReason === undefined) delete end.stopReason;
+      }
+      continue;
+    }
+    if (event.type === "user.interrupt" && sawStop) end.interrupted = true;
+    if (event.type === "user.message") {
+      if (!sawStop) end.pending = true;
+      break;
+    }
+  }
+  if (!sawStop && status === "idle") end.pending = true;
+  return end;
 }
 
 /** Turns stream failures into the client's error families. */
@@ -123,85 +186,156 @@ export interface EventLoopOptions {
   handlers: RunStreamHandlers;
   /** Caller abort. */
   signal?: AbortSignal;
+  /** Whether the stream was opened with text deltas (`event_deltas[]=agent.message`). */
+  deltas?: boolean;
+  /**
+   * Asked at a run's end when the stream showed no `user.interrupt` for the turn (the stream may
+   * have opened after it was sent): whether the session's history shows one.
+   */
+  interruptedInHistory?: () => Promise<boolean>;
 }
 
 /**
- * Maps session SSE frames to canonical events, remembering the latest `session.usage` (attached
- * to `run.completed`) and the latest `session.error` (which explains a `run.failed` caused by
- * termination). Synchronous, so the hot path stays in one optimizable function.
+ * The run loop's `skip` for the session reader: what maps to nothing, except the echoes that
+ * open and interrupt a turn (and, with deltas, the model request end that closes previews).
  */
-class FrameMapper {
+function loopSkip(deltas: boolean): (type: string) => boolean {
+  if (!deltas) {
+    return (type) =>
+      type !== "user.message" && type !== "user.interrupt" && isSkippableEventType(type);
+  }
+  return (type) =>
+    type !== "user.message" && type !== "user.interrupt" && type !== "span.model_request_end" &&
+    isSkippableEventType(type);
+}
+
+/**
+ * Maps parsed session events to canonical events. It remembers the latest `session.usage`
+ * (attached to `run.completed`), the latest `session.error` (which explains a `run.failed`
+ * caused by termination), whether the current turn was interrupted (its end is then
+ * `run.cancelled`), and the text each message preview streamed (so the final message adds only
+ * what the deltas missed). Synchronous, so the hot path stays in one optimizable function.
+ */
+class RunEventMapper {
   readonly #runId: string;
   #usage: RuntimeUsage | undefined;
   #lastError: { type?: string; message: string } | undefined;
+  #interrupted = false;
+  // Text streamed so far per previewed message id; cleared when the final event or the model
+  // request's end closes the preview.
+  readonly #previews = new Map<string, string>();
+  readonly #deltas: boolean;
 
-  constructor(runId: string) {
+  constructor(runId: string, deltas: boolean) {
     this.#runId = runId;
+    this.#deltas = deltas;
   }
 
-  map(message: SseMessage): RunStreamEvent | null {
-    const data = message.data;
-    // Frames that certainly map to nothing (running, thinking, spans, echoes) skip the parse.
-    if (data === "" || skippableFrameType(data) !== undefined) return null;
-    let raw: Record<string, unknown>;
-    try {
-      raw = JSON.parse(data);
-    } catch {
-      return null;
+  /** Whether the current turn saw a `user.interrupt`. */
+  get interrupted(): boolean {
+    return this.#interrupted;
+  }
+
+  /** The events one parsed session event yields, in order (usually none or one). */
+  map(event: ManagedAgentSessionEvent, out: RunStreamEvent[]): void {
+    const type = event.type;
+    if (event.kind === "other") {
+      if (type === "session.usage" || type === "usage") {
+        this.#usage = numericUsage(event.raw.usage) ?? this.#usage;
+      } else if (type === "user.interrupt") this.#interrupted = true;
+      else if (type === "user.message") this.#interrupted = false;
+      else if (type === "span.model_request_end") this.#previews.clear();
+      return;
     }
-    if (!isObject(raw)) return null;
-    if (typeof raw.type !== "string" && message.event) raw = { ...raw, type: message.event };
-    const type = raw.type;
-    if (type === "session.usage" || type === "usage") {
-      this.#usage = numericUsage(raw.usage) ?? this.#usage;
-      return null;
-    }
-    if (type === "session.error") {
-      const error = raw.error;
+    if (event.kind === "error" && type === "session.error") {
+      const error = event.raw.error;
       if (isObject(error) && typeof error.message === "string") {
         this.#lastError = typeof error.type === "string"
           ? { type: error.type, message: error.message }
           : { message: error.message };
       }
-      return null;
+      return;
     }
-    const event = mapManagedAgentEventObject(raw, this.#runId);
-    if (event === null) return null;
-    if (event.type === "run.completed" && this.#usage !== undefined) {
-      return { ...event, usage: this.#usage };
+    if (event.kind === "delta") {
+      if (!this.#deltas) return;
+      const id = event.eventId;
+      if (id !== undefined) this.#previews.set(id, (this.#previews.get(id) ?? "") + event.text);
+    } else if (event.kind === "message" && this.#deltas) {
+      // Deltas come before every message.completed: what the previews streamed, then the rest
+      // of the final text (all of it when no preview streamed).
+      const streamed = event.id === undefined ? undefined : this.#previews.get(event.id);
+      if (event.id !== undefined) this.#previews.delete(event.id);
+      const rest = streamed !== undefined && event.text.startsWith(streamed)
+        ? event.text.slice(streamed.length)
+        : streamed === undefined
+        ? event.text
+        : "";
+      if (rest !== "") out.push({ type: "message.delta", runId: this.#runId, text: rest });
     }
-    if (
-      event.type === "run.failed" && this.#lastError !== undefined &&
-      event.error.type === "session_terminated"
-    ) return { ...event, error: this.#lastError };
-    return event;
+    const mapped = mapManagedAgentSessionEvent(event, this.#runId);
+    if (mapped === null) return;
+    if (mapped.type === "run.completed" || mapped.type === "run.failed") {
+      this.#previews.clear();
+      if (this.#interrupted && mapped.type === "run.completed") {
+        out.push(this.cancelled());
+        return;
+      }
+      if (this.#interrupted && event.kind === "status" && event.status === "terminated") {
+        out.push(this.cancelled());
+        return;
+      }
+    }
+    if (mapped.type === "run.completed" && this.#usage !== undefined) {
+      out.push({ ...mapped, usage: this.#usage });
+    } else if (
+      mapped.type === "run.failed" && this.#lastError !== undefined &&
+      mapped.error.type === "session_terminated"
+    ) out.push({ ...mapped, error: this.#lastError });
+    else out.push(mapped);
+  }
+
+  /** The `run.cancelled` that ends an interrupted turn. */
+  cancelled(): RunStreamEvent {
+    return { type: "run.cancelled", runId: this.#runId };
   }
 }
 
 /**
- * Reads a session stream, maps each frame and hands the canonical events to the handler until a
- * terminal event (returned) or the end of the stream (terminal null). The body is always
- * released.
+ * Reads a session stream through the session reader, maps each event and hands the canonical
+ * events to the handler until a terminal event (returned) or the end of the stream (terminal
+ * null). The body is always released.
  */
 export async function runEventLoop(options: EventLoopOptions): Promise<RunStreamResult> {
   const { runId, handlers, signal } = options;
   const onEvent = handlers.onEvent;
-  const mapper = new FrameMapper(runId);
+  const deltas = options.deltas === true;
+  const mapper = new RunEventMapper(runId, deltas);
+  const out: RunStreamEvent[] = [];
   try {
-    // One asynchronous step per body chunk; the frames of a chunk are handled synchronously
+    // One asynchronous step per body chunk; the events of a chunk are handled synchronously
     // unless the handler returns a promise, which is awaited before the next event.
-    for await (const batch of readSseBatches(options.body, { signal })) {
+    const batches = readSessionEventBatches(options.body, { signal, skip: loopSkip(deltas) });
+    for await (const batch of batches) {
       for (let i = 0; i < batch.length; i++) {
-        const event = mapper.map(batch[i]);
-        if (event === null) continue;
-        if (onEvent) {
-          const pending = onEvent(event);
-          if (pending !== undefined && typeof (pending as Promise<void>).then === "function") {
-            await pending;
+        mapper.map(batch[i], out);
+        for (let j = 0; j < out.length; j++) {
+          let event = out[j];
+          if (
+            (event.type === "run.completed" ||
+              (event.type === "run.failed" && event.error.type === "session_terminated")) &&
+            !mapper.interrupted && options.interruptedInHistory !== undefined &&
+            await options.interruptedInHistory()
+          ) event = mapper.cancelled();
+          if (onEvent) {
+            const pending = onEvent(event);
+            if (pending !== undefined && typeof (pending as Promise<void>).then === "function") {
+              await pending;
+            }
+            if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
           }
-          if (signal?.aborted) throw new ProviderAbortError({ cause: signal.reason });
+          if (isTerminalRunStreamEvent(event)) return { runId, terminal: event };
         }
-        if (isTerminalRunStreamEvent(event)) return { runId, terminal: event };
+        out.length = 0;
       }
     }
   } catch (error) {

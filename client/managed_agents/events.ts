@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { readSse, type SseMessage } from "../sse.ts";
+import { isObject, objectOr as obj, stringOr as str } from "../_guards.ts";
+import type { SseMessage } from "../sse.ts";
 
 /** A raw event object as the provider sends it. */
 export type RawSessionEvent = Record<string, unknown>;
@@ -191,6 +192,31 @@ export interface ManagedAgentThreadMessageEvent extends ManagedAgentSessionEvent
   text: string;
 }
 
+/**
+ * A preview opened (`event_start`, stream only, when deltas were asked for): deltas of the event
+ * `eventId` follow, then the final buffered event with that id replaces the preview.
+ */
+export interface ManagedAgentPreviewStartEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "preview_start";
+  /** The id the final event will carry. */
+  eventId: string;
+  /** The previewed event's type (`agent.message` or `agent.thinking`). */
+  previewType: string;
+}
+
+/** A text delta of a preview (`event_delta`, stream only, when deltas were asked for). */
+export interface ManagedAgentDeltaEvent extends ManagedAgentSessionEventBase {
+  /** Discriminator. */
+  kind: "delta";
+  /** The id of the previewed event (the final event carries it). */
+  eventId?: string;
+  /** The text appended. */
+  text: string;
+  /** The content block the text belongs to, when the provider says. */
+  index?: number;
+}
+
 /** Any other event (echoes, thinking, spans, usage, workflow runs and unknown types). */
 export interface ManagedAgentOtherEvent extends ManagedAgentSessionEventBase {
   /** Discriminator. */
@@ -211,6 +237,8 @@ export type ManagedAgentSessionEvent =
   | ManagedAgentThreadCreatedEvent
   | ManagedAgentThreadStatusEvent
   | ManagedAgentThreadMessageEvent
+  | ManagedAgentPreviewStartEvent
+  | ManagedAgentDeltaEvent
   | ManagedAgentOtherEvent;
 
 /** The `kind` values of {@linkcode ManagedAgentSessionEvent}. */
@@ -241,16 +269,6 @@ function sessionLifecycleName(type: string): string | undefined {
   return type.includes(".") ? undefined : type;
 }
 
-function str(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-function obj(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
-}
-
 /** Joins the `text` of the text blocks of a content array (or returns a string content). */
 function joinText(content: unknown): string {
   if (typeof content === "string") return content;
@@ -275,33 +293,44 @@ function stopReasonOf(raw: RawSessionEvent): ManagedAgentStopReason | undefined 
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEvent } from "@automation/runtime/client";
  * const event = parseSessionEvent({
  *   type: "agent.message",
  *   id: "sevt_1",
  *   content: [{ type: "text", text: "Hello" }],
  * });
- * console.log(event?.kind, event?.kind === "message" && event.text); // "message" "Hello"
+ * assert.equal(event?.kind, "message");
+ * assert.equal(event?.kind === "message" && event.text, "Hello");
  * ```
  */
 export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null {
   const event = obj(raw);
   if (!event || typeof event.type !== "string") return null;
-  const type = event.type;
-  const base: ManagedAgentSessionEventBase = { type, raw: event };
+  const parsed = parseKind(event, event.type);
+  // Speed: id and time are set after the kind's fields, not spread in from a base object, so
+  // each event is one allocation (the 60,000 events bench/session_stream_bench.ts keeps:
+  // 22 ms → 15 ms median, measured on a loaded machine).
   const id = str(event.id);
-  if (id !== undefined) base.id = id;
+  if (id !== undefined) parsed.id = id;
   const processedAt = str(event.processed_at);
-  if (processedAt !== undefined) base.processedAt = processedAt;
+  if (processedAt !== undefined) parsed.processedAt = processedAt;
+  return parsed;
+}
+
+/** The kind and the kind's fields of an event with a string `type`. */
+function parseKind(event: RawSessionEvent, type: string): ManagedAgentSessionEvent {
+  const id = str(event.id);
   const threadId = str(event.session_thread_id);
 
   switch (type) {
     case "agent.message":
-      return { ...base, kind: "message", text: joinText(event.content) };
+      return { type, raw: event, kind: "message", text: joinText(event.content) };
     case "agent.tool_use":
     case "agent.mcp_tool_use": {
       const parsed: ManagedAgentToolUseEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "tool_use",
         id: id ?? "",
         name: str(event.name) ?? "",
@@ -318,7 +347,8 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
     }
     case "agent.custom_tool_use": {
       const parsed: ManagedAgentCustomToolUseEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "custom_tool_use",
         id: id ?? "",
         name: str(event.name) ?? "",
@@ -330,7 +360,8 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
     case "agent.tool_result":
     case "agent.mcp_tool_result": {
       const parsed: ManagedAgentToolResultEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "tool_result",
         isError: event.is_error === true,
         source: type === "agent.tool_result" ? "agent" : "mcp",
@@ -343,7 +374,8 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
     case "agent.thread_message_received": {
       const sent = type === "agent.thread_message_sent";
       const parsed: ManagedAgentThreadMessageEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "thread_message",
         direction: sent ? "sent" : "received",
         text: joinText(event.content),
@@ -354,18 +386,42 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
       if (agentName !== undefined) parsed.agentName = agentName;
       return parsed;
     }
+    case "event_start": {
+      const previewed = obj(event.event);
+      const eventId = str(previewed?.id);
+      const previewType = str(previewed?.type);
+      if (eventId === undefined || previewType === undefined) break;
+      return { type, raw: event, kind: "preview_start", eventId, previewType };
+    }
+    case "event_delta": {
+      const eventId = str(event.event_id);
+      const content = obj(obj(event.delta)?.content);
+      if (content?.type !== "text" || typeof content.text !== "string") break;
+      const parsed: ManagedAgentDeltaEvent = {
+        type,
+        raw: event,
+        kind: "delta",
+        text: content.text,
+      };
+      if (eventId !== undefined) parsed.eventId = eventId;
+      const index = obj(event.delta)?.index;
+      if (typeof index === "number") parsed.index = index;
+      return parsed;
+    }
     case "span.outcome_evaluation_start":
       return {
-        ...base,
+        type,
+        raw: event,
         kind: "outcome_start",
         outcomeId: str(event.outcome_id) ?? "",
         iteration: typeof event.iteration === "number" ? event.iteration : 0,
       };
     case "span.outcome_evaluation_ongoing":
-      return { ...base, kind: "outcome_progress", outcomeId: str(event.outcome_id) ?? "" };
+      return { type, raw: event, kind: "outcome_progress", outcomeId: str(event.outcome_id) ?? "" };
     case "span.outcome_evaluation_end": {
       const parsed: ManagedAgentOutcomeEndEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "outcome_end",
         outcomeId: str(event.outcome_id) ?? "",
         iteration: typeof event.iteration === "number" ? event.iteration : 0,
@@ -381,7 +437,7 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
   if (lifecycle !== undefined) {
     const status = LIFECYCLE_STATUS[lifecycle];
     if (status !== undefined) {
-      const parsed: ManagedAgentStatusEvent = { ...base, kind: "status", status };
+      const parsed: ManagedAgentStatusEvent = { type, raw: event, kind: "status", status };
       const stopReason = stopReasonOf(event);
       if (stopReason !== undefined) parsed.stopReason = stopReason;
       return parsed;
@@ -389,7 +445,8 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
     if (lifecycle === "error") {
       const error = obj(event.error);
       const parsed: ManagedAgentErrorEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "error",
         message: str(error?.message) ?? str(event.message) ?? "The session reported an error",
       };
@@ -400,7 +457,7 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
       return parsed;
     }
     if (lifecycle === "thread_created") {
-      const parsed: ManagedAgentThreadCreatedEvent = { ...base, kind: "thread_created" };
+      const parsed: ManagedAgentThreadCreatedEvent = { type, raw: event, kind: "thread_created" };
       if (threadId !== undefined) parsed.threadId = threadId;
       const agentName = str(event.agent_name);
       if (agentName !== undefined) parsed.agentName = agentName;
@@ -409,7 +466,8 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
     const threadStatus = THREAD_STATUS[lifecycle];
     if (threadStatus !== undefined) {
       const parsed: ManagedAgentThreadStatusEvent = {
-        ...base,
+        type,
+        raw: event,
         kind: "thread_status",
         status: threadStatus,
       };
@@ -421,7 +479,7 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
       return parsed;
     }
   }
-  return { ...base, kind: "other" };
+  return { type, raw: event, kind: "other" };
 }
 
 /**
@@ -430,11 +488,12 @@ export function parseSessionEvent(raw: unknown): ManagedAgentSessionEvent | null
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEventData } from "@automation/runtime/client";
  * const event = parseSessionEventData({
  *   data: '{"type":"session.status_idle","stop_reason":{"type":"end_turn"}}',
  * });
- * console.log(event?.kind); // "status"
+ * assert.deepEqual(event?.kind, "status");
  * ```
  */
 export function parseSessionEventData(
@@ -447,10 +506,9 @@ export function parseSessionEventData(
   } catch {
     return null;
   }
-  const event = obj(value);
-  if (event && typeof event.type !== "string" && message.event) {
+  if (isObject(value) && typeof value.type !== "string" && message.event) {
     // A frame whose data carries no type is read by its event name.
-    return parseSessionEvent({ ...event, type: message.event });
+    return parseSessionEvent({ ...value, type: message.event });
   }
   return parseSessionEvent(value);
 }
@@ -461,12 +519,13 @@ export function parseSessionEventData(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isTerminalSessionEvent, parseSessionEvent } from "@automation/runtime/client";
  * const idle = parseSessionEvent({
  *   type: "session.status_idle",
  *   stop_reason: { type: "requires_action", event_ids: ["sevt_1"] },
  * });
- * console.log(isTerminalSessionEvent(idle)); // false
+ * assert.deepEqual(isTerminalSessionEvent(idle), false);
  * ```
  */
 export function isTerminalSessionEvent(
@@ -483,6 +542,7 @@ export function isTerminalSessionEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSessionEvent, sessionEventNeedsConfirmation } from "@automation/runtime/client";
  * const call = parseSessionEvent({
  *   type: "agent.tool_use",
@@ -491,7 +551,7 @@ export function isTerminalSessionEvent(
  *   input: { command: "ls" },
  *   evaluated_permission: "ask",
  * });
- * console.log(sessionEventNeedsConfirmation(call)); // true
+ * assert.deepEqual(sessionEventNeedsConfirmation(call), true);
  * ```
  */
 export function sessionEventNeedsConfirmation(
@@ -505,9 +565,10 @@ export function sessionEventNeedsConfirmation(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isCustomToolUseEvent, parseSessionEvent } from "@automation/runtime/client";
  * const call = parseSessionEvent({ type: "agent.custom_tool_use", id: "sevt_2", name: "lookup", input: {} });
- * console.log(isCustomToolUseEvent(call)); // true
+ * assert.deepEqual(isCustomToolUseEvent(call), true);
  * ```
  */
 export function isCustomToolUseEvent(
@@ -521,6 +582,7 @@ export function isCustomToolUseEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isOutcomeEndEvent, parseSessionEvent } from "@automation/runtime/client";
  * const end = parseSessionEvent({
  *   type: "span.outcome_evaluation_end",
@@ -528,7 +590,7 @@ export function isCustomToolUseEvent(
  *   iteration: 0,
  *   result: "satisfied",
  * });
- * console.log(isOutcomeEndEvent(end)); // true
+ * assert.deepEqual(isOutcomeEndEvent(end), true);
  * ```
  */
 export function isOutcomeEndEvent(
@@ -542,13 +604,14 @@ export function isOutcomeEndEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isThreadEvent, parseSessionEvent } from "@automation/runtime/client";
  * const created = parseSessionEvent({
  *   type: "session.thread_created",
  *   session_thread_id: "sthr_2",
  *   agent_name: "researcher",
  * });
- * console.log(isThreadEvent(created)); // true
+ * assert.deepEqual(isThreadEvent(created), true);
  * ```
  */
 export function isThreadEvent(
@@ -560,33 +623,4 @@ export function isThreadEvent(
   return !!event &&
     (event.kind === "thread_created" || event.kind === "thread_status" ||
       event.kind === "thread_message");
-}
-
-/** Options of {@linkcode readSessionEvents}. */
-export interface ReadSessionEventsOptions {
-  /** Stops reading and releases the connection when aborted. */
-  signal?: AbortSignal;
-}
-
-/**
- * Reads a session event stream (for example the body from `openEventStream`) and yields each
- * parsed event in order. Frames that are not JSON objects with a `type` are skipped.
- *
- * @example
- * ```ts
- * import { readSessionEvents } from "@automation/runtime/client";
- * const body = new Response(
- *   'event: agent.message\ndata: {"type":"agent.message","content":[{"type":"text","text":"hi"}]}\n\n',
- * ).body!;
- * for await (const event of readSessionEvents(body)) console.log(event.kind); // "message"
- * ```
- */
-export async function* readSessionEvents(
-  body: ReadableStream<Uint8Array>,
-  options: ReadSessionEventsOptions = {},
-): AsyncGenerator<ManagedAgentSessionEvent, void, undefined> {
-  for await (const message of readSse(body, { signal: options.signal })) {
-    const event = parseSessionEventData(message);
-    if (event) yield event;
-  }
 }

@@ -9,113 +9,105 @@
  *    namespace-stripped form (`status_idle`), so a terminal event is never missed.
  * 3. Text and tool cases match the dotted form only: a bare `message` is not agent output.
  * 4. `runId` is the session id.
+ * 5. `run.cancelled` is not decided here: it needs the turn's history (was there a
+ *    `user.interrupt`?), which `streamRun` / `streamSession` and `getRun` read.
  *
  * @module
  */
 import type { RunStreamEvent, RuntimeRunState, RuntimeUsage } from "../contract.ts";
+import { isObject } from "../_guards.ts";
 import type { SseMessage } from "../sse.ts";
 import { skippableFrameType } from "./_peek.ts";
-
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function joinText(content: unknown): string {
-  if (!Array.isArray(content)) return typeof content === "string" ? content : "";
-  let text = "";
-  for (let i = 0; i < content.length; i++) {
-    const block = content[i];
-    if (isObject(block) && block.type === "text" && typeof block.text === "string") {
-      text += block.text;
-    }
-  }
-  return text;
-}
-
-function stopReasonType(raw: Raw): string | undefined {
-  const reason = raw.stop_reason;
-  if (typeof reason === "string") return reason;
-  return isObject(reason) && typeof reason.type === "string" ? reason.type : undefined;
-}
+import {
+  type ManagedAgentSessionEvent,
+  parseSessionEvent,
+  parseSessionEventData,
+} from "./events.ts";
 
 /**
- * Maps one already-parsed raw session event to a canonical event, or null to skip it. The same
- * rules as {@linkcode mapManagedAgentStreamEvent}, for callers that parsed the frame already.
+ * Maps one parsed session event to a canonical run event, or null to skip it. The rules of the
+ * module doc; the one mapping `streamRun`, `streamSession` and the two helpers below share.
  *
  * @example
  * ```ts
- * import { mapManagedAgentEventObject } from "@automation/runtime/client";
- * const event = mapManagedAgentEventObject({ type: "status_terminated" }, "sesn_1");
- * console.log(event?.type); // "run.failed"
+ * import assert from "node:assert/strict";
+ * import { mapManagedAgentSessionEvent, parseSessionEvent } from "@automation/runtime/client";
+ * const idle = parseSessionEvent({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
+ * assert.deepEqual(mapManagedAgentSessionEvent(idle!, "sesn_1"), {
+ *   type: "run.completed",
+ *   runId: "sesn_1",
+ *   stopReason: "end_turn",
+ * });
  * ```
  */
-export function mapManagedAgentEventObject(raw: unknown, runId: string): RunStreamEvent | null {
-  if (!isObject(raw)) return null;
-  const type = raw.type;
-  if (typeof type !== "string") return null;
-  switch (type) {
-    case "agent.message":
-      return { type: "message.completed", runId, text: joinText(raw.content) };
-    case "agent.tool_use":
-    case "agent.mcp_tool_use":
-    case "agent.custom_tool_use":
+export function mapManagedAgentSessionEvent(
+  event: ManagedAgentSessionEvent,
+  runId: string,
+): RunStreamEvent | null {
+  switch (event.kind) {
+    case "message":
+      return { type: "message.completed", runId, text: event.text };
+    case "tool_use":
       return {
         type: "tool.call",
         runId,
-        id: typeof raw.id === "string" ? raw.id : "",
-        name: typeof raw.name === "string" ? raw.name : "",
-        input: raw.input ?? {},
-        needsConfirmation: type !== "agent.custom_tool_use" && raw.evaluated_permission === "ask",
+        id: event.id,
+        name: event.name,
+        input: event.input,
+        needsConfirmation: event.raw.evaluated_permission === "ask",
       };
-    case "agent.tool_result":
-    case "agent.mcp_tool_result": {
-      const id = type === "agent.tool_result" ? raw.tool_use_id : raw.mcp_tool_use_id;
-      const event: RunStreamEvent = { type: "tool.result", runId, isError: raw.is_error === true };
-      if (typeof id === "string") event.id = id;
-      return event;
+    case "custom_tool_use":
+      return {
+        type: "tool.call",
+        runId,
+        id: event.id,
+        name: event.name,
+        input: event.input,
+        needsConfirmation: false,
+      };
+    case "tool_result": {
+      const out: RunStreamEvent = { type: "tool.result", runId, isError: event.isError };
+      const id = event.source === "agent" ? event.raw.tool_use_id : event.raw.mcp_tool_use_id;
+      if (typeof id === "string") out.id = id;
+      return out;
     }
-    case "event_delta": {
-      const delta = raw.delta;
-      const content = isObject(delta) && isObject(delta.content) ? delta.content : undefined;
-      if (content?.type !== "text" || typeof content.text !== "string") return null;
-      return { type: "message.delta", runId, text: content.text };
-    }
-  }
-  // Lifecycle: dotted or namespace-stripped.
-  const name = type.startsWith("session.") ? type.slice(8) : type.includes(".") ? "" : type;
-  switch (name) {
-    case "status_idle": {
-      const reason = stopReasonType(raw);
-      if (reason === "requires_action") {
-        return { type: "run.status", runId, state: "requires_action" };
+    case "delta":
+      return { type: "message.delta", runId, text: event.text };
+    case "status":
+      switch (event.status) {
+        case "idle": {
+          const reason = event.stopReason?.type;
+          if (reason === "requires_action") {
+            return { type: "run.status", runId, state: "requires_action" };
+          }
+          const out: RunStreamEvent = { type: "run.completed", runId };
+          if (typeof reason === "string") out.stopReason = reason;
+          return out;
+        }
+        case "terminated":
+          return {
+            type: "run.failed",
+            runId,
+            error: { type: "session_terminated", message: "The session terminated" },
+          };
+        case "deleted":
+          return {
+            type: "run.failed",
+            runId,
+            error: { type: "session_deleted", message: "The session was deleted" },
+          };
       }
-      const event: RunStreamEvent = { type: "run.completed", runId };
-      if (reason !== undefined) event.stopReason = reason;
-      return event;
-    }
-    case "status_terminated":
-      return {
-        type: "run.failed",
-        runId,
-        error: { type: "session_terminated", message: "The session terminated" },
-      };
-    case "deleted":
-      return {
-        type: "run.failed",
-        runId,
-        error: { type: "session_deleted", message: "The session was deleted" },
-      };
+      return null;
     case "error":
       // `error` (the stream's own error frame, never `session.error`) ends the stream.
-      if (type !== "error") return null;
-      return { type: "run.failed", runId, error: streamError(raw) };
+      return event.type === "error"
+        ? { type: "run.failed", runId, error: streamError(event.raw) }
+        : null;
   }
   return null;
 }
 
-function streamError(raw: Raw): { type?: string; message: string } {
+function streamError(raw: Record<string, unknown>): { type?: string; message: string } {
   const error = isObject(raw.error) ? raw.error : raw;
   const out: { type?: string; message: string } = {
     message: typeof error.message === "string" ? error.message : "The event stream failed",
@@ -125,34 +117,45 @@ function streamError(raw: Raw): { type?: string; message: string } {
 }
 
 /**
- * Maps one session SSE frame to a canonical run event, or null when the caller should skip it.
- * The kind is read from `data.type`, so frames without an `event:` line are read as well.
+ * Maps one raw session event object (from the event list, say) to a canonical event, or null to
+ * skip it: {@linkcode parseSessionEvent}, then {@linkcode mapManagedAgentSessionEvent}.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { mapManagedAgentEventObject } from "@automation/runtime/client";
+ * const event = mapManagedAgentEventObject({ type: "status_terminated" }, "sesn_1");
+ * assert.equal(event?.type, "run.failed");
+ * ```
+ */
+export function mapManagedAgentEventObject(raw: unknown, runId: string): RunStreamEvent | null {
+  const event = parseSessionEvent(raw);
+  return event === null ? null : mapManagedAgentSessionEvent(event, runId);
+}
+
+/**
+ * Maps one session SSE frame to a canonical run event, or null when the caller should skip it:
+ * {@linkcode parseSessionEventData}, then {@linkcode mapManagedAgentSessionEvent}. The kind is
+ * read from `data.type`, so frames without an `event:` line are read as well.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { mapManagedAgentStreamEvent } from "@automation/runtime/client";
  * const event = mapManagedAgentStreamEvent({
  *   event: "session.status_idle",
  *   data: '{"type":"session.status_idle","stop_reason":{"type":"end_turn"}}',
  * }, "sesn_1");
- * console.log(event); // { type: "run.completed", runId: "sesn_1", stopReason: "end_turn" }
+ * assert.deepEqual(event, { type: "run.completed", runId: "sesn_1", stopReason: "end_turn" });
  * ```
  */
 export function mapManagedAgentStreamEvent(
   sse: Pick<SseMessage, "data"> & { event?: string },
   runId: string,
 ): RunStreamEvent | null {
-  if (sse.data === "" || skippableFrameType(sse.data) !== undefined) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(sse.data);
-  } catch {
-    return null;
-  }
-  if (isObject(raw) && typeof raw.type !== "string" && sse.event) {
-    raw = { ...raw, type: sse.event };
-  }
-  return mapManagedAgentEventObject(raw, runId);
+  if (skippableFrameType(sse.data) !== undefined) return null;
+  const event = parseSessionEventData(sse);
+  return event === null ? null : mapManagedAgentSessionEvent(event, runId);
 }
 
 /** Inputs of {@linkcode sessionStatusToRunState}. */
@@ -174,9 +177,13 @@ export interface SessionRunStateInput {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sessionStatusToRunState } from "@automation/runtime/client";
- * console.log(sessionStatusToRunState({ status: "idle", stopReason: "requires_action" }));
- * // "requires_action"
+ * assert.equal(
+ *   sessionStatusToRunState({ status: "idle", stopReason: "requires_action" }),
+ *   "requires_action",
+ * );
+ * assert.equal(sessionStatusToRunState({ status: "terminated", interrupted: true }), "cancelled");
  * ```
  */
 export function sessionStatusToRunState(input: SessionRunStateInput): RuntimeRunState {
@@ -201,8 +208,9 @@ export function sessionStatusToRunState(input: SessionRunStateInput): RuntimeRun
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { numericUsage } from "@automation/runtime/client";
- * console.log(numericUsage({ input_tokens: 10, cache_creation: { x: 1 } })); // { input_tokens: 10 }
+ * assert.deepEqual(numericUsage({ input_tokens: 10, cache_creation: { x: 1 } }), { input_tokens: 10 });
  * ```
  */
 export function numericUsage(usage: unknown): RuntimeUsage | undefined {

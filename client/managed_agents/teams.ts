@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { isObject } from "../_guards.ts";
 import type { CreateManagedAgentParams, JsonObject, ManagedAgentAgent } from "./types.ts";
 
 /** A member of a team: one agent the team's coordinator may delegate to. */
@@ -252,7 +253,7 @@ const CONFIG_KEYS = new Set(["model", "system", "description", "tools", "mcpServ
  */
 export function validateTeamManifest(value: unknown): TeamManifest {
   const issues: string[] = [];
-  if (!isRecord(value)) throw new TeamManifestError(["manifest: must be an object"]);
+  if (!isObject(value)) throw new TeamManifestError(["manifest: must be an object"]);
   if (value.version !== 1) issues.push("version: must be 1");
   if (!Array.isArray(value.teams) || value.teams.length === 0) {
     issues.push("teams: must be a non-empty array");
@@ -261,7 +262,7 @@ export function validateTeamManifest(value: unknown): TeamManifest {
     const teamSlugs = new Set<string>();
     value.teams.forEach((team: unknown, t: number) => {
       const at = `teams[${t}]`;
-      if (!isRecord(team)) {
+      if (!isObject(team)) {
         issues.push(`${at}: must be an object`);
         return;
       }
@@ -278,7 +279,7 @@ export function validateTeamManifest(value: unknown): TeamManifest {
       const memberSlugs = new Set<string>();
       team.members.forEach((member: unknown, m: number) => {
         const memberAt = `${at}.members[${m}]`;
-        if (!isRecord(member)) {
+        if (!isObject(member)) {
           issues.push(`${memberAt}: must be an object`);
           return;
         }
@@ -443,7 +444,7 @@ export async function provisionManagedAgentTeams(
     try {
       signal?.throwIfAborted();
       agent = await client.createAgent(params);
-      if (!isRecord(agent) || typeof agent.id !== "string" || agent.id === "") {
+      if (!isObject(agent) || typeof agent.id !== "string" || agent.id === "") {
         throw new TypeError("createAgent returned no agent id");
       }
     } catch (cause) {
@@ -498,10 +499,6 @@ function withVersion(
   return member;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function isNonEmptyString(value: unknown): value is string {
   return typeof value === "string" && value.trim() !== "";
 }
@@ -537,7 +534,7 @@ function checkIdentity(
 }
 
 function checkMetadata(entry: Record<string, unknown>, at: string, issues: string[]): void {
-  if (entry.metadata !== undefined && !isRecord(entry.metadata)) {
+  if (entry.metadata !== undefined && !isObject(entry.metadata)) {
     issues.push(`${at}.metadata: must be an object`);
   }
 }
@@ -566,7 +563,7 @@ function checkCapabilities(value: unknown, at: string, issues: string[]): void {
 /** Reads a behaviour config, recording problems; returns only the fields that are set. */
 function readConfig(value: unknown, at: string, issues: string[]): ProviderAgentConfig {
   if (value === undefined) return {};
-  if (!isRecord(value)) {
+  if (!isObject(value)) {
     issues.push(`${at}: must be an object`);
     return {};
   }
@@ -580,7 +577,7 @@ function readConfig(value: unknown, at: string, issues: string[]): ProviderAgent
     if (key === "model" || key === "system" || key === "description") {
       if (!isNonEmptyString(field)) issues.push(`${at}.${key}: must be a non-empty string`);
       else config[key] = field;
-    } else if (!Array.isArray(field) || !field.every(isRecord)) {
+    } else if (!Array.isArray(field) || !field.every(isObject)) {
       issues.push(`${at}.${key}: must be an array of objects`);
     } else {
       config[key as "tools" | "mcpServers" | "skills"] = field as JsonObject[];

@@ -453,10 +453,22 @@ export interface ListDeploymentRunsParams {
   hasError?: boolean;
 }
 
-/** Per-call options: every operation takes an `AbortSignal`. */
+/**
+ * Per-call options: every operation takes an `AbortSignal`, extra beta values and extra headers.
+ */
 export interface ManagedAgentRequestOptions {
   /** Cancels the request (and a stream's body). */
   signal?: AbortSignal;
+  /**
+   * Beta values for this call, sent first in `provider-beta` (then the client's, then
+   * `managed-agents-2026-04-01`, which is always sent).
+   */
+  betas?: readonly string[];
+  /**
+   * Extra headers for this call. Headers the client sets itself (`authorization`, `x-api-key`,
+   * `provider-version`, `provider-beta`, `content-type`, `accept`) are a `TypeError`.
+   */
+  headers?: Record<string, string>;
 }
 
 /** A `created_at` range filter, sent as `created_at[gte]=…` and so on. */

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isObject } from "../_guards.ts";
 import type { RuntimeRunStartBody } from "../contract.ts";
 import type { ProviderMessageParam, ProviderMessagesCreateParams } from "./types.ts";
 
@@ -17,10 +18,6 @@ export interface RunBodyDefaults {
 
 const RESERVED_PARAMS = new Set(["model", "max_tokens", "messages", "system", "stream"]);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function toMessages(input: RuntimeRunStartBody["input"]): ProviderMessageParam[] {
   if (typeof input === "string") {
     if (input === "") throw new TypeError("Run input is empty: pass a prompt or a conversation");
@@ -31,7 +28,7 @@ function toMessages(input: RuntimeRunStartBody["input"]): ProviderMessageParam[]
   }
   return input.map((item, index) => {
     if (
-      !isRecord(item) || (item.role !== "user" && item.role !== "assistant") ||
+      !isObject(item) || (item.role !== "user" && item.role !== "assistant") ||
       (typeof item.content !== "string" && !Array.isArray(item.content))
     ) {
       throw new TypeError(
@@ -55,7 +52,7 @@ export function toCreateParams(
   defaults: RunBodyDefaults,
   stream: boolean,
 ): ProviderMessagesCreateParams {
-  if (!isRecord(body)) throw new TypeError("Run body must be an object");
+  if (!isObject(body)) throw new TypeError("Run body must be an object");
   const model = body.model ?? defaults.defaultModel;
   if (typeof model !== "string" || model === "") {
     throw new TypeError("No model for the run: set body.model or the client's defaultModel");
@@ -82,7 +79,7 @@ export function toCreateParams(
   }
   const metadata = body.metadata;
   if (metadata !== undefined) {
-    if (!isRecord(metadata)) throw new TypeError("Run metadata must be an object");
+    if (!isObject(metadata)) throw new TypeError("Run metadata must be an object");
     if (metadata.user_id !== undefined) {
       if (typeof metadata.user_id !== "string") {
         throw new TypeError("Run metadata.user_id must be a string");
@@ -90,7 +87,7 @@ export function toCreateParams(
       params.metadata = { user_id: metadata.user_id };
     }
     if (metadata.params !== undefined) {
-      if (!isRecord(metadata.params)) throw new TypeError("Run metadata.params must be an object");
+      if (!isObject(metadata.params)) throw new TypeError("Run metadata.params must be an object");
       for (const [key, value] of Object.entries(metadata.params)) {
         if (RESERVED_PARAMS.has(key)) {
           throw new TypeError(`Run metadata.params cannot set ${key}: use the run body fields`);

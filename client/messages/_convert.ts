@@ -3,16 +3,13 @@
  *
  * @module
  */
+import { isObject } from "../_guards.ts";
 import type { RuntimeBatchResult, RuntimeBatchStatus, RuntimeUsage } from "../contract.ts";
 import { ProviderBatchLineError } from "./batch_errors.ts";
 import type { ProviderMessage, ProviderMessageBatch, ProviderRunStatus } from "./types.ts";
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function usageOf(usage: unknown): RuntimeUsage | undefined {
-  if (!isRecord(usage)) return undefined;
+  if (!isObject(usage)) return undefined;
   let result: RuntimeUsage | undefined;
   for (const [key, value] of Object.entries(usage)) {
     if (typeof value === "number" && Number.isFinite(value)) (result ??= {})[key] = value;
@@ -22,7 +19,7 @@ function usageOf(usage: unknown): RuntimeUsage | undefined {
 
 /** Whether a value has the fields the client relies on in a message. */
 export function isProviderMessage(value: unknown): value is ProviderMessage {
-  return isRecord(value) && typeof value.id === "string" && Array.isArray(value.content);
+  return isObject(value) && typeof value.id === "string" && Array.isArray(value.content);
 }
 
 /**
@@ -48,7 +45,7 @@ export function messageToRunStatus(message: ProviderMessage): ProviderRunStatus 
 
 /** A batch record as the contract's batch status. */
 export function batchToStatus(batch: ProviderMessageBatch): RuntimeBatchStatus {
-  const counts = isRecord(batch.request_counts) ? batch.request_counts : undefined;
+  const counts = isObject(batch.request_counts) ? batch.request_counts : undefined;
   const count = (name: string): number => {
     const value = counts?.[name];
     return typeof value === "number" ? value : 0;
@@ -72,7 +69,7 @@ export function batchToStatus(batch: ProviderMessageBatch): RuntimeBatchStatus {
 
 /** Whether a value looks like a batch record. */
 export function isProviderBatch(value: unknown): value is ProviderMessageBatch {
-  return isRecord(value) && typeof value.id === "string" &&
+  return isObject(value) && typeof value.id === "string" &&
     (value.processing_status === "in_progress" || value.processing_status === "canceling" ||
       value.processing_status === "ended");
 }
@@ -82,22 +79,22 @@ export function isProviderBatch(value: unknown): value is ProviderMessageBatch {
  * (`invalidShape`) when the line is JSON but not a result.
  */
 export function lineToBatchResult(value: unknown, lineNumber: number): RuntimeBatchResult {
-  const customId = isRecord(value) && typeof value.custom_id === "string"
+  const customId = isObject(value) && typeof value.custom_id === "string"
     ? value.custom_id
     : undefined;
   const bad = (detail: string): ProviderBatchLineError =>
     new ProviderBatchLineError({ lineNumber, problem: "invalidShape", customId, detail });
   if (customId === undefined) throw bad("custom_id is missing");
   const result = (value as Record<string, unknown>).result;
-  if (!isRecord(result)) throw bad("result is missing");
+  if (!isObject(result)) throw bad("result is missing");
   switch (result.type) {
     case "succeeded":
       if (!isProviderMessage(result.message)) throw bad("succeeded result has no message");
       return { customId, type: "succeeded", run: messageToRunStatus(result.message) };
     case "errored": {
       // The error is a provider error body `{type: "error", error: {type, message}}`.
-      const body = isRecord(result.error) ? result.error : {};
-      const inner = isRecord(body.error) ? body.error : body;
+      const body = isObject(result.error) ? result.error : {};
+      const inner = isObject(body.error) ? body.error : body;
       const error: { type?: string; message: string } = {
         message: typeof inner.message === "string" ? inner.message : "The request failed",
       };

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { HttpTransport } from "../_http.ts";
+import { callFields, type HttpTransport } from "../_http.ts";
 import type {
   RunStreamOptions,
   RuntimeBatchRequest,
@@ -206,7 +206,7 @@ export class MessageBatches {
       method: "POST",
       path: "/v1/messages/batches",
       body: { requests: wire },
-      signal: options.signal,
+      ...callFields(options),
       timeoutMs: this.#init.timeoutMs,
     });
     return batchToStatus(checkBatch(batch));
@@ -217,7 +217,7 @@ export class MessageBatches {
     const batch = await this.#init.http.json<unknown>({
       method: "GET",
       path: batchPath(batchId),
-      signal: options.signal,
+      ...callFields(options),
       timeoutMs: this.#init.timeoutMs,
     });
     return checkBatch(batch);
@@ -228,7 +228,7 @@ export class MessageBatches {
     const batch = await this.#init.http.json<unknown>({
       method: "POST",
       path: `${batchPath(batchId)}/cancel`,
-      signal: options.signal,
+      ...callFields(options),
       timeoutMs: this.#init.timeoutMs,
     });
     return batchToStatus(checkBatch(batch));
@@ -257,7 +257,7 @@ export class MessageBatches {
       path,
       accept: "application/binary",
       stream: true,
-      signal: options.signal,
+      ...callFields(options),
     });
     if (!response.body) {
       throw new ProviderConnectionError("The batch results response has no body");

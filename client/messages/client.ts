@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
+import { callFields, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
 import { providerCapabilities } from "../capabilities.ts";
 import {
   isTerminalRunStreamEvent,
@@ -61,6 +61,17 @@ export interface ProviderApiClientOptions {
   streamTimeoutMs?: number;
   /** Retries after a failed attempt (default 2); never once a stream has delivered events. */
   maxRetries?: number;
+  /**
+   * Beta values sent on every request, comma-joined in `provider-beta` (a call's own `betas`
+   * come first). The stable messages API needs none.
+   */
+  betas?: readonly string[];
+  /**
+   * Extra headers sent on every request (a call's `headers` win over these). Headers the client
+   * sets itself (`authorization`, `x-api-key`, `provider-version`, `provider-beta`,
+   * `content-type`, `accept`) are a `TypeError`, so credentials never come from here.
+   */
+  headers?: Record<string, string>;
 }
 
 const MESSAGES_PATH = "/v1/messages";
@@ -167,6 +178,8 @@ export class ProviderApiClient implements RuntimeClient {
       maxRetries: options.maxRetries,
       fetchImpl: options.fetchImpl,
       onTrace: options.onTrace,
+      betas: options.betas,
+      headers: options.headers,
     });
     this.#defaults = { defaultModel, defaultMaxTokens };
     this.#runTimeoutMs = options.runTimeoutMs ?? 600_000;
@@ -234,7 +247,7 @@ export class ProviderApiClient implements RuntimeClient {
       method: "POST",
       path: MESSAGES_PATH,
       body: params,
-      signal: options.signal,
+      ...callFields(options),
       timeoutMs: this.#runTimeoutMs,
     });
     if (!isProviderMessage(message)) {
@@ -323,7 +336,7 @@ export class ProviderApiClient implements RuntimeClient {
       path: MESSAGES_PATH,
       body: params,
       stream: true,
-      signal,
+      ...callFields(options),
     });
     if (!response.body) throw new ProviderConnectionError("The provider stream has no body");
     const contentType = response.headers.get("content-type") ?? "";

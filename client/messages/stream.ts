@@ -3,6 +3,10 @@
  * {@linkcode mapProviderStreamEvent}, {@linkcode readProviderRunId} and the per-stream
  * {@linkcode ProviderStreamState} that assembles tool input from its JSON deltas.
  *
+ * A frame without an `event:` line has the WHATWG type `message`, which the messages API never
+ * sends (it names every frame after its `data.type`); such frames, like `ping`, map to nothing,
+ * as the vendor SDK skips them too.
+ *
  * @module
  */
 import type { RunStreamEvent, RuntimeUsage } from "../contract.ts";
@@ -24,11 +28,12 @@ let blocksOf: (state: ProviderStreamState) => Map<number, BlockState>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { mapProviderStreamEvent, ProviderStreamState } from "@automation/runtime/client";
  * const state = new ProviderStreamState();
  * const frame = (data: object) => ({ event: "x", data: JSON.stringify(data) });
  * mapProviderStreamEvent(frame({ type: "message_start", message: { id: "msg_1" } }), "msg_1", state);
- * console.log(state.runId); // "msg_1"
+ * assert.deepEqual(state.runId, "msg_1");
  * ```
  */
 export class ProviderStreamState {
@@ -145,12 +150,13 @@ function blockStop(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { mapProviderStreamEvent } from "@automation/runtime/client";
  * const event = mapProviderStreamEvent({
  *   event: "content_block_delta",
  *   data: '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}',
  * }, "msg_1");
- * console.log(event); // { type: "message.delta", runId: "msg_1", text: "Hi" }
+ * assert.deepEqual(event, { type: "message.delta", runId: "msg_1", text: "Hi" });
  * ```
  */
 export function mapProviderStreamEvent(
@@ -158,8 +164,11 @@ export function mapProviderStreamEvent(
   runId: string,
   state?: ProviderStreamState,
 ): RunStreamEvent | null {
-  const name = sse.event;
-  if (name === undefined || name === "ping") return null;
+  // By the WHATWG rules a frame without an `event:` line has the type `message`. The messages API
+  // names every frame (`event: <data.type>`), so `message` is never one of its events; the vendor
+  // SDK skips such frames, and so does this mapping, to surface the same results.
+  const name = sse.event ?? "message";
+  if (name === "message" || name === "ping") return null;
   if (sse.data === "") {
     return name === "error"
       ? failed(runId, "api_error", "The provider reported an error in the stream")
@@ -232,12 +241,13 @@ export function mapProviderStreamEvent(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readProviderRunId } from "@automation/runtime/client";
  * const id = readProviderRunId({
  *   event: "message_start",
  *   data: '{"type":"message_start","message":{"id":"msg_01","content":[]}}',
  * });
- * console.log(id); // "msg_01"
+ * assert.deepEqual(id, "msg_01");
  * ```
  */
 export function readProviderRunId(sse: SseMessage): string | null {

@@ -272,3 +272,33 @@ Deno.test("a handler error stops the stream and reaches the caller", async () =>
     assert.equal(fake.openStreams, 0);
   });
 });
+
+Deno.test("frames typed message (no event line, or event: message) are skipped in a whole stream", async () => {
+  await withMessagesFake(async (_fake, state, client) => {
+    const frames: (Record<string, unknown> | string)[] = textStreamFrames({
+      id: "msg_untyped",
+      chunks: ["a", "b"],
+    });
+    const stray = JSON.stringify({
+      type: "content_block_delta",
+      index: 0,
+      delta: { type: "text_delta", text: "STRAY" },
+    });
+    // After content_block_start: a data-only frame and an explicit `event: message` frame.
+    frames.splice(2, 0, `data: ${stray}\n\n`, `event: message\ndata: ${stray}\n\n`);
+    state.scriptStream({ frames });
+    const { events, terminal } = await collect(client);
+    assert.deepEqual(
+      events.filter((e) => e.type === "message.delta").map((e) =>
+        e.type === "message.delta" && e.text
+      ),
+      ["a", "b"],
+    );
+    assert.deepEqual(events.find((e) => e.type === "message.completed"), {
+      type: "message.completed",
+      runId: "msg_untyped",
+      text: "ab",
+    });
+    assert.equal(terminal?.type, "run.completed");
+  });
+});

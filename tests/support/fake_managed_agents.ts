@@ -48,7 +48,7 @@ interface SessionState {
   events: Json[];
   threads: Json[];
   pending: Set<string>;
-  subscribers: Set<{ subscriber: FakeStreamSubscriber; threadId?: string }>;
+  subscribers: Set<{ subscriber: FakeStreamSubscriber; threadId?: string; deltas?: boolean }>;
   timers: Set<ReturnType<typeof setTimeout>>;
 }
 
@@ -81,6 +81,8 @@ export interface ManagedAgentsState {
   continuation: FakeScript;
   /** The verdict of outcome iterations. */
   outcomeResult: string;
+  /** Characters per `event_delta` of a message preview (streams that asked for deltas). */
+  deltaChunk: number;
   /** Emits an arbitrary event on a session (added to its history and streams). */
   emit(sessionId: string, event: Json): Json;
   /** Changes a session's status without an event (for `getRun` tests). */
@@ -231,6 +233,7 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     ) => [{ type: "agent.message", content: [{ type: "text", text: `Echo: ${text}` }] }],
     continuation: () => [{ type: "agent.message", content: [{ type: "text", text: "Done" }] }],
     outcomeResult: "satisfied",
+    deltaChunk: 4,
     emit: (sessionId, event) => emit(getSession(sessionId), event),
     setStatus: (sessionId, status) => {
       getSession(sessionId).record.status = status;
@@ -633,8 +636,9 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
   function broadcast(session: SessionState, event: Json): void {
     const threadId = str(event.session_thread_id);
     const primary = session.threads[0].id;
-    for (const { subscriber, threadId: filter } of session.subscribers) {
+    for (const { subscriber, threadId: filter, deltas } of session.subscribers) {
       if (filter !== undefined && filter !== (threadId ?? primary)) continue;
+      if (deltas && event.type === "agent.message") subscriber.write(previewFrames(event));
       subscriber.write(sseFrame(event));
     }
   }
@@ -871,14 +875,37 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
     return jsonResponse(paginate(list, url));
   }
   route("GET", "/v1/sessions/:id/events", (c) => listEvents(getSession(c.params.id).events, c.url));
-  function openStream(session: SessionState, threadId?: string): Response {
+  /**
+   * The preview of an `agent.message` for a stream that asked for `event_deltas[]=agent.message`:
+   * an `event_start` with the final event's id, then its text as `event_delta` frames of at most
+   * `state.deltaChunk` characters (the final buffered event follows).
+   */
+  function previewFrames(event: Json): string {
+    let frames = sseFrame({ type: "event_start", event: { type: event.type, id: event.id } });
+    const text = textOf(event.content);
+    const size = Math.max(1, state.deltaChunk);
+    for (let i = 0; i < text.length; i += size) {
+      frames += sseFrame({
+        type: "event_delta",
+        event_id: event.id,
+        delta: { type: "content_delta", content: { type: "text", text: text.slice(i, i + size) } },
+      });
+    }
+    return frames;
+  }
+  function openStream(session: SessionState, threadId?: string, url?: URL): Response {
+    const deltas = url?.searchParams.getAll("event_deltas[]").includes("agent.message") ?? false;
     return fake.sseResponse((subscriber) => {
-      const entry = { subscriber, threadId };
+      const entry = { subscriber, threadId, deltas };
       session.subscribers.add(entry);
       return () => session.subscribers.delete(entry);
     });
   }
-  route("GET", "/v1/sessions/:id/events/stream", (c) => openStream(getSession(c.params.id)));
+  route(
+    "GET",
+    "/v1/sessions/:id/events/stream",
+    (c) => openStream(getSession(c.params.id), undefined, c.url),
+  );
 
   // ---------------------------------------------------------------- threads
   function getThread(session: SessionState, id: string): Json {
