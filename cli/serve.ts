@@ -5,6 +5,7 @@
  * @module
  */
 import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
+import { parseCorsOrigins } from "../server/cors.ts";
 import { createJsonLogger } from "../server/log.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
@@ -22,6 +23,12 @@ export const STORE_VARIABLE = "AUTOMATION_RUNTIME_STORE";
 
 /** Environment variable listing the MCP allowed origins when the flag is absent. */
 export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
+
+/** Environment variable listing the CORS origins when the flag is absent. */
+export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
+
+/** Environment variable giving the retention in days when the flag is absent. */
+export const RETENTION_VARIABLE = "AUTOMATION_RUNTIME_RETENTION_DAYS";
 
 /** Environment variable listing the MCP allowed hosts when the flag is absent. */
 export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
@@ -44,6 +51,10 @@ Options:
                        Host names allowed on /v1/mcp: names, "loopback" or "*" (default:
                        $${MCP_HOSTS_VARIABLE}, else loopback on a loopback
                        bind, any on other binds)
+  --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
+                       exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
+  --retention-days N   days revoked and expired principals and the records of a rotated
+                       bootstrap are kept (default: $${RETENTION_VARIABLE}, else 30)
   -h, --help           show this help
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
@@ -57,6 +68,8 @@ interface ServeFlags {
   maxBodyBytes: number;
   mcpAllowedOrigins: string[] | undefined;
   mcpAllowedHosts: string[] | undefined;
+  corsOrigins: string[] | undefined;
+  retentionDays: number;
   help: boolean;
 }
 
@@ -88,6 +101,8 @@ function parseFlags(args: string[]): ServeFlags {
       "max-body-bytes",
       "mcp-allowed-origins",
       "mcp-allowed-hosts",
+      "cors-origins",
+      "retention-days",
     ],
   });
   const strings = parsed.strings;
@@ -117,8 +132,27 @@ function parseFlags(args: string[]): ServeFlags {
       "mcp-allowed-hosts",
       parseAllowedHosts,
     ),
+    corsOrigins: parsed.help ? undefined : parseList(
+      strings.get("cors-origins"),
+      CORS_ORIGINS_VARIABLE,
+      "cors-origins",
+      parseCorsOrigins,
+    ),
+    retentionDays: parsed.help ? 30 : parseRetentionDays(strings.get("retention-days")),
     help: parsed.help,
   };
+}
+
+function parseRetentionDays(flag: string | undefined): number {
+  const limits = { command: "serve", flag: "retention-days", min: 1, max: 36_500 };
+  if (flag !== undefined) return parseIntegerFlag(flag, limits);
+  const text = Deno.env.get(RETENTION_VARIABLE);
+  if (text === undefined) return 30;
+  const days = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(days >= limits.min && days <= limits.max)) {
+    throw new Error(`${RETENTION_VARIABLE} must be an integer from 1 to 36500`);
+  }
+  return days;
 }
 
 function storeBeside(secretFilePath: string): string {
@@ -180,6 +214,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
   }
+  try {
+    await store.claimAuthority(Date.now());
+  } catch (error) {
+    await store.close();
+    return reportError(new Error(`Cannot serve this store: ${(error as Error).message}`));
+  }
 
   const signal = waitForSignal();
   let running: RunningRuntime;
@@ -191,6 +231,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       port: flags.port,
       maxBodyBytes: flags.maxBodyBytes,
       mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
+      cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
+      retentionMs: flags.retentionDays * 86_400_000,
       logger,
     });
   } catch (error) {

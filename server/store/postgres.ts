@@ -4,8 +4,10 @@
  * - Every write is one SQL statement guarded by unique constraints, never read-then-write, so
  *   replicas racing on the same principal id or idempotency key agree. No connection is ever
  *   pinned (no `sql.begin`): see `createPrincipal` below for why.
- * - There is no principal cache: each authentication reads the principal row, so a revocation
- *   committed by one replica is seen by the very next request on every other replica.
+ * - Every authenticated request reads the authority state first (one indexed statement): the
+ *   namespace that claimed the store and this namespace's revocation counter, which a revocation
+ *   raises in the statement that revokes. A principal cache emptied when the counter moves is
+ *   therefore never stale on any replica.
  * - Connectivity failures surface as {@linkcode StoreUnavailableError} (503 `storeUnavailable`);
  *   the pool reconnects by itself once the database is back. No message ever contains the URL.
  *
@@ -13,18 +15,28 @@
  */
 import type postgres from "postgres";
 import type {
+  AuthorityState,
   CreatePrincipalResult,
   IdempotencyClaim,
   IdempotencyClaimParams,
   IdempotencyCompletion,
   IdempotencyKeyUsed,
   IdempotencyRecording,
+  PrincipalPage,
+  PrincipalPageOptions,
   PrincipalRecord,
+  PurgeOptions,
+  PurgeReport,
   RecordedCreateResult,
   RevokePrincipalResult,
   Store,
 } from "./types.ts";
-import { type Capability, IdempotencyLeaseLostError, StoreUnavailableError } from "./types.ts";
+import {
+  type Capability,
+  IdempotencyLeaseLostError,
+  StoreUnavailableError,
+  SupersededNamespaceError,
+} from "./types.ts";
 import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
@@ -412,6 +424,11 @@ class PostgresStore implements Store {
           UPDATE automation_runtime_principals SET revoked_at = ${revokedAt}
           WHERE namespace = ${this.#ns} AND principal_id = ${principalId} AND revoked_at IS NULL
           RETURNING 1
+        ), epoch AS (
+          INSERT INTO automation_runtime_namespaces AS n (namespace, revocations)
+          SELECT ${this.#ns}, 1 WHERE EXISTS (SELECT 1 FROM updated)
+          ON CONFLICT (namespace) DO UPDATE SET revocations = n.revocations + 1
+          RETURNING 1
         )
         SELECT (SELECT count(*) FROM updated)::int AS revoked,
                (SELECT count(*) FROM automation_runtime_principals
@@ -506,6 +523,127 @@ class PostgresStore implements Store {
         total += result.count;
         if (result.count < this.#batch) return total;
       }
+    });
+  }
+
+  /**
+   * Claims the store in one statement: refused when this namespace was retired; otherwise the
+   * authority row names this namespace and the one it replaced is retired.
+   */
+  claimAuthority(now: number): Promise<void> {
+    return this.#run(async (sql) => {
+      const [row] = await sql<{ retired_at: string | null }[]>`
+        WITH retired AS (
+          SELECT retired_at FROM automation_runtime_namespaces
+          WHERE namespace = ${this.#ns} AND retired_at IS NOT NULL
+        ), prior AS (
+          SELECT namespace FROM automation_runtime_authority WHERE singleton
+        ), claimed AS (
+          INSERT INTO automation_runtime_authority AS a (singleton, namespace, claimed_at)
+          SELECT true, ${this.#ns}, ${ms(now)} WHERE NOT EXISTS (SELECT 1 FROM retired)
+          ON CONFLICT (singleton) DO UPDATE SET
+            namespace = EXCLUDED.namespace, claimed_at = EXCLUDED.claimed_at
+          WHERE a.namespace <> EXCLUDED.namespace
+          RETURNING 1
+        ), registered AS (
+          INSERT INTO automation_runtime_namespaces (namespace, retired_at)
+          SELECT namespace, ${ms(now)} FROM prior
+          WHERE namespace <> ${this.#ns} AND EXISTS (SELECT 1 FROM claimed)
+          ON CONFLICT (namespace) DO UPDATE SET retired_at = EXCLUDED.retired_at
+          WHERE automation_runtime_namespaces.retired_at IS NULL
+          RETURNING 1
+        )
+        SELECT (SELECT retired_at FROM retired)::text AS retired_at,
+               (SELECT count(*) FROM registered)::int AS registered`;
+      if (row.retired_at !== null) {
+        throw new SupersededNamespaceError(
+          `This bootstrap was replaced on the store at ${
+            new Date(Number(row.retired_at)).toISOString()
+          }; start with the current bootstrap credential`,
+        );
+      }
+    });
+  }
+
+  /** Reads the claiming namespace and this namespace's revocation counter in one statement. */
+  readAuthorityState(): Promise<AuthorityState> {
+    return this.#run(async (sql) => {
+      const [row] = await sql<{ current: string | null; revocations: string | null }[]>`
+        SELECT (SELECT namespace FROM automation_runtime_authority WHERE singleton) AS current,
+               (SELECT revocations FROM automation_runtime_namespaces
+                WHERE namespace = ${this.#ns})::text AS revocations`;
+      return {
+        current: row.current === null || row.current === this.#ns,
+        epoch: `${row.current}/${row.revocations}`,
+      };
+    });
+  }
+
+  /** A keyset page: the primary order of {@linkcode PostgresStore.listPrincipals}. */
+  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalPage> {
+    return this.#run(async (sql) => {
+      const after = options.after;
+      const rows = await sql<PrincipalRow[]>`
+        SELECT ${sql(PRINCIPAL_COLUMNS)} FROM automation_runtime_principals
+        WHERE namespace = ${this.#ns} ${
+        after === undefined ? sql`` : sql`
+          AND (created_at COLLATE "C" > ${after.createdAt}
+               OR (created_at = ${after.createdAt}
+                   AND principal_id COLLATE "C" > ${after.principalId}))`
+      }
+        ORDER BY created_at COLLATE "C", principal_id COLLATE "C"
+        LIMIT ${options.limit + 1}`;
+      const records = rows.slice(0, options.limit).map(toRecord);
+      const last = records.at(-1);
+      return {
+        records,
+        next: rows.length > options.limit && last !== undefined
+          ? { createdAt: last.createdAt, principalId: last.principalId }
+          : null,
+      };
+    });
+  }
+
+  /**
+   * Deletes this namespace's principals revoked or expired before the cutoff, then every row of
+   * each namespace retired before it (namespaces never registered are registered as retired now,
+   * so they go one retention period later).
+   */
+  purgeRetired(options: PurgeOptions): Promise<PurgeReport> {
+    return this.#run(async (sql) => {
+      const cutoff = options.now - options.retentionMs;
+      const cutoffAt = new Date(cutoff).toISOString();
+      const deleted = await sql`
+        DELETE FROM automation_runtime_principals
+        WHERE namespace = ${this.#ns}
+          AND ((revoked_at IS NOT NULL AND revoked_at::timestamptz <= ${cutoffAt}::timestamptz)
+               OR expires_at::timestamptz <= ${cutoffAt}::timestamptz)`;
+      const [current] = await sql<{ namespace: string }[]>`
+        SELECT namespace FROM automation_runtime_authority WHERE singleton`;
+      if (current === undefined) return { principals: deleted.count, namespaces: 0 };
+      await sql`
+        INSERT INTO automation_runtime_namespaces (namespace, retired_at)
+        SELECT DISTINCT namespace, ${ms(options.now)}::bigint FROM (
+          SELECT namespace FROM automation_runtime_principals
+          UNION SELECT namespace FROM automation_runtime_idempotency
+        ) AS seen
+        WHERE namespace <> ${current.namespace}
+        ON CONFLICT (namespace) DO UPDATE SET retired_at = EXCLUDED.retired_at
+        WHERE automation_runtime_namespaces.retired_at IS NULL`;
+      const purged = await sql<{ namespace: string }[]>`
+        WITH due AS (
+          SELECT namespace FROM automation_runtime_namespaces
+          WHERE retired_at IS NOT NULL AND retired_at <= ${ms(cutoff)}
+            AND purged_at IS NULL AND namespace <> ${current.namespace}
+        ), principals AS (
+          DELETE FROM automation_runtime_principals WHERE namespace IN (SELECT namespace FROM due)
+        ), idempotency AS (
+          DELETE FROM automation_runtime_idempotency WHERE namespace IN (SELECT namespace FROM due)
+        )
+        UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
+        WHERE namespace IN (SELECT namespace FROM due)
+        RETURNING namespace`;
+      return { principals: deleted.count, namespaces: purged.length };
     });
   }
 

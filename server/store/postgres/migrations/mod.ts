@@ -9,6 +9,7 @@
  * @module
  */
 import { migration001 } from "./001_initial.ts";
+import { migration002 } from "./002_authority.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -29,4 +30,4 @@ export interface Migration {
  * console.log(MIGRATIONS.at(-1)?.version);
  * ```
  */
-export const MIGRATIONS: readonly Migration[] = Object.freeze([migration001]);
+export const MIGRATIONS: readonly Migration[] = Object.freeze([migration001, migration002]);
