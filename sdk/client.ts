@@ -12,6 +12,8 @@ import {
   type HealthStatus,
   type IssuedPrincipal,
   type MutatingCallOptions,
+  type PrincipalPage,
+  type PrincipalPageParams,
   type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
   type RuntimeInfo,
@@ -19,10 +21,16 @@ import {
 
 /** Options of {@linkcode RuntimeServiceClient}. */
 export interface RuntimeServiceClientOptions {
-  /** Base URL of the service, such as `http://127.0.0.1:7777`. No credentials, query or fragment. */
-  baseUrl: string | URL;
-  /** The caller's bearer. Sent only in the `authorization` header. */
-  token: string;
+  /**
+   * Base URL of the service, such as `http://127.0.0.1:7777`. No credentials, query or fragment.
+   * Default: the `AUTOMATION_RUNTIME_URL` environment variable, when the runtime has one.
+   */
+  baseUrl?: string | URL;
+  /**
+   * The caller's bearer. Sent only in the `authorization` header. Default: the
+   * `AUTOMATION_RUNTIME_TOKEN` environment variable, when the runtime has one.
+   */
+  token?: string;
   /** The fetch to use (default: the global `fetch`). */
   fetch?: typeof fetch;
   /** Default deadline of each call in ms, retries included; 1 to 300000 (default 60000). */
@@ -32,6 +40,25 @@ export interface RuntimeServiceClientOptions {
 }
 
 const MAX_DEADLINE_MS = 300_000;
+const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
+const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
+
+/**
+ * An environment variable when the runtime has an environment: Deno's (`Deno.env`) or Node's
+ * (`process.env`); a browser has neither. A permission refusal counts as absent, as does "".
+ */
+function environmentValue(name: string): string | undefined {
+  const runtime = globalThis as {
+    Deno?: { env?: { get?(name: string): string | undefined } };
+    process?: { env?: Record<string, string | undefined> };
+  };
+  try {
+    const value = runtime.Deno?.env?.get?.(name) ?? runtime.process?.env?.[name];
+    return value === "" ? undefined : value;
+  } catch {
+    return undefined;
+  }
+}
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/;
 
 interface RequestSpec {
@@ -96,14 +123,19 @@ export class RuntimeServiceClient {
     if (options === null || typeof options !== "object") {
       throw new TypeError("RuntimeServiceClient needs an options object");
     }
-    this.#baseUrl = checkBaseUrl(options.baseUrl);
-    if (typeof options.token !== "string" || options.token === "") {
-      throw new TypeError("RuntimeServiceClient needs a token");
+    const baseUrl = options.baseUrl ?? environmentValue(URL_VARIABLE);
+    if (baseUrl === undefined) {
+      throw new TypeError(`RuntimeServiceClient needs a baseUrl (or ${URL_VARIABLE})`);
     }
-    if (!/^[\x21-\x7e]+$/.test(options.token)) {
+    this.#baseUrl = checkBaseUrl(baseUrl);
+    const token = options.token ?? environmentValue(TOKEN_VARIABLE);
+    if (typeof token !== "string" || token === "") {
+      throw new TypeError(`RuntimeServiceClient needs a token (or ${TOKEN_VARIABLE})`);
+    }
+    if (!/^[\x21-\x7e]+$/.test(token)) {
       throw new TypeError("The token must be printable ASCII without spaces");
     }
-    this.#token = options.token;
+    this.#token = token;
     const customFetch = options.fetch;
     this.#fetch = customFetch ?? ((input, init) => fetch(input, init));
     this.#deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
@@ -211,7 +243,8 @@ export class RuntimeServiceClient {
   }
 
   /**
-   * Lists the principals (`GET /v1/principals`, needs `authority:admin`), without bearers.
+   * Lists every principal (`GET /v1/principals`, needs `authority:admin`), without bearers,
+   * oldest first: walks the pages of {@linkcode RuntimeServiceClient.listPrincipalPage}.
    *
    * @example
    * ```ts ignore
@@ -221,14 +254,53 @@ export class RuntimeServiceClient {
    * ```
    */
   async listPrincipals(options: CallOptions = {}): Promise<PrincipalSummary[]> {
+    const principals: PrincipalSummary[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPrincipalPage({ cursor }, options);
+      principals.push(...page.principals);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    return principals;
+  }
+
+  /**
+   * Reads one page of principals (`GET /v1/principals?limit=&cursor=`, needs
+   * `authority:admin`). Pass the page's `nextCursor` back as `cursor` until it is null.
+   *
+   * @example
+   * ```ts ignore
+   * const first = await client.listPrincipalPage({ limit: 50 });
+   * if (first.nextCursor !== null) {
+   *   const second = await client.listPrincipalPage({ limit: 50, cursor: first.nextCursor });
+   * }
+   * ```
+   */
+  async listPrincipalPage(
+    params: PrincipalPageParams = {},
+    options: CallOptions = {},
+  ): Promise<PrincipalPage> {
+    const query = new URLSearchParams();
+    if (params.limit !== undefined) {
+      if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500) {
+        throw new RangeError("limit must be an integer from 1 to 500");
+      }
+      query.set("limit", String(params.limit));
+    }
+    if (params.cursor !== undefined) query.set("cursor", params.cursor);
+    const search = query.size === 0 ? "" : `?${query}`;
     const answer = await this.#request({
       method: "GET",
-      path: "/v1/principals",
+      path: `/v1/principals${search}`,
       authenticated: true,
       options,
     });
-    const body = answer.body as { principals?: unknown } | null;
-    if (body === null || typeof body !== "object" || !Array.isArray(body.principals)) {
+    const body = answer.body as { principals?: unknown; nextCursor?: unknown } | null;
+    if (
+      body === null || typeof body !== "object" || !Array.isArray(body.principals) ||
+      !(body.nextCursor === undefined || body.nextCursor === null ||
+        typeof body.nextCursor === "string")
+    ) {
       throw new RuntimeServiceError({
         status: answer.status,
         code: "invalidResponse",
@@ -237,7 +309,10 @@ export class RuntimeServiceClient {
         correlationId: answer.headers.get("x-correlation-id") ?? "",
       });
     }
-    return body.principals as PrincipalSummary[];
+    return {
+      principals: body.principals as PrincipalSummary[],
+      nextCursor: (body.nextCursor as string | null | undefined) ?? null,
+    };
   }
 
   async #request(spec: RequestSpec): Promise<Answer> {

@@ -44,6 +44,8 @@ export {
   type HealthStatus,
   type IssuedPrincipal,
   type MutatingCallOptions,
+  type PrincipalPage,
+  type PrincipalPageParams,
   type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
   type RuntimeCapability,
