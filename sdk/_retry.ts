@@ -14,9 +14,10 @@ const RETRYABLE_STATUSES = new Set([408, 429, 503]);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isRetryableAnswer } from "./_retry.ts";
- * console.log(isRetryableAnswer(409, "idempotencyInFlight")); // true
- * console.log(isRetryableAnswer(409, "principalExists")); // false
+ * assert.equal(isRetryableAnswer(409, "idempotencyInFlight"), true);
+ * assert.equal(isRetryableAnswer(409, "principalExists"), false);
  * ```
  */
 export function isRetryableAnswer(status: number, code: string): boolean {
@@ -28,8 +29,9 @@ export function isRetryableAnswer(status: number, code: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseRetryAfter } from "./_retry.ts";
- * console.log(parseRetryAfter("2")); // 2000
+ * assert.equal(parseRetryAfter("2"), 2000);
  * ```
  */
 export function parseRetryAfter(value: string | null, now: number = Date.now()): number | null {
@@ -46,8 +48,9 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { backoffDelay } from "./_retry.ts";
- * console.log(backoffDelay(0) <= 500); // true
+ * assert.equal(backoffDelay(0) <= 500, true);
  * ```
  */
 export function backoffDelay(attempt: number): number {
@@ -60,6 +63,7 @@ export function backoffDelay(attempt: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sleep } from "./_retry.ts";
  * await sleep(10, AbortSignal.timeout(1000));
  * ```

@@ -83,19 +83,35 @@ interface Answer {
  * are retried on connection errors, 408, 409 `idempotencyInFlight`, 429 and 503, honouring
  * `Retry-After`, within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
  *
- * @example
- * ```ts ignore
- * import { RuntimeServiceClient } from "@automation/runtime/sdk";
+ * @example Issue and revoke a principal
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient } from "./client.ts";
+ * // A stand-in for the service, so that the example runs anywhere; leave `fetch` out for real.
+ * const calls: string[] = [];
+ * const service: typeof fetch = (input, init) => {
+ *   const request = new Request(input, init);
+ *   calls.push(`${request.method} ${new URL(request.url).pathname}`);
+ *   if (request.method === "DELETE") return Promise.resolve(new Response(null, { status: 204 }));
+ *   return request.json().then((body) =>
+ *     Response.json({ ...body, bearer: "art_" + "n".repeat(43) }, { status: 201 })
+ *   );
+ * };
  * const client = new RuntimeServiceClient({
  *   baseUrl: "http://127.0.0.1:7777",
- *   token: Deno.env.get("AUTOMATION_RUNTIME_TOKEN")!,
+ *   token: "art_" + "x".repeat(43), // or leave it out: AUTOMATION_RUNTIME_TOKEN is read
+ *   fetch: service,
  * });
  * const issued = await client.createPrincipal({
  *   capabilities: ["session:read"],
  *   expiresAt: new Date(Date.now() + 86_400_000),
  * });
- * console.log(issued.principalId); // keep issued.bearer somewhere safe: it is shown once
+ * assert.ok(issued.bearer.startsWith("art_")); // shown once: hand it over at once
  * await client.revokePrincipal(issued.principalId);
+ * assert.deepEqual(calls, [
+ *   "POST /v1/principals",
+ *   `DELETE /v1/principals/${issued.principalId}`,
+ * ]);
  * ```
  */
 export class RuntimeServiceClient {
@@ -111,12 +127,15 @@ export class RuntimeServiceClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RuntimeServiceClient } from "./client.ts";
    * const client = new RuntimeServiceClient({
    *   baseUrl: "http://127.0.0.1:7777",
    *   token: "art_" + "x".repeat(43),
    *   deadlineMs: 10_000,
    * });
+   * assert.ok(client instanceof RuntimeServiceClient);
+   * assert.throws(() => new RuntimeServiceClient({ baseUrl: "http://a.test", token: "a b" }), TypeError);
    * ```
    */
   constructor(options: RuntimeServiceClientOptions) {
@@ -150,8 +169,15 @@ export class RuntimeServiceClient {
    * Checks that the service is up (`GET /healthz`, unauthenticated: the bearer is not sent).
    *
    * @example
-   * ```ts ignore
-   * const { ok } = await client.health();
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json({ ok: true })),
+   * });
+   * assert.deepEqual(await client.health(), { ok: true });
    * ```
    */
   async health(options: CallOptions = {}): Promise<HealthStatus> {
@@ -168,8 +194,21 @@ export class RuntimeServiceClient {
    * Describes the service and the calling principal (`GET /v1/runtime`).
    *
    * @example
-   * ```ts ignore
-   * const info = await client.runtime();
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const me = {
+   *   interfaceVersion: "2026-07-23",
+   *   principalId: "0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+   *   capabilities: ["session:read"],
+   *   expiresAt: "2030-01-01T00:00:00.000Z",
+   * };
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json(me)),
+   * });
+   * assert.deepEqual((await client.runtime()).capabilities, ["session:read"]);
    * ```
    */
   async runtime(options: CallOptions = {}): Promise<RuntimeInfo> {
@@ -187,11 +226,26 @@ export class RuntimeServiceClient {
    * the principal's one-time bearer; it cannot be retrieved again.
    *
    * @example
-   * ```ts ignore
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let sentKey: string | null = null;
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: async (input, init) => {
+   *     const request = new Request(input, init);
+   *     sentKey = request.headers.get("idempotency-key");
+   *     const body = await request.json();
+   *     return Response.json({ ...body, bearer: "art_" + "n".repeat(43) }, { status: 201 });
+   *   },
+   * });
    * const issued = await client.createPrincipal(
-   *   { capabilities: ["session:read", "session:write"], expiresAt: "2026-08-01T00:00:00Z" },
+   *   { capabilities: ["session:read", "session:write"], expiresAt: "2030-08-01T00:00:00Z" },
    *   { idempotencyKey: "issue-worker-7" },
    * );
+   * assert.equal(sentKey, "issue-worker-7");
+   * assert.deepEqual(issued.capabilities, ["session:read", "session:write"]);
    * ```
    */
   async createPrincipal(
@@ -225,8 +279,22 @@ export class RuntimeServiceClient {
    * already revoked principal succeeds again; an unknown id rejects with code `notFound`.
    *
    * @example
-   * ```ts ignore
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const deleted: string[] = [];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: (input, init) => {
+   *     deleted.push(new Request(input, init).url);
+   *     return Promise.resolve(new Response(null, { status: 204 }));
+   *   },
+   * });
    * await client.revokePrincipal("0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1");
+   * assert.deepEqual(deleted, [
+   *   "http://127.0.0.1:7777/v1/principals/0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+   * ]);
    * ```
    */
   async revokePrincipal(principalId: string, options: MutatingCallOptions = {}): Promise<void> {
@@ -247,10 +315,20 @@ export class RuntimeServiceClient {
    * oldest first: walks the pages of {@linkcode RuntimeServiceClient.listPrincipalPage}.
    *
    * @example
-   * ```ts ignore
-   * for (const principal of await client.listPrincipals()) {
-   *   console.log(principal.principalId, principal.revokedAt ?? "valid");
-   * }
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const pages = [
+   *   { principals: [{ principalId: "a", revokedAt: "2026-01-01T00:00:00Z" }], nextCursor: "c1" },
+   *   { principals: [{ principalId: "b" }], nextCursor: null },
+   * ];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json(pages.shift())),
+   * });
+   * const all = await client.listPrincipals(); // every page, oldest first
+   * assert.deepEqual(all.map((p) => p.revokedAt ?? "valid"), ["2026-01-01T00:00:00Z", "valid"]);
    * ```
    */
   async listPrincipals(options: CallOptions = {}): Promise<PrincipalSummary[]> {
@@ -269,11 +347,24 @@ export class RuntimeServiceClient {
    * `authority:admin`). Pass the page's `nextCursor` back as `cursor` until it is null.
    *
    * @example
-   * ```ts ignore
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const urls: string[] = [];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: (input, init) => {
+   *     urls.push(new Request(input, init).url);
+   *     const nextCursor = urls.length === 1 ? "c1" : null;
+   *     return Promise.resolve(Response.json({ principals: [], nextCursor }));
+   *   },
+   * });
    * const first = await client.listPrincipalPage({ limit: 50 });
-   * if (first.nextCursor !== null) {
-   *   const second = await client.listPrincipalPage({ limit: 50, cursor: first.nextCursor });
-   * }
+   * assert.equal(first.nextCursor, "c1");
+   * const second = await client.listPrincipalPage({ limit: 50, cursor: first.nextCursor! });
+   * assert.equal(second.nextCursor, null);
+   * assert.equal(urls[1], "http://127.0.0.1:7777/v1/principals?limit=50&cursor=c1");
    * ```
    */
   async listPrincipalPage(
