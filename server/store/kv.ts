@@ -28,9 +28,9 @@ import {
   type IdempotencyKeyUsed,
   IdempotencyLeaseLostError,
   type IdempotencyRecording,
-  type PrincipalPage,
   type PrincipalPageOptions,
   type PrincipalRecord,
+  type PrincipalRecordPage,
   type PurgeOptions,
   type PurgeReport,
   type RecordedCreateResult,
@@ -572,7 +572,7 @@ class KvStore implements Store {
    * Pages over the sorted list: the principal keys are ordered by id, not by creation, and the
    * purge keeps the list to live principals and those within the retention period.
    */
-  async listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalPage> {
+  async listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
     const all = await this.listPrincipals();
     const after = options.after;
     let start = 0;

@@ -22,9 +22,9 @@ import type {
   IdempotencyCompletion,
   IdempotencyKeyUsed,
   IdempotencyRecording,
-  PrincipalPage,
   PrincipalPageOptions,
   PrincipalRecord,
+  PrincipalRecordPage,
   PurgeOptions,
   PurgeReport,
   RecordedCreateResult,
@@ -580,7 +580,7 @@ class PostgresStore implements Store {
   }
 
   /** A keyset page: the primary order of {@linkcode PostgresStore.listPrincipals}. */
-  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalPage> {
+  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
     return this.#run(async (sql) => {
       const after = options.after;
       const rows = await sql<PrincipalRow[]>`

@@ -174,7 +174,7 @@ export interface PrincipalPosition {
 }
 
 /** One page of principals. */
-export interface PrincipalPage {
+export interface PrincipalRecordPage {
   /** Up to `limit` records, oldest first. */
   records: PrincipalRecord[];
   /** Where the next page starts, or null after the last page. */
@@ -264,7 +264,7 @@ export interface Store {
    */
   readAuthorityState(): Promise<AuthorityState>;
   /** One page of the namespace's principals, oldest first (by `createdAt`, then id). */
-  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalPage>;
+  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage>;
   /**
    * Deletes this namespace's principals revoked or expired more than `retentionMs` ago, and
    * every record of a namespace retired more than `retentionMs` ago. A namespace other than the

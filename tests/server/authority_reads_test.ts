@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Authenticator, bearerDigest } from "../../server/authenticator.ts";
 import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
-import { InterfaceError } from "../../server/errors.ts";
+import type { InterfaceError } from "../../server/errors.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { AuthorityState, PrincipalRecord, Store } from "../../server/store/types.ts";
 
