@@ -40,7 +40,14 @@ import {
   StoreUnavailableError,
   SupersededNamespaceError,
 } from "./types.ts";
-import { parseRfc3339 } from "../time.ts";
+import {
+  claimAuthority,
+  pageOf,
+  purgeRetired,
+  readAuthorityState,
+  revocationsKey,
+  ROOT,
+} from "./_kv_authority.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -59,21 +66,6 @@ interface IdempotencyEntry {
   response?: StoredResponse;
 }
 
-const ROOT = "automation-runtime";
-const AUTHORITY = "automation-runtime-authority";
-const CURRENT_KEY: Deno.KvKey = [AUTHORITY, "current"];
-/** Keys deleted per atomic operation when a retired namespace is purged (KV allows 1000). */
-const PURGE_BATCH = 500;
-
-interface CurrentEntry {
-  namespace: string;
-  claimedAt: number;
-}
-
-interface RetiredEntry {
-  retiredAt: number;
-  purgedAt: number | null;
-}
 const MAX_ATTEMPTS = 32;
 /** KV drops values on its own a while after this; the purge does it on time. */
 const EXPIRY_SLACK_MS = 3_600_000;
@@ -421,7 +413,7 @@ class KvStore implements Store {
           .check(entry)
           .set(key, { ...entry.value, revokedAt })
           // A new versionstamp on the epoch: every process's next request sees the revocation.
-          .set(this.#revocationsKey(), revokedAt)
+          .set(revocationsKey(this.#namespace), revokedAt)
           .commit();
         if (result.ok) return "revoked";
       }
@@ -516,37 +508,11 @@ class KvStore implements Store {
     }
   }
 
-  #revocationsKey(): Deno.KvKey {
-    return [...this.#root, "revocations"];
-  }
+  // -- Cross-process authority, paging and retention: see _kv_authority.ts.
 
   async claimAuthority(now: number): Promise<void> {
     try {
-      const retiredKey = [AUTHORITY, "retired", this.#namespace];
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const [current, retired] = await this.#kv.getMany<[CurrentEntry, RetiredEntry]>([
-          CURRENT_KEY,
-          retiredKey,
-        ]);
-        if (retired.value !== null) {
-          throw new SupersededNamespaceError(
-            `This bootstrap was replaced on the store at ${
-              new Date(retired.value.retiredAt).toISOString()
-            }; start with the current bootstrap credential`,
-          );
-        }
-        if (current.value?.namespace === this.#namespace) return;
-        const operation = this.#kv.atomic().check(current).check(retired)
-          .set(CURRENT_KEY, { namespace: this.#namespace, claimedAt: now });
-        if (current.value !== null) {
-          operation.set(
-            [AUTHORITY, "retired", current.value.namespace],
-            { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
-          );
-        }
-        if ((await operation.commit()).ok) return;
-      }
-      throw contention();
+      await claimAuthority(this.#kv, this.#namespace, now);
     } catch (error) {
       if (error instanceof SupersededNamespaceError) throw error;
       throw unavailable(error);
@@ -555,100 +521,21 @@ class KvStore implements Store {
 
   async readAuthorityState(): Promise<AuthorityState> {
     try {
-      const [current, revocations] = await this.#kv.getMany<[CurrentEntry, string]>([
-        CURRENT_KEY,
-        this.#revocationsKey(),
-      ]);
-      return {
-        current: current.value === null || current.value.namespace === this.#namespace,
-        epoch: `${current.versionstamp}/${revocations.versionstamp}`,
-      };
+      return await readAuthorityState(this.#kv, this.#namespace);
     } catch (error) {
       throw unavailable(error);
     }
   }
 
-  /**
-   * Pages over the sorted list: the principal keys are ordered by id, not by creation, and the
-   * purge keeps the list to live principals and those within the retention period.
-   */
   async listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
-    const all = await this.listPrincipals();
-    const after = options.after;
-    let start = 0;
-    if (after !== undefined) {
-      while (
-        start < all.length &&
-        (all[start].createdAt < after.createdAt ||
-          (all[start].createdAt === after.createdAt && all[start].principalId <= after.principalId))
-      ) start++;
-    }
-    const records = all.slice(start, start + options.limit);
-    const last = records.at(-1);
-    const next = start + options.limit < all.length && last !== undefined
-      ? { createdAt: last.createdAt, principalId: last.principalId }
-      : null;
-    return { records, next };
+    return pageOf(await this.listPrincipals(), options);
   }
 
   async purgeRetired(options: PurgeOptions): Promise<PurgeReport> {
     try {
-      const cutoff = options.now - options.retentionMs;
-      let principals = 0;
-      const prefix = [...this.#root, "principal"];
-      for await (const entry of this.#kv.list<PrincipalRecord>({ prefix })) {
-        if (!isRetiredBefore(entry.value, cutoff)) continue;
-        const result = await this.#kv.atomic().check(entry)
-          .delete(entry.key)
-          .delete(this.#digestKey(entry.value.bearerDigest))
-          .commit();
-        if (result.ok) principals++;
-      }
-      return { principals, namespaces: await this.#purgeNamespaces(options.now, cutoff) };
+      return await purgeRetired(this.#kv, this.#namespace, options);
     } catch (error) {
       throw unavailable(error);
-    }
-  }
-
-  /**
-   * Finds every namespace under the root by skipping from one to the next (a key
-   * `[ROOT, ns + "\0"]` sorts after every key below `[ROOT, ns]`), so the scan reads one key per
-   * namespace, not every record.
-   */
-  async #purgeNamespaces(now: number, cutoff: number): Promise<number> {
-    const current = (await this.#kv.get<CurrentEntry>(CURRENT_KEY)).value;
-    // Without a claim, no namespace is known to be retired: delete nothing.
-    if (current === null) return 0;
-    let purged = 0;
-    let start: Deno.KvKey | undefined;
-    while (true) {
-      const selector = start === undefined ? { prefix: [ROOT] } : { prefix: [ROOT], start };
-      const [first] = await Array.fromAsync(this.#kv.list(selector, { limit: 1 }));
-      if (first === undefined) return purged;
-      const namespace = first.key[1];
-      if (typeof namespace !== "string") return purged;
-      start = [ROOT, namespace + "\0"];
-      if (namespace === current.namespace) continue;
-      const retiredKey = [AUTHORITY, "retired", namespace];
-      const retired = await this.#kv.get<RetiredEntry>(retiredKey);
-      if (retired.value === null) {
-        await this.#kv.atomic().check(retired)
-          .set(retiredKey, { retiredAt: now, purgedAt: null } satisfies RetiredEntry).commit();
-        continue;
-      }
-      if (retired.value.retiredAt > cutoff) continue;
-      while (true) {
-        const keys = await Array.fromAsync(
-          this.#kv.list({ prefix: [ROOT, namespace] }, { limit: PURGE_BATCH }),
-          (entry) => entry.key,
-        );
-        if (keys.length === 0) break;
-        const operation = this.#kv.atomic();
-        for (const key of keys) operation.delete(key);
-        await operation.commit();
-      }
-      await this.#kv.set(retiredKey, { ...retired.value, purgedAt: now } satisfies RetiredEntry);
-      purged++;
     }
   }
 
@@ -687,12 +574,4 @@ class KvStore implements Store {
     }
     return true;
   }
-}
-
-/** Whether a principal was revoked, or expired, before `cutoff` (ms). */
-function isRetiredBefore(record: PrincipalRecord, cutoff: number): boolean {
-  const revokedAt = record.revokedAt === null ? null : parseRfc3339(record.revokedAt);
-  if (revokedAt !== null && revokedAt <= cutoff) return true;
-  const expiresAt = parseRfc3339(record.expiresAt);
-  return expiresAt !== null && expiresAt <= cutoff;
 }

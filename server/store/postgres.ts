@@ -31,16 +31,17 @@ import type {
   RevokePrincipalResult,
   Store,
 } from "./types.ts";
-import {
-  type Capability,
-  IdempotencyLeaseLostError,
-  StoreUnavailableError,
-  SupersededNamespaceError,
-} from "./types.ts";
+import { type Capability, IdempotencyLeaseLostError, StoreUnavailableError } from "./types.ts";
 import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
+import {
+  claimAuthority,
+  principalPageRows,
+  purgeRetired,
+  readAuthorityState,
+} from "./postgres/_authority.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
 export { IdempotencyLeaseLostError } from "./types.ts";
@@ -526,73 +527,27 @@ class PostgresStore implements Store {
     });
   }
 
-  /**
-   * Claims the store in one statement: refused when this namespace was retired; otherwise the
-   * authority row names this namespace and the one it replaced is retired.
-   */
+  // -- Cross-process authority, paging and retention: see postgres/_authority.ts.
+
+  /** Claims the store for this namespace: see `claimAuthority` in `postgres/_authority.ts`. */
   claimAuthority(now: number): Promise<void> {
-    return this.#run(async (sql) => {
-      const [row] = await sql<{ retired_at: string | null }[]>`
-        WITH retired AS (
-          SELECT retired_at FROM automation_runtime_namespaces
-          WHERE namespace = ${this.#ns} AND retired_at IS NOT NULL
-        ), prior AS (
-          SELECT namespace FROM automation_runtime_authority WHERE singleton
-        ), claimed AS (
-          INSERT INTO automation_runtime_authority AS a (singleton, namespace, claimed_at)
-          SELECT true, ${this.#ns}, ${ms(now)} WHERE NOT EXISTS (SELECT 1 FROM retired)
-          ON CONFLICT (singleton) DO UPDATE SET
-            namespace = EXCLUDED.namespace, claimed_at = EXCLUDED.claimed_at
-          WHERE a.namespace <> EXCLUDED.namespace
-          RETURNING 1
-        ), registered AS (
-          INSERT INTO automation_runtime_namespaces (namespace, retired_at)
-          SELECT namespace, ${ms(now)} FROM prior
-          WHERE namespace <> ${this.#ns} AND EXISTS (SELECT 1 FROM claimed)
-          ON CONFLICT (namespace) DO UPDATE SET retired_at = EXCLUDED.retired_at
-          WHERE automation_runtime_namespaces.retired_at IS NULL
-          RETURNING 1
-        )
-        SELECT (SELECT retired_at FROM retired)::text AS retired_at,
-               (SELECT count(*) FROM registered)::int AS registered`;
-      if (row.retired_at !== null) {
-        throw new SupersededNamespaceError(
-          `This bootstrap was replaced on the store at ${
-            new Date(Number(row.retired_at)).toISOString()
-          }; start with the current bootstrap credential`,
-        );
-      }
-    });
+    return this.#run((sql) => claimAuthority(sql, this.#ns, now));
   }
 
-  /** Reads the claiming namespace and this namespace's revocation counter in one statement. */
+  /** Reads the authority state in one statement. */
   readAuthorityState(): Promise<AuthorityState> {
-    return this.#run(async (sql) => {
-      const [row] = await sql<{ current: string | null; revocations: string | null }[]>`
-        SELECT (SELECT namespace FROM automation_runtime_authority WHERE singleton) AS current,
-               (SELECT revocations FROM automation_runtime_namespaces
-                WHERE namespace = ${this.#ns})::text AS revocations`;
-      return {
-        current: row.current === null || row.current === this.#ns,
-        epoch: `${row.current}/${row.revocations}`,
-      };
-    });
+    return this.#run((sql) => readAuthorityState(sql, this.#ns));
   }
 
-  /** A keyset page: the primary order of {@linkcode PostgresStore.listPrincipals}. */
+  /** A keyset page, in the order of {@linkcode PostgresStore.listPrincipals}. */
   listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
     return this.#run(async (sql) => {
-      const after = options.after;
-      const rows = await sql<PrincipalRow[]>`
-        SELECT ${sql(PRINCIPAL_COLUMNS)} FROM automation_runtime_principals
-        WHERE namespace = ${this.#ns} ${
-        after === undefined ? sql`` : sql`
-          AND (created_at COLLATE "C" > ${after.createdAt}
-               OR (created_at = ${after.createdAt}
-                   AND principal_id COLLATE "C" > ${after.principalId}))`
-      }
-        ORDER BY created_at COLLATE "C", principal_id COLLATE "C"
-        LIMIT ${options.limit + 1}`;
+      const rows = await principalPageRows<PrincipalRow>(
+        sql,
+        this.#ns,
+        sql(PRINCIPAL_COLUMNS),
+        options,
+      );
       const records = rows.slice(0, options.limit).map(toRecord);
       const last = records.at(-1);
       return {
@@ -604,47 +559,9 @@ class PostgresStore implements Store {
     });
   }
 
-  /**
-   * Deletes this namespace's principals revoked or expired before the cutoff, then every row of
-   * each namespace retired before it (namespaces never registered are registered as retired now,
-   * so they go one retention period later).
-   */
+  /** Deletes retired principals and namespaces: see `purgeRetired` in `postgres/_authority.ts`. */
   purgeRetired(options: PurgeOptions): Promise<PurgeReport> {
-    return this.#run(async (sql) => {
-      const cutoff = options.now - options.retentionMs;
-      const cutoffAt = new Date(cutoff).toISOString();
-      const deleted = await sql`
-        DELETE FROM automation_runtime_principals
-        WHERE namespace = ${this.#ns}
-          AND ((revoked_at IS NOT NULL AND revoked_at::timestamptz <= ${cutoffAt}::timestamptz)
-               OR expires_at::timestamptz <= ${cutoffAt}::timestamptz)`;
-      const [current] = await sql<{ namespace: string }[]>`
-        SELECT namespace FROM automation_runtime_authority WHERE singleton`;
-      if (current === undefined) return { principals: deleted.count, namespaces: 0 };
-      await sql`
-        INSERT INTO automation_runtime_namespaces (namespace, retired_at)
-        SELECT DISTINCT namespace, ${ms(options.now)}::bigint FROM (
-          SELECT namespace FROM automation_runtime_principals
-          UNION SELECT namespace FROM automation_runtime_idempotency
-        ) AS seen
-        WHERE namespace <> ${current.namespace}
-        ON CONFLICT (namespace) DO UPDATE SET retired_at = EXCLUDED.retired_at
-        WHERE automation_runtime_namespaces.retired_at IS NULL`;
-      const purged = await sql<{ namespace: string }[]>`
-        WITH due AS (
-          SELECT namespace FROM automation_runtime_namespaces
-          WHERE retired_at IS NOT NULL AND retired_at <= ${ms(cutoff)}
-            AND purged_at IS NULL AND namespace <> ${current.namespace}
-        ), principals AS (
-          DELETE FROM automation_runtime_principals WHERE namespace IN (SELECT namespace FROM due)
-        ), idempotency AS (
-          DELETE FROM automation_runtime_idempotency WHERE namespace IN (SELECT namespace FROM due)
-        )
-        UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
-        WHERE namespace IN (SELECT namespace FROM due)
-        RETURNING namespace`;
-      return { principals: deleted.count, namespaces: purged.length };
-    });
+    return this.#run((sql) => purgeRetired(sql, this.#ns, options));
   }
 
   /** Closes the pool, letting running queries finish (up to 5 s). */
