@@ -75,10 +75,17 @@ function retiredKey(namespace: string): Deno.KvKey {
  */
 export async function claimAuthority(kv: Deno.Kv, namespace: string, now: number): Promise<void> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const [current, retired] = await kv.getMany<[CurrentEntry, RetiredEntry]>([
-      CURRENT_KEY,
-      retiredKey(namespace),
-    ]);
+    let read: [Deno.KvEntryMaybe<CurrentEntry>, Deno.KvEntryMaybe<RetiredEntry>];
+    try {
+      read = await kv.getMany<[CurrentEntry, RetiredEntry]>([CURRENT_KEY, retiredKey(namespace)]);
+    } catch (error) {
+      // Workers of `deno serve --parallel` open one SQLite file at the same instant; the first
+      // access of one of them can find the file locked (seen 1 start in 3 with two workers).
+      if (attempt >= LOCKED_RETRIES || !isLocked(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
+      continue;
+    }
+    const [current, retired] = read;
     if (retired.value !== null) {
       throw new SupersededNamespaceError(
         `This bootstrap was replaced on the store at ${
@@ -95,9 +102,21 @@ export async function claimAuthority(kv: Deno.Kv, namespace: string, now: number
         { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
       );
     }
-    if ((await operation.commit()).ok) return;
+    try {
+      if ((await operation.commit()).ok) return;
+    } catch (error) {
+      if (attempt >= LOCKED_RETRIES || !isLocked(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
+    }
   }
   throw new StoreUnavailableError("The KV store is too contended to commit");
+}
+
+/** Attempts of a claim that found the SQLite file locked, about 1 s in all. */
+const LOCKED_RETRIES = 9;
+
+function isLocked(error: unknown): boolean {
+  return error instanceof Error && /database is locked/i.test(error.message);
 }
 
 /**
