@@ -30,6 +30,8 @@ import { createRuntimeServer, type RuntimeServer } from "./server.ts";
 import { openKvStore } from "./store/kv.ts";
 import { openStore } from "./store/mod.ts";
 
+export type { RuntimeServer } from "./server.ts";
+
 /** Options of {@linkcode createDeployServer}. */
 export interface DeployServerOptions {
   /** The environment to read (default: the process environment). */
