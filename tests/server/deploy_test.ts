@@ -5,6 +5,7 @@
  * variables the entry refuses to start and writes nothing.
  */
 import assert from "node:assert/strict";
+import { createDeployServer, DeployStartError } from "../../server/deploy.ts";
 import { createTestBootstrap, sharedHeaders } from "../support/server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -162,5 +163,50 @@ Deno.test("deploy entry: with two workers, every request after a revocation is r
     assert.match(output, /with 2 threads/);
     assert.equal(output.includes(bootstrap.token), false);
     if (bearer !== "") assert.equal(output.includes(bearer), false);
+  }
+});
+
+Deno.test("deploy entry: without a configured store it opens the host's KV with no path", async () => {
+  const bootstrap = createTestBootstrap();
+  const env = {
+    AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
+    AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
+    AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
+    AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
+  };
+  const original = Deno.openKv;
+  const descriptor = Object.getOwnPropertyDescriptor(Deno, "openKv")!;
+  const paths: (string | undefined)[] = [];
+  // The host's KV stands in as an in-memory one; what matters is the path asked for.
+  Object.defineProperty(Deno, "openKv", {
+    configurable: true,
+    value: (path?: string) => {
+      paths.push(path);
+      return original(":memory:");
+    },
+  });
+  try {
+    const server = await createDeployServer({ env });
+    try {
+      assert.deepEqual(paths, [undefined]);
+      const answer = await server.handler(
+        new Request("http://deploy.test/v1/runtime", { headers: sharedHeaders(bootstrap.token) }),
+      );
+      assert.equal(answer.status, 200);
+      assert.equal((await answer.json()).principalId, bootstrap.principalId);
+    } finally {
+      await server.close();
+      await server.services.store.close();
+    }
+    // A partial bootstrap fails closed, naming what is missing, before any store is opened.
+    await assert.rejects(
+      () => createDeployServer({ env: { ...env, AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: undefined } }),
+      (error: Error) =>
+        error instanceof DeployStartError &&
+        /missing AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN/.test(error.message),
+    );
+    assert.equal(paths.length, 1);
+  } finally {
+    Object.defineProperty(Deno, "openKv", descriptor);
   }
 });
