@@ -5,6 +5,7 @@
  * @module
  */
 import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
+import { parseCorsOrigins } from "../server/cors.ts";
 import { createJsonLogger } from "../server/log.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
@@ -27,6 +28,11 @@ export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
 
 /** Environment variable of the service-wide active-run limit when the flag is absent. */
 export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
+/** Environment variable listing the CORS origins when the flag is absent. */
+export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
+
+/** Environment variable giving the retention in days when the flag is absent. */
+export const RETENTION_VARIABLE = "AUTOMATION_RUNTIME_RETENTION_DAYS";
 
 /** Environment variable listing the MCP allowed hosts when the flag is absent. */
 export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
@@ -59,6 +65,10 @@ Options:
                        $AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID, else the provider file)
   --max-active-runs N  active runs the whole service allows (default:
                        $${MAX_ACTIVE_RUNS_VARIABLE}, else ${DEFAULT_SERVICE_MAX_ACTIVE_RUNS})
+  --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
+                       exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
+  --retention-days N   days revoked and expired principals and the records of a rotated
+                       bootstrap are kept (default: $${RETENTION_VARIABLE}, else 30)
   -h, --help           show this help
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
@@ -81,6 +91,8 @@ interface ServeFlags {
   defaultAgent: string | undefined;
   defaultEnvironment: string | undefined;
   maxActiveRuns: number;
+  corsOrigins: string[] | undefined;
+  retentionDays: number;
   help: boolean;
 }
 
@@ -116,6 +128,8 @@ function parseFlags(args: string[]): ServeFlags {
       "default-agent",
       "default-environment",
       "max-active-runs",
+      "cors-origins",
+      "retention-days",
     ],
   });
   const strings = parsed.strings;
@@ -151,20 +165,52 @@ function parseFlags(args: string[]): ServeFlags {
     maxActiveRuns: parsed.help
       ? DEFAULT_SERVICE_MAX_ACTIVE_RUNS
       : maxActiveRuns(strings.get("max-active-runs")),
+    corsOrigins: parsed.help ? undefined : parseList(
+      strings.get("cors-origins"),
+      CORS_ORIGINS_VARIABLE,
+      "cors-origins",
+      parseCorsOrigins,
+    ),
+    retentionDays: parsed.help ? 30 : parseRetentionDays(strings.get("retention-days")),
     help: parsed.help,
   };
 }
 
-function maxActiveRuns(flag: string | undefined): number {
-  const range = { command: "serve", flag: "max-active-runs", min: 1, max: 1_000_000 };
-  if (flag !== undefined) return parseIntegerFlag(flag, range);
-  const fromEnv = Deno.env.get(MAX_ACTIVE_RUNS_VARIABLE);
-  if (fromEnv === undefined || fromEnv === "") return DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
-  const value = /^[0-9]{1,7}$/.test(fromEnv) ? Number(fromEnv) : Number.NaN;
-  if (!(value >= range.min && value <= range.max)) {
-    throw new Error(`${MAX_ACTIVE_RUNS_VARIABLE} must be a whole number from 1 to 1000000`);
+/**
+ * A whole-number setting from its flag, else its environment variable, else `fallback`; out of
+ * `min`..`max` is a usage error for the flag and a one-line error naming the variable.
+ */
+function integerSetting(
+  flag: string,
+  value: string | undefined,
+  variable: string,
+  limits: { min: number; max: number; fallback: number },
+): number {
+  const range = { command: "serve", flag, min: limits.min, max: limits.max };
+  if (value !== undefined) return parseIntegerFlag(value, range);
+  const text = Deno.env.get(variable);
+  if (text === undefined || text === "") return limits.fallback;
+  const number = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(number >= limits.min && number <= limits.max)) {
+    throw new Error(`${variable} must be a whole number from ${limits.min} to ${limits.max}`);
   }
-  return value;
+  return number;
+}
+
+function maxActiveRuns(flag: string | undefined): number {
+  return integerSetting("max-active-runs", flag, MAX_ACTIVE_RUNS_VARIABLE, {
+    min: 1,
+    max: 1_000_000,
+    fallback: DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
+  });
+}
+
+function parseRetentionDays(flag: string | undefined): number {
+  return integerSetting("retention-days", flag, RETENTION_VARIABLE, {
+    min: 1,
+    max: 36_500,
+    fallback: 30,
+  });
 }
 
 function storeBeside(secretFilePath: string): string {
@@ -235,6 +281,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
   }
+  try {
+    await store.claimAuthority(Date.now());
+  } catch (error) {
+    await store.close();
+    return reportError(new Error(`Cannot serve this store: ${(error as Error).message}`));
+  }
 
   const signal = waitForSignal();
   let running: RunningRuntime;
@@ -248,6 +300,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
       provider,
       maxActiveRuns: flags.maxActiveRuns,
+      cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
+      retentionMs: flags.retentionDays * 86_400_000,
       logger,
     });
   } catch (error) {

@@ -22,10 +22,10 @@ const LASTING_CODES = new Set(["providerNotConfigured", "runQuotaExceeded"]);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isRetryableAnswer } from "./_retry.ts";
- * console.log(isRetryableAnswer(409, "idempotencyInFlight")); // true
- * console.log(isRetryableAnswer(409, "principalExists")); // false
- * console.log(isRetryableAnswer(503, "providerNotConfigured")); // false
+ * assert.equal(isRetryableAnswer(409, "idempotencyInFlight"), true);
+ * assert.equal(isRetryableAnswer(409, "principalExists"), false);
  * ```
  */
 export function isRetryableAnswer(status: number, code: string): boolean {
@@ -38,8 +38,9 @@ export function isRetryableAnswer(status: number, code: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseRetryAfter } from "./_retry.ts";
- * console.log(parseRetryAfter("2")); // 2000
+ * assert.equal(parseRetryAfter("2"), 2000);
  * ```
  */
 export function parseRetryAfter(value: string | null, now: number = Date.now()): number | null {
@@ -56,8 +57,9 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { backoffDelay } from "./_retry.ts";
- * console.log(backoffDelay(0) <= 500); // true
+ * assert.equal(backoffDelay(0) <= 500, true);
  * ```
  */
 export function backoffDelay(attempt: number): number {
@@ -70,6 +72,7 @@ export function backoffDelay(attempt: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sleep } from "./_retry.ts";
  * await sleep(10, AbortSignal.timeout(1000));
  * ```

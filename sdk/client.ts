@@ -15,6 +15,8 @@ import {
   type HealthStatus,
   type IssuedPrincipal,
   type MutatingCallOptions,
+  type PrincipalPage,
+  type PrincipalPageParams,
   type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
   type RuntimeInfo,
@@ -22,10 +24,16 @@ import {
 
 /** Options of {@linkcode RuntimeServiceClient}. */
 export interface RuntimeServiceClientOptions {
-  /** Base URL of the service, such as `http://127.0.0.1:7777`. No credentials, query or fragment. */
-  baseUrl: string | URL;
-  /** The caller's bearer. Sent only in the `authorization` header. */
-  token: string;
+  /**
+   * Base URL of the service, such as `http://127.0.0.1:7777`. No credentials, query or fragment.
+   * Default: the `AUTOMATION_RUNTIME_URL` environment variable, when the runtime has one.
+   */
+  baseUrl?: string | URL;
+  /**
+   * The caller's bearer. Sent only in the `authorization` header. Default: the
+   * `AUTOMATION_RUNTIME_TOKEN` environment variable, when the runtime has one.
+   */
+  token?: string;
   /** The fetch to use (default: the global `fetch`). */
   fetch?: typeof fetch;
   /** Default deadline of each call in ms, retries included; 1 to 300000 (default 60000). */
@@ -35,6 +43,25 @@ export interface RuntimeServiceClientOptions {
 }
 
 const MAX_DEADLINE_MS = 300_000;
+const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
+const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
+
+/**
+ * An environment variable when the runtime has an environment: Deno's (`Deno.env`) or Node's
+ * (`process.env`); a browser has neither. A permission refusal counts as absent, as does "".
+ */
+function environmentValue(name: string): string | undefined {
+  const runtime = globalThis as {
+    Deno?: { env?: { get?(name: string): string | undefined } };
+    process?: { env?: Record<string, string | undefined> };
+  };
+  try {
+    const value = runtime.Deno?.env?.get?.(name) ?? runtime.process?.env?.[name];
+    return value === "" ? undefined : value;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Client of the runtime service. Every call sets `authorization`, `x-interface-version`
@@ -44,19 +71,35 @@ const MAX_DEADLINE_MS = 300_000;
  * `runQuotaExceeded` and 503 `providerNotConfigured`, which last), honouring `Retry-After`,
  * within the call's deadline. Failures reject with {@linkcode RuntimeServiceError}.
  *
- * @example
- * ```ts ignore
- * import { RuntimeServiceClient } from "@automation/runtime/sdk";
+ * @example Issue and revoke a principal
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient } from "./client.ts";
+ * // A stand-in for the service, so that the example runs anywhere; leave `fetch` out for real.
+ * const calls: string[] = [];
+ * const service: typeof fetch = (input, init) => {
+ *   const request = new Request(input, init);
+ *   calls.push(`${request.method} ${new URL(request.url).pathname}`);
+ *   if (request.method === "DELETE") return Promise.resolve(new Response(null, { status: 204 }));
+ *   return request.json().then((body) =>
+ *     Response.json({ ...body, bearer: "art_" + "n".repeat(43) }, { status: 201 })
+ *   );
+ * };
  * const client = new RuntimeServiceClient({
  *   baseUrl: "http://127.0.0.1:7777",
- *   token: Deno.env.get("AUTOMATION_RUNTIME_TOKEN")!,
+ *   token: "art_" + "x".repeat(43), // or leave it out: AUTOMATION_RUNTIME_TOKEN is read
+ *   fetch: service,
  * });
  * const issued = await client.createPrincipal({
  *   capabilities: ["session:read"],
  *   expiresAt: new Date(Date.now() + 86_400_000),
  * });
- * console.log(issued.principalId); // keep issued.bearer somewhere safe: it is shown once
+ * assert.ok(issued.bearer.startsWith("art_")); // shown once: hand it over at once
  * await client.revokePrincipal(issued.principalId);
+ * assert.deepEqual(calls, [
+ *   "POST /v1/principals",
+ *   `DELETE /v1/principals/${issued.principalId}`,
+ * ]);
  * ```
  */
 export class RuntimeServiceClient {
@@ -77,26 +120,34 @@ export class RuntimeServiceClient {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RuntimeServiceClient } from "./client.ts";
    * const client = new RuntimeServiceClient({
    *   baseUrl: "http://127.0.0.1:7777",
    *   token: "art_" + "x".repeat(43),
    *   deadlineMs: 10_000,
    * });
+   * assert.ok(client instanceof RuntimeServiceClient);
+   * assert.throws(() => new RuntimeServiceClient({ baseUrl: "http://a.test", token: "a b" }), TypeError);
    * ```
    */
   constructor(options: RuntimeServiceClientOptions) {
     if (options === null || typeof options !== "object") {
       throw new TypeError("RuntimeServiceClient needs an options object");
     }
-    this.#baseUrl = checkBaseUrl(options.baseUrl);
-    if (typeof options.token !== "string" || options.token === "") {
-      throw new TypeError("RuntimeServiceClient needs a token");
+    const baseUrl = options.baseUrl ?? environmentValue(URL_VARIABLE);
+    if (baseUrl === undefined) {
+      throw new TypeError(`RuntimeServiceClient needs a baseUrl (or ${URL_VARIABLE})`);
     }
-    if (!/^[\x21-\x7e]+$/.test(options.token)) {
+    this.#baseUrl = checkBaseUrl(baseUrl);
+    const token = options.token ?? environmentValue(TOKEN_VARIABLE);
+    if (typeof token !== "string" || token === "") {
+      throw new TypeError(`RuntimeServiceClient needs a token (or ${TOKEN_VARIABLE})`);
+    }
+    if (!/^[\x21-\x7e]+$/.test(token)) {
       throw new TypeError("The token must be printable ASCII without spaces");
     }
-    this.#token = options.token;
+    this.#token = token;
     const customFetch = options.fetch;
     this.#fetch = customFetch ?? ((input, init) => fetch(input, init));
     this.#deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
@@ -111,8 +162,15 @@ export class RuntimeServiceClient {
    * Checks that the service is up (`GET /healthz`, unauthenticated: the bearer is not sent).
    *
    * @example
-   * ```ts ignore
-   * const { ok } = await client.health();
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json({ ok: true })),
+   * });
+   * assert.deepEqual(await client.health(), { ok: true });
    * ```
    */
   async health(options: CallOptions = {}): Promise<HealthStatus> {
@@ -129,8 +187,21 @@ export class RuntimeServiceClient {
    * Describes the service and the calling principal (`GET /v1/runtime`).
    *
    * @example
-   * ```ts ignore
-   * const info = await client.runtime();
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const me = {
+   *   interfaceVersion: "2026-07-23",
+   *   principalId: "0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+   *   capabilities: ["session:read"],
+   *   expiresAt: "2030-01-01T00:00:00.000Z",
+   * };
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json(me)),
+   * });
+   * assert.deepEqual((await client.runtime()).capabilities, ["session:read"]);
    * ```
    */
   async runtime(options: CallOptions = {}): Promise<RuntimeInfo> {
@@ -148,11 +219,26 @@ export class RuntimeServiceClient {
    * the principal's one-time bearer; it cannot be retrieved again.
    *
    * @example
-   * ```ts ignore
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let sentKey: string | null = null;
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: async (input, init) => {
+   *     const request = new Request(input, init);
+   *     sentKey = request.headers.get("idempotency-key");
+   *     const body = await request.json();
+   *     return Response.json({ ...body, bearer: "art_" + "n".repeat(43) }, { status: 201 });
+   *   },
+   * });
    * const issued = await client.createPrincipal(
-   *   { capabilities: ["session:read", "session:write"], expiresAt: "2026-08-01T00:00:00Z" },
-   *   { idempotencyKey: crypto.randomUUID() }, // reuse a key only with the identical body
+   *   { capabilities: ["session:read", "session:write"], expiresAt: "2030-08-01T00:00:00Z" },
+   *   { idempotencyKey: "issue-worker-7" },
    * );
+   * assert.equal(sentKey, "issue-worker-7");
+   * assert.deepEqual(issued.capabilities, ["session:read", "session:write"]);
    * ```
    */
   async createPrincipal(
@@ -188,8 +274,22 @@ export class RuntimeServiceClient {
    * already revoked principal succeeds again; an unknown id rejects with code `notFound`.
    *
    * @example
-   * ```ts ignore
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const deleted: string[] = [];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: (input, init) => {
+   *     deleted.push(new Request(input, init).url);
+   *     return Promise.resolve(new Response(null, { status: 204 }));
+   *   },
+   * });
    * await client.revokePrincipal("0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1");
+   * assert.deepEqual(deleted, [
+   *   "http://127.0.0.1:7777/v1/principals/0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+   * ]);
    * ```
    */
   async revokePrincipal(principalId: string, options: MutatingCallOptions = {}): Promise<void> {
@@ -206,24 +306,87 @@ export class RuntimeServiceClient {
   }
 
   /**
-   * Lists the principals (`GET /v1/principals`, needs `authority:admin`), without bearers.
+   * Lists every principal (`GET /v1/principals`, needs `authority:admin`), without bearers,
+   * oldest first: walks the pages of {@linkcode RuntimeServiceClient.listPrincipalPage}.
    *
    * @example
-   * ```ts ignore
-   * for (const principal of await client.listPrincipals()) {
-   *   console.log(principal.principalId, principal.revokedAt ?? "valid");
-   * }
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const pages = [
+   *   { principals: [{ principalId: "a", revokedAt: "2026-01-01T00:00:00Z" }], nextCursor: "c1" },
+   *   { principals: [{ principalId: "b" }], nextCursor: null },
+   * ];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () => Promise.resolve(Response.json(pages.shift())),
+   * });
+   * const all = await client.listPrincipals(); // every page, oldest first
+   * assert.deepEqual(all.map((p) => p.revokedAt ?? "valid"), ["2026-01-01T00:00:00Z", "valid"]);
    * ```
    */
   async listPrincipals(options: CallOptions = {}): Promise<PrincipalSummary[]> {
+    const principals: PrincipalSummary[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPrincipalPage({ cursor }, options);
+      principals.push(...page.principals);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    return principals;
+  }
+
+  /**
+   * Reads one page of principals (`GET /v1/principals?limit=&cursor=`, needs
+   * `authority:admin`). Pass the page's `nextCursor` back as `cursor` until it is null.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const urls: string[] = [];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: (input, init) => {
+   *     urls.push(new Request(input, init).url);
+   *     const nextCursor = urls.length === 1 ? "c1" : null;
+   *     return Promise.resolve(Response.json({ principals: [], nextCursor }));
+   *   },
+   * });
+   * const first = await client.listPrincipalPage({ limit: 50 });
+   * assert.equal(first.nextCursor, "c1");
+   * const second = await client.listPrincipalPage({ limit: 50, cursor: first.nextCursor! });
+   * assert.equal(second.nextCursor, null);
+   * assert.equal(urls[1], "http://127.0.0.1:7777/v1/principals?limit=50&cursor=c1");
+   * ```
+   */
+  async listPrincipalPage(
+    params: PrincipalPageParams = {},
+    options: CallOptions = {},
+  ): Promise<PrincipalPage> {
+    const query = new URLSearchParams();
+    if (params.limit !== undefined) {
+      if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500) {
+        throw new RangeError("limit must be an integer from 1 to 500");
+      }
+      query.set("limit", String(params.limit));
+    }
+    if (params.cursor !== undefined) query.set("cursor", params.cursor);
+    const search = query.size === 0 ? "" : `?${query}`;
     const answer = await this.#request({
       method: "GET",
-      path: "/v1/principals",
+      path: `/v1/principals${search}`,
       authenticated: true,
       options,
     });
-    const body = answer.body as { principals?: unknown } | null;
-    if (body === null || typeof body !== "object" || !Array.isArray(body.principals)) {
+    const body = answer.body as { principals?: unknown; nextCursor?: unknown } | null;
+    if (
+      body === null || typeof body !== "object" || !Array.isArray(body.principals) ||
+      !(body.nextCursor === undefined || body.nextCursor === null ||
+        typeof body.nextCursor === "string")
+    ) {
       throw new RuntimeServiceError({
         status: answer.status,
         code: "invalidResponse",
@@ -232,7 +395,10 @@ export class RuntimeServiceClient {
         correlationId: answer.headers.get("x-correlation-id") ?? "",
       });
     }
-    return body.principals as PrincipalSummary[];
+    return {
+      principals: body.principals as PrincipalSummary[],
+      nextCursor: (body.nextCursor as string | null | undefined) ?? null,
+    };
   }
 
   async #request(spec: RequestSpec): Promise<Answer> {

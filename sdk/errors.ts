@@ -44,15 +44,26 @@ export interface RuntimeServiceErrorInit {
  * passed before an answer).
  *
  * @example
- * ```ts ignore
- * import { RuntimeServiceClient, RuntimeServiceError } from "@automation/runtime/sdk";
- * const client = new RuntimeServiceClient({ baseUrl: "http://127.0.0.1:7777", token: "art_…" });
- * try {
- *   await client.revokePrincipal("0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1");
- * } catch (error) {
- *   if (error instanceof RuntimeServiceError && error.code === "notFound") console.log("gone");
- *   else throw error;
- * }
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient } from "./client.ts";
+ * import { RuntimeServiceError } from "./errors.ts";
+ * const client = new RuntimeServiceClient({
+ *   baseUrl: "http://127.0.0.1:7777",
+ *   token: "art_" + "x".repeat(43),
+ *   // A stand-in for the service answering 404, so that the example runs anywhere.
+ *   fetch: () =>
+ *     Promise.resolve(Response.json({
+ *       error: { code: "notFound", layer: "authority", message: "No principal with this id" },
+ *     }, { status: 404 })),
+ * });
+ * const error = await client.revokePrincipal("0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1").then(
+ *   () => null,
+ *   (error) => error,
+ * );
+ * assert.ok(error instanceof RuntimeServiceError);
+ * assert.equal(error.code, "notFound");
+ * assert.equal(error.status, 404);
  * ```
  */
 export class RuntimeServiceError extends Error {
@@ -74,6 +85,7 @@ export class RuntimeServiceError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { RuntimeServiceError } from "./errors.ts";
    * const error = new RuntimeServiceError({
    *   status: 403,
@@ -82,7 +94,8 @@ export class RuntimeServiceError extends Error {
    *   message: "Capability authority:admin required",
    *   correlationId: crypto.randomUUID(),
    * });
-   * console.log(error.status); // 403
+   * assert.equal(error.status, 403);
+   * assert.equal(error.code, "missingCapability");
    * ```
    */
   constructor(init: RuntimeServiceErrorInit) {

@@ -9,12 +9,31 @@
  * {@linkcode createRuntimeServiceProviderModule} runs run-contract code through the service.
  *
  * @example Issue, list and revoke a principal
- * ```ts ignore
- * import { RuntimeServiceClient, RuntimeServiceError } from "@automation/runtime/sdk";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient, RuntimeServiceError } from "./mod.ts";
+ *
+ * // A stand-in for the service, so that the example runs anywhere; leave `fetch` out for real.
+ * const issuedBodies: unknown[] = [];
+ * const service: typeof fetch = async (input, init) => {
+ *   const request = new Request(input, init);
+ *   if (request.method === "POST") {
+ *     const body = await request.json();
+ *     issuedBodies.push(body);
+ *     return Response.json({ ...body, bearer: "art_" + "n".repeat(43) }, { status: 201 });
+ *   }
+ *   if (request.method === "GET") {
+ *     return Response.json({ principals: issuedBodies, nextCursor: null });
+ *   }
+ *   return Response.json({
+ *     error: { code: "notFound", layer: "authority", message: "No principal with this id" },
+ *   }, { status: 404 });
+ * };
  *
  * const client = new RuntimeServiceClient({
  *   baseUrl: "http://127.0.0.1:7777",
- *   token: Deno.env.get("AUTOMATION_RUNTIME_TOKEN")!, // never hard-code a bearer
+ *   token: "art_" + "x".repeat(43), // never hard-code a real bearer: omit it to read AUTOMATION_RUNTIME_TOKEN
+ *   fetch: service,
  * });
  * const issued = await client.createPrincipal(
  *   { capabilities: ["session:read"], expiresAt: new Date(Date.now() + 7 * 86_400_000) },
@@ -22,13 +41,11 @@
  *   // this fresh expiresAt on a second run and answer 422 idempotencyConflict)
  * );
  * // issued.bearer is shown only now: hand it to the new principal's owner.
- * console.log((await client.listPrincipals()).length);
- * try {
- *   await client.revokePrincipal(issued.principalId);
- * } catch (error) {
- *   if (error instanceof RuntimeServiceError) console.error(error.code, error.correlationId);
- *   throw error;
- * }
+ * assert.equal((await client.listPrincipals()).length, 1);
+ * await assert.rejects(
+ *   () => client.revokePrincipal(issued.principalId),
+ *   (error) => error instanceof RuntimeServiceError && error.code === "notFound",
+ * );
  * ```
  *
  * @example Start a run and read it back
@@ -42,10 +59,26 @@
  * ```
  *
  * @example Cancel a call
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RuntimeServiceClient } from "./mod.ts";
+ *
+ * // A service that never answers until the call is aborted.
+ * const hanging: typeof fetch = (_input, init) =>
+ *   new Promise((_resolve, reject) =>
+ *     init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))
+ *   );
+ * const client = new RuntimeServiceClient({
+ *   baseUrl: "http://127.0.0.1:7777",
+ *   token: "art_" + "x".repeat(43),
+ *   fetch: hanging,
+ * });
  * const controller = new AbortController();
- * setTimeout(() => controller.abort(), 1000);
- * await client.listPrincipals({ signal: controller.signal });
+ * setTimeout(() => controller.abort(new Error("stopped by the caller")), 10);
+ * await assert.rejects(
+ *   () => client.listPrincipals({ signal: controller.signal }),
+ *   /stopped by the caller/,
+ * );
  * ```
  *
  * @module
@@ -80,6 +113,8 @@ export {
   type HealthStatus,
   type IssuedPrincipal,
   type MutatingCallOptions,
+  type PrincipalPage,
+  type PrincipalPageParams,
   type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
   type RuntimeCapability,

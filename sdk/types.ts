@@ -44,6 +44,22 @@ export interface PrincipalSummary extends RuntimePrincipal {
   revokedAt?: string;
 }
 
+/** Parameters of {@linkcode RuntimeServiceClient.listPrincipalPage}. */
+export interface PrincipalPageParams {
+  /** Most principals in the page, 1 to 500 (default: the service's, 100). */
+  limit?: number;
+  /** The `nextCursor` of the previous page; omitted for the first page. */
+  cursor?: string;
+}
+
+/** One page of {@linkcode RuntimeServiceClient.listPrincipalPage}. */
+export interface PrincipalPage {
+  /** The principals of the page, oldest first. */
+  principals: PrincipalSummary[];
+  /** Pass it as `cursor` for the next page; null after the last page. */
+  nextCursor: string | null;
+}
+
 /** Parameters of {@linkcode RuntimeServiceClient.createPrincipal}. */
 export interface CreatePrincipalParams {
   /** Capabilities to grant: non-empty, a subset of the caller's, never `authority:admin`. */

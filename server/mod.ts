@@ -6,7 +6,13 @@
  */
 export * from "./store/types.ts";
 export * from "./bootstrap/credential.ts";
-export { createRuntimeServer, type RuntimeServer, type RuntimeServerOptions } from "./server.ts";
+export {
+  createRuntimeServer,
+  DEFAULT_RETENTION_MS,
+  type RuntimeServer,
+  type RuntimeServerOptions,
+} from "./server.ts";
+export { type CorsOptions, parseCorsOrigins, withCors } from "./cors.ts";
 export {
   formatBaseUrl,
   type RunningRuntime,

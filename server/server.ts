@@ -12,6 +12,7 @@
 import { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import { type Chain, compose, type Next, type Rule, whileAnswering } from "./chain.ts";
+import { type CorsOptions, withCors } from "./cors.ts";
 import { RequestContext } from "./context.ts";
 import { errorResponse, InterfaceError } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
@@ -45,6 +46,9 @@ import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
 import type { Store } from "./store/types.ts";
 
+/** Default retention of revoked and expired principals and retired namespaces: 30 days. */
+export const DEFAULT_RETENTION_MS = 30 * 86_400_000;
+
 /** Options of {@linkcode createRuntimeServer}. */
 export interface RuntimeServerOptions {
   /** The enrolled bootstrap credential. */
@@ -60,14 +64,21 @@ export interface RuntimeServerOptions {
   /** Clock, ms since the epoch (default `Date.now`). */
   now?: () => number;
   /**
-   * Cache principals in this process (default: on for the `kv` store, off otherwise).
-   * Revocations made through this server clear the cache at once; keep it off when several
-   * replicas share the store.
+   * Cache principals in this process (default on). Safe with several processes or replicas on
+   * one store: every authenticated request reads the store's revocation epoch and the cache is
+   * emptied when it moved (see `server/authenticator.ts`).
    */
   principalCache?: boolean;
   /**
-   * How often expired idempotency records are purged, in ms: at most once an interval, by the
-   * first request after it (default 10 min; 0 never).
+   * How long revoked and expired principals, and the records of a rotated-away bootstrap, are
+   * kept, in ms (default 30 days). They are purged with the idempotency records.
+   */
+  retentionMs?: number;
+  /** Browser origins allowed to call `/v1/*` across origins (default: none). */
+  cors?: CorsOptions;
+  /**
+   * How often expired idempotency records (and principals past their retention) are purged, in
+   * ms: at most once an interval, by the first request after it (default 10 min; 0 never).
    */
   cleanupIntervalMs?: number;
   /** Further routes, such as the MCP endpoint, built from the server's shared parts. */
@@ -157,7 +168,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   const authenticator = new Authenticator({
     bootstrap,
     store,
-    cache: options.principalCache ?? store.kind === "kv",
+    cache: options.principalCache ?? true,
   });
   const quota = new InFlightQuota(options.inFlightQuota ?? DEFAULT_IN_FLIGHT_QUOTA);
   const idempotency = new Idempotency({ store });
@@ -275,9 +286,10 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   }
 
   /**
-   * The one dispatch point. The chain answers synchronously when no rule had to wait (a read
-   * whose principal is cached, a refusal): such a request allocates no promise before its
-   * answer. (Deno.serve settles the answer of a handler that read the request headers through a
+   * The one dispatch point. The chain answers synchronously when no rule had to wait (an
+   * unauthenticated read, a refusal): such a request allocates no promise before its answer; an
+   * authenticated request waits for one shared store read, the revocation epoch (see
+   * `authenticator.ts`). (Deno.serve settles the answer of a handler that read the request headers through a
    * promise either way, so answering with a plain Response would save nothing more.)
    */
   function handler(request: Request, _info?: unknown): Promise<Response> {
@@ -318,20 +330,24 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   // rather than a timer: the first timer of a process loads Deno's timer module (10 to 25 ms),
   // which would hold up startup. An idle runtime creates no records, so it has none to purge.
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 600_000;
+  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   let cleaning: Promise<void> | null = null;
   let nextCleanup = now() + cleanupIntervalMs;
   let closed = false;
   function maybeCleanup(at: number): void {
     if (cleanupIntervalMs <= 0 || at < nextCleanup || cleaning !== null || closed) return;
     nextCleanup = at + cleanupIntervalMs;
-    cleaning = store.deleteExpired(at).then(
+    cleaning = Promise.all([
+      store.deleteExpired(at),
+      store.purgeRetired({ now: at, retentionMs }),
+    ]).then(
       () => {},
-      (error) => logger.error("idempotency cleanup failed", { errorName: error?.name }),
+      (error) => logger.error("store cleanup failed", { errorName: error?.name }),
     ).finally(() => cleaning = null);
   }
 
   return {
-    handler,
+    handler: options.cors === undefined ? handler : withCors(options.cors, handler),
     services,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {

@@ -119,6 +119,42 @@ export async function resolveBootstrap(
   return { credential: enroll(values, "auto-init", now), secretFilePath };
 }
 
+/**
+ * Resolves the bootstrap credential from the environment only, for hosts with no file system of
+ * their own (the Deploy-style entry): no secret file is read and none is generated. Fails closed
+ * with a {@linkcode BootstrapError}: `noBootstrap` when no variable is set,
+ * `incompleteEnvironment`, `invalidValue` or `bootstrapExpired` as {@linkcode resolveBootstrap}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { BootstrapError, resolveEnvironmentBootstrap } from "./resolve.ts";
+ * assert.throws(() => resolveEnvironmentBootstrap({}), BootstrapError);
+ * const credential = resolveEnvironmentBootstrap({
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: "art_" + "a".repeat(43),
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: "0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1",
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: "authority:admin",
+ *   AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: "2999-01-01T00:00:00Z",
+ * });
+ * assert.equal(credential.source, "environment");
+ * ```
+ */
+export function resolveEnvironmentBootstrap(
+  env: Record<string, string | undefined>,
+  now: number = Date.now(),
+): BootstrapCredential {
+  const values = readEnvironment(env);
+  if (values === null) {
+    throw new BootstrapError(
+      "noBootstrap",
+      `No bootstrap credential: set the four ${BOOTSTRAP_PREFIX}* variables (${
+        BOOTSTRAP_VARIABLE_NAMES.join(", ")
+      }); this entry reads no secret file and never generates one`,
+    );
+  }
+  return enroll(values, "environment", now);
+}
+
 function locateSecretFile(
   options: ResolveBootstrapOptions,
   env: Record<string, string | undefined>,

@@ -109,7 +109,10 @@ const principalSummary = z.object({
   revokedAt: z.string().optional(),
 });
 
-const principalsListOutput = z.object({ principals: z.array(principalSummary) });
+const principalsListOutput = z.object({
+  principals: z.array(principalSummary),
+  nextCursor: z.string().nullable(),
+});
 
 const issueOutput = z.object({
   principalId: z.string(),
@@ -123,6 +126,21 @@ const issueOutput = z.object({
 const revokeOutput = z.object({ principalId: z.string(), revoked: z.boolean() });
 
 const noArguments = z.object({}).strict();
+const listArguments = z.object({
+  limit: z.number().int().min(1).max(500).optional()
+    .describe("Most principals in the page, 1 to 500 (default 100)"),
+  cursor: z.string().optional().describe("The nextCursor of the previous page"),
+}).strict();
+
+/** The query string of a `principals_list` call, as `GET /v1/principals` takes it. */
+function listQuery(args: unknown): string {
+  const parsed = listArguments.safeParse(args ?? {});
+  if (!parsed.success) return "";
+  const query = new URLSearchParams();
+  if (parsed.data.limit !== undefined) query.set("limit", String(parsed.data.limit));
+  if (parsed.data.cursor !== undefined) query.set("cursor", parsed.data.cursor);
+  return query.size === 0 ? "" : `?${query}`;
+}
 const revokeArguments = z.object({
   principalId: z.string().describe("Lower-case UUID of the principal to revoke"),
 }).strict();
@@ -217,17 +235,18 @@ export class McpToolset {
         definition: {
           name: "principals_list",
           title: "List principals",
-          description: "Every principal, oldest first, without bearers or digests; revoked " +
-            "ones carry revokedAt (as GET /v1/principals).",
-          inputSchema: jsonSchema(noArguments),
+          description: "One page of principals, oldest first, without bearers or digests; " +
+            "revoked ones carry revokedAt; pass nextCursor back as cursor for the next page " +
+            "(as GET /v1/principals).",
+          inputSchema: jsonSchema(listArguments),
           outputSchema: outputSchema(principalsListOutput),
           annotations: readOnly(),
         },
         run: (args, call) =>
           runRoute(list, services, {
             ...call,
-            path: toolPath("principals_list"),
-            prepare: () => parseArguments(noArguments, args),
+            path: toolPath("principals_list") + listQuery(args),
+            prepare: () => parseArguments(listArguments, args),
           }),
       }],
       ["principal_issue", {

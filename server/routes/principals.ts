@@ -1,7 +1,12 @@
 /**
  * Scoped principals: `POST /v1/principals` issues one with a one-time bearer,
- * `DELETE /v1/principals/{id}` revokes it, `GET /v1/principals` lists them. All need
- * `authority:admin`.
+ * `DELETE /v1/principals/{id}` revokes it, `GET /v1/principals` lists them a page at a time. All
+ * need `authority:admin`.
+ *
+ * Paging: `GET /v1/principals?limit=N&cursor=C`. `limit` is 1 to 500 (default 100); the answer is
+ * `{ principals: [...], nextCursor }`, `nextCursor` an opaque string to pass back as `cursor`, or
+ * null after the last page. A bad `limit` or `cursor` (or any other query parameter) is 422
+ * `invalidRequest`.
  *
  * A bearer is never stored: it is derived as HMAC-SHA256(bootstrap authority key, principal id
  * and a stored random nonce), and only its SHA-256 digest is kept. The recorded idempotent answer
@@ -19,12 +24,18 @@ import {
   CAPABILITIES,
   type Capability,
   type CreatePrincipalResult,
+  type PrincipalPosition,
   type PrincipalRecord,
   type StoredResponse,
 } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
 import { audit } from "../runs/audit.ts";
 import { checkRunPolicyShape, grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
+
+/** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
+export const DEFAULT_PAGE_SIZE = 100;
+/** Most principals in one page of `GET /v1/principals`. */
+export const MAX_PAGE_SIZE = 500;
 
 /** Longest lifetime of an issued principal: 90 days, in ms. */
 export const MAX_PRINCIPAL_TTL_MS = 90 * 86_400_000;
@@ -210,6 +221,58 @@ function principalNotFound(): InterfaceError {
   return new InterfaceError("notFound", "No principal with this id", { layer: "authority" });
 }
 
+function badQuery(path: string, message: string): InterfaceError {
+  return invalidRequest([{ path, message }]);
+}
+
+/** Parses `limit` and `cursor` of a list query (the query string with its `?`, or ""). */
+function parsePageQuery(query: string): { limit: number; after?: PrincipalPosition } {
+  const params = new URLSearchParams(query);
+  let limit = DEFAULT_PAGE_SIZE;
+  let after: PrincipalPosition | undefined;
+  const seen = new Set<string>();
+  for (const [name, value] of params) {
+    if (seen.has(name)) throw badQuery(name, "Must be given at most once");
+    seen.add(name);
+    if (name === "limit") {
+      limit = /^[0-9]{1,3}$/.test(value) ? Number(value) : NaN;
+      if (!(limit >= 1 && limit <= MAX_PAGE_SIZE)) {
+        throw badQuery("limit", `Must be an integer from 1 to ${MAX_PAGE_SIZE}`);
+      }
+    } else if (name === "cursor") {
+      after = decodeCursor(value) ?? undefined;
+      if (after === undefined) throw badQuery("cursor", "Must be a nextCursor of an earlier page");
+    } else {
+      throw badQuery(name, "Unknown query parameter (known: limit, cursor)");
+    }
+  }
+  return after === undefined ? { limit } : { limit, after };
+}
+
+/** The opaque cursor: base64url of the JSON pair `[createdAt, principalId]`. */
+function encodeCursor(position: PrincipalPosition): string {
+  return toBase64Url(new TextEncoder().encode(
+    JSON.stringify([position.createdAt, position.principalId]),
+  ));
+}
+
+function decodeCursor(cursor: string): PrincipalPosition | null {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
+  try {
+    const binary = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
+    const pair = JSON.parse(binary);
+    if (
+      !Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" ||
+      parseRfc3339(pair[0]) === null || typeof pair[1] !== "string" || !UUID.test(pair[1])
+    ) {
+      return null;
+    }
+    return { createdAt: pair[0], principalId: pair[1] };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The principal routes.
  */
@@ -318,8 +381,9 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
   }
 
   async function list(context: RequestContext): Promise<Response> {
-    const records = await store.listPrincipals();
-    const principals = records.map((record) => {
+    const { limit, after } = parsePageQuery(context.query);
+    const page = await store.listPrincipalPage({ limit, after });
+    const principals = page.records.map((record) => {
       const entry: Record<string, unknown> = {
         principalId: record.principalId,
         capabilities: record.capabilities,
@@ -332,7 +396,8 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
       return entry;
     });
-    return context.json(JSON.stringify({ principals }));
+    const nextCursor = page.next === null ? null : encodeCursor(page.next);
+    return context.json(JSON.stringify({ principals, nextCursor }));
   }
 
   return [

@@ -10,6 +10,13 @@
  * - `["idempotency", scope]` → the claim or the recorded answer
  * - `["idempotency-expiry", expiresAt, scope]` → index for the purge
  * - runs, active-run slots and the audit log: see `kv/_runs.ts`
+ * - `["revocations"]` → rewritten by every revocation: its versionstamp is the revocation epoch
+ *
+ * and below `["automation-runtime-authority"]`, shared by every namespace:
+ *
+ * - `["current"]` → the namespace of the bootstrap that claimed the store last
+ * - `["retired", namespace]` → when a namespace stopped being current (kept after its purge, so
+ *   an old bootstrap cannot claim the store back)
  *
  * @module
  */
@@ -18,6 +25,7 @@ import {
   type AuditEntry,
   type AuditEntryInput,
   type AuditPage,
+  type AuthorityState,
   type CreatePrincipalResult,
   type IdempotencyClaim,
   type IdempotencyClaimParams,
@@ -27,7 +35,11 @@ import {
   type IdempotencyRecording,
   type ListAuditParams,
   type ListRunsParams,
+  type PrincipalPageOptions,
   type PrincipalRecord,
+  type PrincipalRecordPage,
+  type PurgeOptions,
+  type PurgeReport,
   type RecordedCreateResult,
   type RevokePrincipalResult,
   type RunPage,
@@ -37,7 +49,16 @@ import {
   type Store,
   type StoredResponse,
   StoreUnavailableError,
+  SupersededNamespaceError,
 } from "./types.ts";
+import {
+  claimAuthority,
+  pageOf,
+  purgeRetired,
+  readAuthorityState,
+  revocationsKey,
+  ROOT,
+} from "./_kv_authority.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -56,7 +77,6 @@ interface IdempotencyEntry {
   response?: StoredResponse;
 }
 
-const ROOT = "automation-runtime";
 const MAX_ATTEMPTS = 32;
 /** KV drops values on its own a while after this; the purge does it on time. */
 const EXPIRY_SLACK_MS = 3_600_000;
@@ -141,8 +161,11 @@ class KvStore implements Store {
   #committing = false;
   #runs: KvRunStore;
 
+  #namespace: string;
+
   constructor(kv: Deno.Kv, namespace: string) {
     this.#kv = kv;
+    this.#namespace = namespace;
     this.#root = [ROOT, namespace];
     this.#runs = new KvRunStore(kv, this.#root);
   }
@@ -431,6 +454,8 @@ class KvStore implements Store {
         const result = await this.#kv.atomic()
           .check(entry)
           .set(key, { ...entry.value, revokedAt })
+          // A new versionstamp on the epoch: every process's next request sees the revocation.
+          .set(revocationsKey(this.#namespace), revokedAt)
           .commit();
         if (result.ok) return "revoked";
       }
@@ -520,6 +545,37 @@ class KvStore implements Store {
         if ((await operation.commit()).ok && expired) deleted++;
       }
       return deleted;
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  // -- Cross-process authority, paging and retention: see _kv_authority.ts.
+
+  async claimAuthority(now: number): Promise<void> {
+    try {
+      await claimAuthority(this.#kv, this.#namespace, now);
+    } catch (error) {
+      if (error instanceof SupersededNamespaceError) throw error;
+      throw unavailable(error);
+    }
+  }
+
+  async readAuthorityState(): Promise<AuthorityState> {
+    try {
+      return await readAuthorityState(this.#kv, this.#namespace);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  async listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
+    return pageOf(await this.listPrincipals(), options);
+  }
+
+  async purgeRetired(options: PurgeOptions): Promise<PurgeReport> {
+    try {
+      return await purgeRetired(this.#kv, this.#namespace, options);
     } catch (error) {
       throw unavailable(error);
     }

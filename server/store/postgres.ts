@@ -4,8 +4,10 @@
  * - Every write is one SQL statement guarded by unique constraints, never read-then-write, so
  *   replicas racing on the same principal id or idempotency key agree. No connection is ever
  *   pinned (no `sql.begin`): see `createPrincipal` below for why.
- * - There is no principal cache: each authentication reads the principal row, so a revocation
- *   committed by one replica is seen by the very next request on every other replica.
+ * - Every authenticated request reads the authority state first (one indexed statement): the
+ *   namespace that claimed the store and this namespace's revocation counter, which a revocation
+ *   raises in the statement that revokes. A principal cache emptied when the counter moves is
+ *   therefore never stale on any replica.
  * - Connectivity failures surface as {@linkcode StoreUnavailableError} (503 `storeUnavailable`);
  *   the pool reconnects by itself once the database is back. No message ever contains the URL.
  *
@@ -16,6 +18,7 @@ import type {
   AuditEntry,
   AuditEntryInput,
   AuditPage,
+  AuthorityState,
   CreatePrincipalResult,
   IdempotencyClaim,
   IdempotencyClaimParams,
@@ -24,7 +27,11 @@ import type {
   IdempotencyRecording,
   ListAuditParams,
   ListRunsParams,
+  PrincipalPageOptions,
   PrincipalRecord,
+  PrincipalRecordPage,
+  PurgeOptions,
+  PurgeReport,
   RecordedCreateResult,
   RevokePrincipalResult,
   RunPage,
@@ -39,6 +46,12 @@ import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 import { PostgresRunStore } from "./postgres/_runs.ts";
+import {
+  claimAuthority,
+  principalPageRows,
+  purgeRetired,
+  readAuthorityState,
+} from "./postgres/_authority.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./postgres/_connect.ts";
 export { IdempotencyLeaseLostError } from "./types.ts";
@@ -471,6 +484,11 @@ class PostgresStore implements Store {
           UPDATE automation_runtime_principals SET revoked_at = ${revokedAt}
           WHERE namespace = ${this.#ns} AND principal_id = ${principalId} AND revoked_at IS NULL
           RETURNING 1
+        ), epoch AS (
+          INSERT INTO automation_runtime_namespaces AS n (namespace, revocations)
+          SELECT ${this.#ns}, 1 WHERE EXISTS (SELECT 1 FROM updated)
+          ON CONFLICT (namespace) DO UPDATE SET revocations = n.revocations + 1
+          RETURNING 1
         )
         SELECT (SELECT count(*) FROM updated)::int AS revoked,
                (SELECT count(*) FROM automation_runtime_principals
@@ -566,6 +584,43 @@ class PostgresStore implements Store {
         if (result.count < this.#batch) return total;
       }
     });
+  }
+
+  // -- Cross-process authority, paging and retention: see postgres/_authority.ts.
+
+  /** Claims the store for this namespace: see `claimAuthority` in `postgres/_authority.ts`. */
+  claimAuthority(now: number): Promise<void> {
+    return this.#run((sql) => claimAuthority(sql, this.#ns, now));
+  }
+
+  /** Reads the authority state in one statement. */
+  readAuthorityState(): Promise<AuthorityState> {
+    return this.#run((sql) => readAuthorityState(sql, this.#ns));
+  }
+
+  /** A keyset page, in the order of {@linkcode PostgresStore.listPrincipals}. */
+  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
+    return this.#run(async (sql) => {
+      const rows = await principalPageRows<PrincipalRow>(
+        sql,
+        this.#ns,
+        sql(PRINCIPAL_COLUMNS),
+        options,
+      );
+      const records = rows.slice(0, options.limit).map(toRecord);
+      const last = records.at(-1);
+      return {
+        records,
+        next: rows.length > options.limit && last !== undefined
+          ? { createdAt: last.createdAt, principalId: last.principalId }
+          : null,
+      };
+    });
+  }
+
+  /** Deletes retired principals and namespaces: see `purgeRetired` in `postgres/_authority.ts`. */
+  purgeRetired(options: PurgeOptions): Promise<PurgeReport> {
+    return this.#run((sql) => purgeRetired(sql, this.#ns, options));
   }
 
   /** Closes the pool, letting running queries finish (up to 5 s). */

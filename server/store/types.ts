@@ -143,8 +143,85 @@ export type RecordedCreateResult = CreatePrincipalResult | IdempotencyKeyUsed;
 export type RevokePrincipalResult = "revoked" | "alreadyRevoked" | "notFound";
 
 /**
- * The storage interface (principals, idempotency, and the run gateway's {@linkcode RunStore}
- * part). Implementations must be safe under concurrent calls from several
+ * What a process must read before it answers an authenticated request, so that a revocation or
+ * a bootstrap rotation made by any other process on the store holds for it at once.
+ */
+export interface AuthorityState {
+  /**
+   * False once another bootstrap claimed the store ({@linkcode Store.claimAuthority} with another
+   * namespace): this process runs with a rotated-away bootstrap and must refuse every bearer.
+   */
+  readonly current: boolean;
+  /** Opaque; changes whenever a principal of this namespace is revoked or the store is claimed. */
+  readonly epoch: string;
+}
+
+/** Options of {@linkcode Store.purgeRetired}. */
+export interface PurgeOptions {
+  /** Current time, ms since epoch. */
+  now: number;
+  /** How long revoked and expired principals and retired namespaces are kept, in ms. */
+  retentionMs: number;
+}
+
+/** What {@linkcode Store.purgeRetired} deleted. */
+export interface PurgeReport {
+  /** Revoked or expired principals of this namespace deleted. */
+  principals: number;
+  /** Retired namespaces whose every record was deleted. */
+  namespaces: number;
+}
+
+/** Options of {@linkcode Store.listPrincipalPage}. */
+export interface PrincipalPageOptions {
+  /** Most records in the page (at least 1). */
+  limit: number;
+  /** Start after this position (the `next` of the previous page); omitted: the first page. */
+  after?: PrincipalPosition;
+}
+
+/** A position in the list of principals: oldest first by `createdAt`, then `principalId`. */
+export interface PrincipalPosition {
+  /** RFC 3339 creation time of the last record seen. */
+  createdAt: string;
+  /** Its id. */
+  principalId: string;
+}
+
+/** One page of principals. */
+export interface PrincipalRecordPage {
+  /** Up to `limit` records, oldest first. */
+  records: PrincipalRecord[];
+  /** Where the next page starts, or null after the last page. */
+  next: PrincipalPosition | null;
+}
+
+/**
+ * Raised by {@linkcode Store.claimAuthority} when the namespace was claimed before and then
+ * replaced by another one: the bootstrap it derives from was rotated away from.
+ */
+export class SupersededNamespaceError extends Error {
+  /** Stable error code. */
+  readonly code = "bootstrapSuperseded" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { SupersededNamespaceError } from "./types.ts";
+   * assert.equal(new SupersededNamespaceError("rotated").code, "bootstrapSuperseded");
+   * ```
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "SupersededNamespaceError";
+  }
+}
+
+/**
+ * The storage interface (principals, idempotency, authority, and the run gateway's
+ * {@linkcode RunStore} part). Implementations must be safe under concurrent calls from several
  * processes sharing the backend: creation and claims are atomic (unique constraints or atomic
  * checks), never read-then-write.
  */
@@ -189,6 +266,27 @@ export interface Store extends RunStore {
   releaseIdempotency(scope: string, token: string): Promise<void>;
   /** Deletes idempotency records that expired before `now`; returns how many went. */
   deleteExpired(now: number): Promise<number>;
+  // -- Cross-process authority, paging and retention (one concern: what every replica agrees on).
+  /**
+   * Declares this namespace the store's current one: a process started with a rotated bootstrap
+   * takes the store over, and the namespace it replaced is retired (its processes then see
+   * `current: false`). Throws {@linkcode SupersededNamespaceError} when this namespace was
+   * itself retired before, so an old bootstrap cannot take the store back.
+   */
+  claimAuthority(now: number): Promise<void>;
+  /**
+   * Reads the authority state in one round trip. A store never claimed counts as current.
+   * Every authenticated request reads it first (see `server/authenticator.ts`).
+   */
+  readAuthorityState(): Promise<AuthorityState>;
+  /** One page of the namespace's principals, oldest first (by `createdAt`, then id). */
+  listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage>;
+  /**
+   * Deletes this namespace's principals revoked or expired more than `retentionMs` ago, and
+   * every record of a namespace retired more than `retentionMs` ago. A namespace other than the
+   * current one that was never retired counts as retired from this call on. Nothing else goes.
+   */
+  purgeRetired(options: PurgeOptions): Promise<PurgeReport>;
   /** Releases connections and files. */
   close(): Promise<void>;
 }

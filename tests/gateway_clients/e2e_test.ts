@@ -2,7 +2,6 @@
  * End to end through the real service: `provider init` writes the provider file, `serve` runs
  * against the in-process fake provider, a `session:write` principal limited to one agent starts
  * a run with the CLI and reads, lists, follows up and cancels it with the SDK.
-
  */
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";

@@ -330,3 +330,64 @@ Deno.test("an invalid idempotency key is refused before any request", async () =
   );
   assert.equal(requests.length, 0);
 });
+
+Deno.test("listPrincipals walks every page by nextCursor; listPrincipalPage sends limit and cursor", async () => {
+  const summary = (id: string) => ({
+    principalId: id,
+    capabilities: ["session:read"],
+    expiresAt: "2030-01-01T00:00:00.000Z",
+    issuerId: id,
+    createdAt: "2026-01-01T00:00:00.000Z",
+  });
+  const { fetch, requests } = scriptedFetch([
+    json(200, { principals: [summary("a")], nextCursor: "c1" }),
+    json(200, { principals: [summary("b")], nextCursor: null }),
+    json(200, { principals: [summary("c")], nextCursor: "c2" }),
+  ]);
+  const sdk = new RuntimeServiceClient({ baseUrl: "http://runtime.test", token: TOKEN, fetch });
+  const all = await sdk.listPrincipals();
+  assert.deepEqual(all.map((p) => p.principalId), ["a", "b"]);
+  assert.equal(requests[0].url, "http://runtime.test/v1/principals");
+  assert.equal(requests[1].url, "http://runtime.test/v1/principals?cursor=c1");
+  const page = await sdk.listPrincipalPage({ limit: 1, cursor: "c1" });
+  assert.equal(requests[2].url, "http://runtime.test/v1/principals?limit=1&cursor=c1");
+  assert.equal(page.nextCursor, "c2");
+  await assert.rejects(() => sdk.listPrincipalPage({ limit: 0 }), RangeError);
+  await assert.rejects(() => sdk.listPrincipalPage({ limit: 501 }), RangeError);
+});
+
+Deno.test("the client reads AUTOMATION_RUNTIME_TOKEN and AUTOMATION_RUNTIME_URL when options leave them out", async () => {
+  const saved = {
+    token: Deno.env.get("AUTOMATION_RUNTIME_TOKEN"),
+    url: Deno.env.get("AUTOMATION_RUNTIME_URL"),
+  };
+  const restore = (name: string, value: string | undefined) =>
+    value === undefined ? Deno.env.delete(name) : Deno.env.set(name, value);
+  try {
+    Deno.env.delete("AUTOMATION_RUNTIME_TOKEN");
+    Deno.env.delete("AUTOMATION_RUNTIME_URL");
+    assert.throws(
+      () => new RuntimeServiceClient({ baseUrl: "http://runtime.test" }),
+      (error: Error) =>
+        error instanceof TypeError && /AUTOMATION_RUNTIME_TOKEN/.test(error.message),
+    );
+    assert.throws(() => new RuntimeServiceClient({ token: TOKEN }), /AUTOMATION_RUNTIME_URL/);
+    Deno.env.set("AUTOMATION_RUNTIME_TOKEN", TOKEN);
+    Deno.env.set("AUTOMATION_RUNTIME_URL", "http://env.test/base");
+    const { fetch, requests } = scriptedFetch([
+      json(200, { interfaceVersion: "2026-07-23" }),
+      json(200, { interfaceVersion: "2026-07-23" }),
+    ]);
+    await new RuntimeServiceClient({ fetch }).runtime();
+    assert.equal(requests[0].url, "http://env.test/base/v1/runtime");
+    assert.equal(requests[0].headers.get("authorization"), `Bearer ${TOKEN}`);
+    // Options win over the environment.
+    const other = "art_" + "o".repeat(43);
+    await new RuntimeServiceClient({ fetch, token: other, baseUrl: "http://opt.test" }).runtime();
+    assert.equal(requests[1].url, "http://opt.test/v1/runtime");
+    assert.equal(requests[1].headers.get("authorization"), `Bearer ${other}`);
+  } finally {
+    restore("AUTOMATION_RUNTIME_TOKEN", saved.token);
+    restore("AUTOMATION_RUNTIME_URL", saved.url);
+  }
+});

@@ -5,10 +5,8 @@ import { startServer } from "../support/server.ts";
 const NODE_SCRIPT = `
 import { RuntimeServiceClient, RuntimeServiceError } from "./sdk.mjs";
 
-const client = new RuntimeServiceClient({
-  baseUrl: process.env.AUTOMATION_RUNTIME_URL,
-  token: process.env.AUTOMATION_RUNTIME_TOKEN,
-});
+// baseUrl and token left out: the SDK reads AUTOMATION_RUNTIME_URL and AUTOMATION_RUNTIME_TOKEN.
+const client = new RuntimeServiceClient({});
 const issued = await client.createPrincipal({
   capabilities: ["session:read"],
   expiresAt: new Date(Date.now() + 3600_000),

@@ -10,8 +10,9 @@ import {
   IdempotencyLeaseLostError,
   type PrincipalRecord,
   type Store,
+  SupersededNamespaceError,
 } from "../../server/store/types.ts";
-import { runRunContract } from "./_run_contract.ts";
+import { runRunContract, testRun } from "./_run_contract.ts";
 
 /** Opens a store for `namespace` on the backend under test; every call shares one backend. */
 export type OpenStore = (namespace: string) => Promise<Store>;
@@ -621,6 +622,185 @@ export function runStoreContract(
     );
     assert.deepEqual(await store.getPrincipal(record.principalId), record);
   });
+
+  // -- Cross-process authority, paging and retention.
+
+  /** Runs `body` with stores of two fresh namespaces on the shared backend. */
+  function testTwo(title: string, body: (a: Store, b: Store) => Promise<void>): void {
+    Deno.test({
+      name: `${name} store: ${title}`,
+      ignore: options.ignore ?? false,
+      sanitizeOps: sanitize,
+      sanitizeResources: sanitize,
+      async fn() {
+        const a = await open(randomNamespace());
+        const b = await open(randomNamespace());
+        try {
+          await body(a, b);
+        } finally {
+          await a.close();
+          await b.close();
+        }
+      },
+    });
+  }
+
+  testTwo(
+    "a claim by another namespace retires the first, which cannot claim back",
+    async (a, b) => {
+      const now = Date.now();
+      await a.claimAuthority(now);
+      await a.claimAuthority(now);
+      assert.equal((await a.readAuthorityState()).current, true);
+      const before = (await a.readAuthorityState()).epoch;
+      await b.claimAuthority(now + 1);
+      assert.equal((await b.readAuthorityState()).current, true);
+      const after = await a.readAuthorityState();
+      assert.equal(after.current, false);
+      assert.notEqual(after.epoch, before);
+      await assert.rejects(() => a.claimAuthority(now + 2), SupersededNamespaceError);
+      assert.equal((await a.readAuthorityState()).current, false);
+      assert.equal((await b.readAuthorityState()).current, true);
+    },
+  );
+
+  test("a revocation moves the epoch; creations and repeated revocations do not", async (store) => {
+    await store.claimAuthority(Date.now());
+    const record = testPrincipal();
+    const first = await store.readAuthorityState();
+    assert.equal((await store.readAuthorityState()).epoch, first.epoch);
+    assert.equal(await store.createPrincipal(record), "created");
+    assert.equal((await store.readAuthorityState()).epoch, first.epoch);
+    assert.equal(await store.revokePrincipal(record.principalId, record.createdAt), "revoked");
+    const revoked = await store.readAuthorityState();
+    assert.notEqual(revoked.epoch, first.epoch);
+    assert.equal(revoked.current, true);
+    assert.equal(
+      await store.revokePrincipal(record.principalId, record.createdAt),
+      "alreadyRevoked",
+    );
+    assert.equal(await store.revokePrincipal(crypto.randomUUID(), record.createdAt), "notFound");
+    assert.equal((await store.readAuthorityState()).epoch, revoked.epoch);
+  });
+
+  test("listPrincipalPage pages oldest first with no gap or repeat", async (store) => {
+    const base = Date.now() - DAY;
+    const records: PrincipalRecord[] = [];
+    for (let i = 0; i < 7; i++) {
+      // Two share each creation time: the id breaks the tie.
+      const record = testPrincipal({ createdAt: new Date(base + Math.floor(i / 2)).toISOString() });
+      records.push(record);
+      assert.equal(await store.createPrincipal(record), "created");
+    }
+    const all = await store.listPrincipals();
+    const seen: PrincipalRecord[] = [];
+    const sizes: number[] = [];
+    let after = undefined;
+    do {
+      const page: Awaited<ReturnType<Store["listPrincipalPage"]>> = await store.listPrincipalPage(
+        after === undefined ? { limit: 3 } : { limit: 3, after },
+      );
+      sizes.push(page.records.length);
+      seen.push(...page.records);
+      after = page.next ?? undefined;
+    } while (after !== undefined);
+    assert.deepEqual(sizes, [3, 3, 1]);
+    assert.deepEqual(seen, all);
+    assert.equal(seen.length, 7);
+    const exact = await store.listPrincipalPage({ limit: 7 });
+    assert.equal(exact.records.length, 7);
+    assert.equal(exact.next, null);
+  });
+
+  testTwo(
+    "purgeRetired keeps everything within retention, then drops retired principals and old namespaces only",
+    async (old, current) => {
+      const t0 = Date.now();
+      const at = (ms: number) => new Date(t0 + ms).toISOString();
+      const retentionMs = 30 * DAY;
+      await old.claimAuthority(t0);
+      const oldRecord = testPrincipal();
+      assert.equal(await old.createPrincipal(oldRecord), "created");
+      const claim = {
+        scope: randomHex(),
+        requestDigest: randomHex(),
+        now: t0,
+        leaseMs: 100 * DAY,
+        expiresAt: t0 + 100 * DAY,
+      };
+      assert.equal((await old.claimIdempotency(claim)).state, "claimed");
+      const oldRun = testRun({ principalId: oldRecord.principalId });
+      const slot = `reservation:${crypto.randomUUID()}`;
+      const reserved = await old.reserveRunSlot({
+        principalId: oldRecord.principalId,
+        slotId: slot,
+        principalLimit: 8,
+        serviceLimit: 1000,
+        now: t0,
+        leaseMs: 60_000,
+      });
+      assert.equal(reserved, "reserved");
+      await old.createRun(oldRun, slot);
+      await old.appendAudit({
+        at: at(0),
+        action: "run.started",
+        actorId: oldRecord.principalId,
+        runId: oldRun.runId,
+        correlationId: crypto.randomUUID(),
+        outcome: "ok",
+      });
+      await current.claimAuthority(t0);
+
+      const live = testPrincipal({ expiresAt: at(90 * DAY) });
+      const revoked = testPrincipal({ expiresAt: at(90 * DAY) });
+      const expired = testPrincipal({ createdAt: at(-2 * DAY), expiresAt: at(-DAY) });
+      const revokedLater = testPrincipal({ expiresAt: at(90 * DAY) });
+      for (const record of [live, revoked, expired, revokedLater]) {
+        assert.equal(await current.createPrincipal(record), "created");
+      }
+      assert.equal(await current.revokePrincipal(revoked.principalId, at(0)), "revoked");
+      assert.equal(
+        await current.revokePrincipal(revokedLater.principalId, at(29 * DAY)),
+        "revoked",
+      );
+      assert.equal((await current.claimIdempotency(claim)).state, "claimed");
+
+      // Within the retention period nothing goes.
+      assert.deepEqual(await current.purgeRetired({ now: t0 + 10 * DAY, retentionMs }), {
+        principals: 0,
+        namespaces: 0,
+      });
+      assert.equal((await current.listPrincipals()).length, 4);
+      assert.deepEqual(await old.getPrincipal(oldRecord.principalId), oldRecord);
+
+      const report = await current.purgeRetired({ now: t0 + 31 * DAY, retentionMs });
+      assert.equal(report.principals, 2);
+      assert.ok(report.namespaces >= 1, "the old namespace was purged");
+      const left = (await current.listPrincipals()).map((record) => record.principalId).sort();
+      assert.deepEqual(left, [live.principalId, revokedLater.principalId].sort());
+      assert.equal(await current.findPrincipalByDigest(revoked.bearerDigest), null);
+      assert.equal(await current.findPrincipalByDigest(expired.bearerDigest), null);
+      assert.deepEqual(await current.findPrincipalByDigest(live.bearerDigest), live);
+      assert.deepEqual(
+        await current.claimIdempotency({ ...claim, now: t0 + 31 * DAY }),
+        { state: "inFlight" },
+        "the current namespace's idempotency record stays",
+      );
+      assert.equal(await old.getPrincipal(oldRecord.principalId), null);
+      assert.equal(await old.findPrincipalByDigest(oldRecord.bearerDigest), null);
+      assert.deepEqual(await old.listPrincipals(), []);
+      assert.equal(await old.getRun(oldRun.runId), null, "the old namespace's run is gone");
+      assert.deepEqual((await old.listAudit({ limit: 100 })).entries, [], "and its audit log");
+      assert.equal(
+        (await old.claimIdempotency({ ...claim, now: t0 + 31 * DAY, leaseMs: 1 })).state,
+        "claimed",
+        "the old namespace's idempotency record is gone",
+      );
+      // The retired mark outlives the purge: the old bootstrap still cannot claim the store.
+      await assert.rejects(() => old.claimAuthority(t0 + 31 * DAY), SupersededNamespaceError);
+      assert.equal((await current.readAuthorityState()).current, true);
+    },
+  );
 
   Deno.test({
     name: `${name} store: namespaces never see each other's records`,

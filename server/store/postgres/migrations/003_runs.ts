@@ -27,7 +27,7 @@ import type { Migration } from "./mod.ts";
  * ```
  */
 export const migration003: Migration = Object.freeze({
-  version: 2,
+  version: 3,
   name: "runs",
   sql: `
 ALTER TABLE automation_runtime_principals

@@ -9,6 +9,7 @@
  * @module
  */
 import { migration001 } from "./001_initial.ts";
+import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
 
 /** One schema migration. */
@@ -30,4 +31,8 @@ export interface Migration {
  * console.log(MIGRATIONS.at(-1)?.version);
  * ```
  */
-export const MIGRATIONS: readonly Migration[] = Object.freeze([migration001, migration003]);
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  migration001,
+  migration002,
+  migration003,
+]);

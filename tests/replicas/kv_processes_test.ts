@@ -1,0 +1,149 @@
+/**
+ * Two real `serve` processes on one Deno KV file (`store.kv` beside the secret file of one HOME):
+ * whatever one of them learns (a revocation, an expiry, a bootstrap rotation) the other holds on
+ * its very next request, although it had just answered that bearer from its principal cache.
+ */
+import assert from "node:assert/strict";
+import { runCli } from "../support/cli.ts";
+import { createTestBootstrap, startServer, type TestServer } from "../support/server.ts";
+import { issue, issueBody, type Replica, revoke, use } from "./_replicas.ts";
+
+function replica(server: TestServer): Replica & { close(): void } {
+  const client = Deno.createHttpClient({});
+  return { url: server.url, client, server, close: () => client.close() };
+}
+
+async function twoProcesses(
+  home: string,
+  options: { autoInit?: boolean } = {},
+): Promise<{ a: TestServer; b: TestServer }> {
+  const bootstrap = createTestBootstrap();
+  const a = await startServer({ home, bootstrap, autoInit: options.autoInit });
+  const b = await startServer({ home, bootstrap, autoInit: options.autoInit });
+  return { a, b };
+}
+
+Deno.test("kv processes: issued on A works on B; revoked on A is refused on B at once", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
+  const { a, b } = await twoProcesses(home);
+  const [ra, rb] = [replica(a), replica(b)];
+  try {
+    for (let round = 0; round < 5; round++) {
+      const body = issueBody();
+      const issued = await issue(ra, a.bearer, body);
+      assert.equal(issued.status, 201);
+      const bearer: string = issued.body.bearer;
+      // Twice on B: the second answer comes from B's principal cache.
+      assert.equal((await use(rb, bearer)).status, 200);
+      assert.equal((await use(rb, bearer)).status, 200);
+      assert.equal((await revoke(ra, a.bearer, body.principalId)).status, 204);
+      const refused = await use(rb, bearer);
+      assert.equal(refused.status, 401, `round ${round}`);
+      assert.equal(refused.body.error.code, "authenticationFailed");
+      assert.equal((await use(ra, bearer)).status, 401);
+    }
+  } finally {
+    ra.close();
+    rb.close();
+    await a.stop();
+    await b.stop();
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("kv processes: a principal that expires is refused on both at its expiry", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
+  const { a, b } = await twoProcesses(home);
+  const [ra, rb] = [replica(a), replica(b)];
+  try {
+    const expiresAt = Date.now() + 3_000;
+    const body = issueBody({ expiresAt: new Date(expiresAt).toISOString() });
+    const issued = await issue(ra, a.bearer, body);
+    assert.equal(issued.status, 201);
+    assert.equal((await use(rb, issued.body.bearer)).status, 200);
+    assert.equal((await use(rb, issued.body.bearer)).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(expiresAt - Date.now() + 50, 0)));
+    for (const server of [rb, ra]) {
+      const refused = await use(server, issued.body.bearer);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error.code, "tokenExpired");
+    }
+  } finally {
+    ra.close();
+    rb.close();
+    await a.stop();
+    await b.stop();
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("kv processes: after init --force and a restart of A, B refuses old principals and its own old bootstrap", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
+  const configHome = `${home}/.config`;
+  const env = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: home,
+    XDG_CONFIG_HOME: configHome,
+    NO_COLOR: "1",
+    DENO_DIR: Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`,
+  };
+  const init = await runCli(["init"], { env });
+  assert.equal(init.code, 0, init.stderr);
+  const oldBootstrap = init.stdout.trim();
+  let a = await startServer({ home, autoInit: true });
+  const b = await startServer({ home, autoInit: true });
+  let ra = replica(a);
+  const rb = replica(b);
+  try {
+    const body = issueBody();
+    const issued = await issue(ra, oldBootstrap, body);
+    assert.equal(issued.status, 201);
+    const bearer: string = issued.body.bearer;
+    assert.equal((await use(rb, bearer)).status, 200);
+    assert.equal((await use(rb, bearer)).status, 200);
+    assert.equal((await use(rb, oldBootstrap)).status, 200);
+
+    const rotated = await runCli(["init", "--force"], { env });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newBootstrap = rotated.stdout.trim();
+    assert.notEqual(newBootstrap, oldBootstrap);
+    ra.close();
+    await a.stop();
+    a = await startServer({ home, autoInit: true });
+    ra = replica(a);
+
+    // B still runs with the old bootstrap: it learns of the rotation on its next request.
+    for (const bearerOnB of [bearer, oldBootstrap]) {
+      const refused = await use(rb, bearerOnB);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error.code, "authenticationFailed");
+      assert.match(refused.body.error.message, /newer bootstrap/);
+    }
+    assert.equal((await use(ra, newBootstrap)).status, 200);
+    assert.equal((await use(ra, bearer)).status, 401);
+    assert.equal((await use(ra, oldBootstrap)).status, 401);
+  } finally {
+    ra.close();
+    rb.close();
+    await a.stop();
+    await b.stop();
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("kv processes: a process started with a rotated-away bootstrap refuses to start", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
+  const old = createTestBootstrap();
+  try {
+    const first = await startServer({ home, bootstrap: old });
+    await first.stop();
+    const second = await startServer({ home });
+    await second.stop();
+    await assert.rejects(
+      () => startServer({ home, bootstrap: old, timeoutMs: 15_000 }),
+      /replaced on the store/,
+    );
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});

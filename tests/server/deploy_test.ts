@@ -1,0 +1,212 @@
+/**
+ * The Deploy-style entry (`server/deploy.ts`) run as hosts run it: `deno serve`, with the flags
+ * of the `deploy-local` task. With `--parallel` and two workers, a revocation acknowledged by one
+ * worker holds for every request after it, whichever worker answers; without the bootstrap
+ * variables the entry refuses to start and writes nothing.
+ */
+import assert from "node:assert/strict";
+import { createDeployServer, DeployStartError } from "../../server/deploy.ts";
+import { createTestBootstrap, sharedHeaders } from "../support/server.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+const ENTRY = new URL("server/deploy.ts", ROOT).pathname;
+
+/** The `deploy-local` task's flags, minus the entry and the host (the tests bind 127.0.0.1). */
+async function taskFlags(): Promise<string[]> {
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT)));
+  const words: string[] = config.tasks["deploy-local"].split(/\s+/);
+  assert.deepEqual(words.slice(0, 2), ["deno", "serve"]);
+  assert.equal(words.at(-1), "server/deploy.ts");
+  return words.slice(2, -1);
+}
+
+function denoDir(): string {
+  return Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** One request on a connection of its own, so the kernel picks a worker for each. */
+async function once(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: Record<string, unknown> | null }> {
+  const client = Deno.createHttpClient({});
+  try {
+    const response = await fetch(url, { ...init, client });
+    const text = await response.text();
+    return { status: response.status, body: text === "" ? null : JSON.parse(text) };
+  } finally {
+    client.close();
+  }
+}
+
+Deno.test("deploy entry: without the bootstrap variables it refuses to start and writes no file", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-deploy-" });
+  try {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["serve", ...await taskFlags(), "--port", String(freePort()), ENTRY],
+      cwd: home,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "",
+        HOME: home,
+        XDG_CONFIG_HOME: `${home}/.config`,
+        DENO_DIR: denoDir(),
+        NO_COLOR: "1",
+        // A partial bootstrap fails closed as well; none at all is the case tested here.
+      },
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.notEqual(output.code, 0);
+    assert.match(stderr, /No bootstrap credential: set the four AUTOMATION_RUNTIME_BOOTSTRAP_\*/);
+    assert.match(stderr, /reads no secret file and never generates one/);
+    const written = await Array.fromAsync(Deno.readDir(home));
+    assert.deepEqual(written, [], "nothing written in HOME or the working directory");
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("deploy entry: with two workers, every request after a revocation is refused", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "art-deploy-" });
+  const bootstrap = createTestBootstrap();
+  const port = freePort();
+  const base = `http://127.0.0.1:${port}`;
+  // A KV file of its own (the host's default KV would outlive the test): the file needs read and
+  // write access to its directory on top of the task's flags.
+  const access = [`--allow-read=${dir}`, `--allow-write=${dir}`];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["serve", ...await taskFlags(), ...access, "--port", String(port), ENTRY],
+    // Where `deno task deploy-local` runs: deno.json (import map, unstable KV) is found there.
+    cwd: ROOT.pathname,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "",
+      HOME: dir,
+      DENO_DIR: denoDir(),
+      NO_COLOR: "1",
+      DENO_JOBS: "2",
+      AUTOMATION_RUNTIME_STORE: `${dir}/store.kv`,
+      AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
+      AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
+      AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
+      AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
+    },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const stdout = new Response(child.stdout).text();
+  let bearer = "";
+  try {
+    const deadline = Date.now() + 60_000;
+    while (true) {
+      const up = await once(`${base}/healthz`).catch(() => null);
+      if (up?.status === 200) break;
+      assert.ok(Date.now() < deadline, "deno serve did not answer /healthz in time");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const principalId = crypto.randomUUID();
+    const issued = await once(`${base}/v1/principals`, {
+      method: "POST",
+      headers: sharedHeaders(bootstrap.token, {
+        "content-type": "application/json",
+        "idempotency-key": crypto.randomUUID(),
+      }),
+      body: JSON.stringify({
+        principalId,
+        capabilities: ["session:read"],
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      }),
+    });
+    assert.equal(issued.status, 201);
+    bearer = issued.body!.bearer as string;
+    const useIt = () => once(`${base}/v1/runtime`, { headers: sharedHeaders(bearer) });
+    // Fresh connections land on both workers (SO_REUSEPORT); each caches the principal.
+    for (let i = 0; i < 20; i++) assert.equal((await useIt()).status, 200);
+
+    const revoked = await once(`${base}/v1/principals/${principalId}`, {
+      method: "DELETE",
+      headers: sharedHeaders(bootstrap.token),
+    });
+    assert.equal(revoked.status, 204);
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 20; batch++) {
+      const answers = await Promise.all(Array.from({ length: 10 }, useIt));
+      for (const answer of answers) {
+        statuses.push(answer.status);
+        assert.equal((answer.body?.error as { code?: string })?.code, "authenticationFailed");
+      }
+    }
+    assert.equal(statuses.length, 200);
+    assert.deepEqual(statuses.filter((status) => status !== 401), []);
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // It exited on its own; its output says why.
+    }
+    await child.status;
+    const output = (await Promise.all([stderr, stdout])).join("\n");
+    await Deno.remove(dir, { recursive: true });
+    // deno serve reports its worker count; two workers were asked for with DENO_JOBS.
+    assert.match(output, /with 2 threads/);
+    assert.equal(output.includes(bootstrap.token), false);
+    if (bearer !== "") assert.equal(output.includes(bearer), false);
+  }
+});
+
+Deno.test("deploy entry: without a configured store it opens the host's KV with no path", async () => {
+  const bootstrap = createTestBootstrap();
+  const env = {
+    AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
+    AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
+    AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
+    AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
+  };
+  const original = Deno.openKv;
+  const descriptor = Object.getOwnPropertyDescriptor(Deno, "openKv")!;
+  const paths: (string | undefined)[] = [];
+  // The host's KV stands in as an in-memory one; what matters is the path asked for.
+  Object.defineProperty(Deno, "openKv", {
+    configurable: true,
+    value: (path?: string) => {
+      paths.push(path);
+      return original(":memory:");
+    },
+  });
+  try {
+    const server = await createDeployServer({ env });
+    try {
+      assert.deepEqual(paths, [undefined]);
+      const answer = await server.handler(
+        new Request("http://deploy.test/v1/runtime", { headers: sharedHeaders(bootstrap.token) }),
+      );
+      assert.equal(answer.status, 200);
+      assert.equal((await answer.json()).principalId, bootstrap.principalId);
+    } finally {
+      await server.close();
+      await server.services.store.close();
+    }
+    // A partial bootstrap fails closed, naming what is missing, before any store is opened.
+    await assert.rejects(
+      () => createDeployServer({ env: { ...env, AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: undefined } }),
+      (error: Error) =>
+        error instanceof DeployStartError &&
+        /missing AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN/.test(error.message),
+    );
+    assert.equal(paths.length, 1);
+  } finally {
+    Object.defineProperty(Deno, "openKv", descriptor);
+  }
+});
