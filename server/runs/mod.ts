@@ -6,6 +6,7 @@
  */
 export * from "./provider.ts";
 export * from "./policy.ts";
+export * from "./activity.ts";
 export {
   DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
   publicRun,

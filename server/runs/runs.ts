@@ -24,6 +24,7 @@
  *
  * @module
  */
+import { RunActivity } from "./activity.ts";
 import type {
   ManagedAgentEvent,
   ProviderManagedAgentClient,
@@ -152,6 +153,8 @@ export class RunGateway {
   #loaded: Promise<ProviderManagedAgentClient> | null = null;
   readonly #serviceLimit: number;
   readonly #secrets: string[];
+  /** Runs with news in this process: the routes notify, the run's tail listens. */
+  readonly activity: RunActivity = new RunActivity();
 
   /** Creates the gateway. */
   constructor(options: RunGatewayOptions) {
