@@ -249,6 +249,51 @@ export class RunGateway {
     throw runNotFound();
   }
 
+  /**
+   * Creates the provider session, answering no later than `deadline`. The creation itself is not
+   * cut at the caller's deadline: a session the provider made after the caller gave up would be
+   * an orphan nobody knows of, so when the deadline wins, the session is deleted as soon as its
+   * creation is answered (the caller got 503 `providerUnavailable` and may retry).
+   */
+  #createSession(
+    client: ProviderManagedAgentClient,
+    params: Parameters<ProviderManagedAgentClient["createSession"]>[0],
+    deadline: AbortSignal,
+  ): Promise<SessionView> {
+    const creation = client.createSession(params) as Promise<SessionView>;
+    if (deadline.aborted) return this.#abandon(client, creation, deadline);
+    return new Promise<SessionView>((resolve, reject) => {
+      const onDeadline = () => {
+        this.#abandon(client, creation, deadline).catch(reject);
+      };
+      deadline.addEventListener("abort", onDeadline, { once: true });
+      creation.then(
+        (session) => {
+          deadline.removeEventListener("abort", onDeadline);
+          resolve(session);
+        },
+        (error) => {
+          deadline.removeEventListener("abort", onDeadline);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Gives up on a creation at the deadline; deletes the session once the provider answers. */
+  #abandon(
+    client: ProviderManagedAgentClient,
+    creation: Promise<SessionView>,
+    deadline: AbortSignal,
+  ): Promise<never> {
+    creation.then(
+      (session) =>
+        client.deleteSession(session.id, { signal: AbortSignal.timeout(30_000) }).catch(() => {}),
+      () => {},
+    );
+    return Promise.reject(new ProviderAbortError({ cause: deadline.reason }));
+  }
+
   /** Starts a run (steps 1 to 5 of the module doc); answers its record. */
   async start(context: RequestContext, body: StartRunBody): Promise<RunRecord> {
     const client = await this.#requireClient();
@@ -303,14 +348,14 @@ export class RunGateway {
     let session: SessionView;
     try {
       const signal = this.#deadline(context);
-      session = await client.createSession({
+      session = await this.#createSession(client, {
         agentId: agentId!,
         environmentId: environmentId!,
         ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
         ...(body.title !== undefined ? { title: body.title } : {}),
         ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
         ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
-      }, { signal }) as SessionView;
+      }, signal);
       try {
         await client.sendEvents(session.id, userMessages(body.input), { signal });
       } catch (error) {

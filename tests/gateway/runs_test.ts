@@ -430,6 +430,14 @@ Deno.test("runs: provider failures map to providerError and providerUnavailable"
     });
 
     await t.step("the caller's x-deadline caps the wait on the provider", async () => {
+      const sessions = gateway.fake.managedAgents!.sessions;
+      const liveBefore = sessions.size;
+      const deletes = () =>
+        gateway.fake.requests.filter((r) =>
+          r.method === "DELETE" && r.path.startsWith("/v1/sessions/")
+        )
+          .length;
+      const deletesBefore = deletes();
       gateway.fake.delayNext({ method: "POST", path: "/v1/sessions", ms: 5_000 });
       const began = Date.now();
       const answer = await gateway.request("POST", "/v1/runs", {
@@ -439,6 +447,13 @@ Deno.test("runs: provider failures map to providerError and providerUnavailable"
       });
       assertCode(answer, 503, "providerUnavailable");
       assert.ok(Date.now() - began < 4_000, "answered at the deadline, not after the provider");
+      // The provider still made the session after the caller gave up: it is deleted, not left
+      // behind as a run nobody knows of.
+      for (let waited = 0; deletes() === deletesBefore && waited < 10_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(deletes(), deletesBefore + 1, "the late session was deleted");
+      assert.equal(sessions.size, liveBefore, "no session is left behind");
     });
 
     await t.step("every failed start released its slot", async () => {

@@ -173,18 +173,26 @@ async function verify(
   bootstrap: TestBootstrap,
   options: { all: boolean },
 ): Promise<void> {
-  const listed = await fetch(`${server.url}/v1/principals`, {
-    client,
-    headers: headers(server.bearer),
-  });
-  const listText = await listed.text();
-  assert.equal(listed.status, 200, listText);
+  // Every page of the list, following nextCursor.
   const principals: {
     principalId: string;
     capabilities: string[];
     expiresAt: string;
     revokedAt?: string;
-  }[] = JSON.parse(listText).principals;
+  }[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = cursor === null ? "?limit=500" : `?limit=500&cursor=${cursor}`;
+    const listed = await fetch(`${server.url}/v1/principals${query}`, {
+      client,
+      headers: headers(server.bearer),
+    });
+    const listText = await listed.text();
+    assert.equal(listed.status, 200, listText);
+    const page = JSON.parse(listText);
+    principals.push(...page.principals);
+    cursor = page.nextCursor ?? null;
+  } while (cursor !== null);
   const byId = new Map(principals.map((entry) => [entry.principalId, entry]));
   assert.equal(byId.size, principals.length, "no principal is listed twice");
   for (const entry of principals) {

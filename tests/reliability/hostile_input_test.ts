@@ -256,18 +256,26 @@ Deno.test(`hostile input: ${TOTAL} generated requests, no 5xx, only JSON errors,
     assert.equal(health.status, 200, "the server answers after the run");
     await health.body?.cancel();
     assert.equal(server.serverErrors(), 0, "no 5xx in the server's log");
-    // Only accepted starts created provider sessions, and only created sessions were touched.
-    const calls = fake.requests.slice(setupRequests);
-    const created = new Set(
-      [...fake.managedAgents!.sessions.keys()],
-    );
-    assert.equal(
-      calls.filter((call) => call.method === "POST" && call.path === "/v1/sessions").length,
-      acceptedStarts,
-      "one provider session per accepted start",
-    );
-    for (const call of calls) {
-      if (call.path === "/v1/sessions") continue;
+    // Only accepted starts keep provider sessions: a start that gave up at its deadline while
+    // the provider was still creating the session deletes it once created. Wait for those
+    // deletions to land (bounded), then: one live session per accepted start, and nothing but
+    // those cleanups touched a session that is not live.
+    const calls = () => fake.requests.slice(setupRequests);
+    const isDelete = (call: { method: string; path: string }) =>
+      call.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(call.path);
+    const outstanding = () => {
+      const all = calls();
+      const posts = all.filter((call) => call.method === "POST" && call.path === "/v1/sessions");
+      return posts.length - all.filter(isDelete).length;
+    };
+    for (let waited = 0; outstanding() !== acceptedStarts && waited < 10_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(outstanding(), acceptedStarts, "one provider session per accepted start");
+    const created = new Set([...fake.managedAgents!.sessions.keys()]);
+    assert.equal(created.size, acceptedStarts, "every live provider session is an accepted run");
+    for (const call of calls()) {
+      if (call.path === "/v1/sessions" || isDelete(call)) continue;
       const id = /^\/v1\/sessions\/([^/]+)/.exec(call.path)?.[1];
       assert.ok(id !== undefined && created.has(id), `a provider call for no run: ${call.path}`);
     }
