@@ -54,8 +54,9 @@
  *   { input: "Summarise the open issues", metadata: { agent_id: "agent_01" } },
  *   { idempotencyKey: "nightly-summary-2026-07-23" },
  * );
- * console.log((await client.runs.get(run.runId)).state);
- * for await (const past of client.runs.listAll({ state: "completed" })) console.log(past.runId);
+ * const state = (await client.runs.get(run.runId)).state; // "running", then "completed"
+ * const finished = [];
+ * for await (const past of client.runs.listAll({ state: "completed" })) finished.push(past.runId);
  * ```
  *
  * @example Cancel a call

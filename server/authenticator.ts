@@ -75,9 +75,10 @@ function tokenExpired(): InterfaceError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { bearerToken } from "./authenticator.ts";
- * console.log(bearerToken("bearer  art_example ")); // "art_example"
- * console.log(bearerToken("Basic abc")); // null
+ * assert.equal(bearerToken("bearer  art_example "), "art_example");
+ * assert.equal(bearerToken("Basic abc"), null);
  * ```
  */
 export function bearerToken(authorization: string): string | null {
@@ -111,8 +112,9 @@ export function bearerToken(authorization: string): string | null {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { bearerDigest } from "./authenticator.ts";
- * console.log(bearerDigest("art_example").length); // 64
+ * assert.equal(bearerDigest("art_example").length, 64);
  * ```
  */
 export function bearerDigest(bearer: string): string {

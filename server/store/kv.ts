@@ -122,9 +122,10 @@ function usedState(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { openKvStore } from "./kv.ts";
  * const store = await openKvStore({ path: ":memory:", namespace: "0".repeat(32) });
- * console.log(store.kind); // "kv"
+ * assert.equal(store.kind, "kv");
  * await store.close();
  * ```
  */

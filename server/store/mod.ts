@@ -32,8 +32,10 @@ export class StoreLocationError extends TypeError {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { StoreLocationError } from "./mod.ts";
-   * throw new StoreLocationError("Unsupported store URL scheme mysql");
+   * const error = new StoreLocationError("Unsupported store URL scheme mysql");
+   * assert.equal(error.name, "StoreLocationError");
    * ```
    */
   constructor(message: string) {
@@ -51,9 +53,10 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { openStore } from "./mod.ts";
  * const store = await openStore({ location: ":memory:", namespace: "0".repeat(32) });
- * console.log(store.kind); // "kv"
+ * assert.equal(store.kind, "kv");
  * await store.close();
  * ```
  */

@@ -300,8 +300,10 @@ export class StoreUnavailableError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { StoreUnavailableError } from "./types.ts";
-   * throw new StoreUnavailableError("database unreachable");
+   * const error = new StoreUnavailableError("database unreachable");
+   * assert.equal(error.name, "StoreUnavailableError");
    * ```
    */
   constructor(message: string, options?: ErrorOptions) {
@@ -322,8 +324,10 @@ export class IdempotencyLeaseLostError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { IdempotencyLeaseLostError } from "./types.ts";
-   * throw new IdempotencyLeaseLostError("The idempotency claim was taken over");
+   * const error = new IdempotencyLeaseLostError("The idempotency claim was taken over");
+   * assert.equal(error.name, "IdempotencyLeaseLostError");
    * ```
    */
   constructor(message: string) {

@@ -28,8 +28,10 @@ export class StoreUrlError extends TypeError {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { StoreUrlError } from "./_connect.ts";
-   * throw new StoreUrlError("Invalid PostgreSQL store URL");
+   * const error = new StoreUrlError("Invalid PostgreSQL store URL");
+   * assert.equal(error.name, "StoreUrlError");
    * ```
    */
   constructor(message: string) {
@@ -43,8 +45,9 @@ export class StoreUrlError extends TypeError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isPostgresUrl } from "./_connect.ts";
- * console.log(isPostgresUrl("postgres://app@db:5432/app")); // true
+ * assert.equal(isPostgresUrl("postgres://app@db:5432/app"), true);
  * ```
  */
 export function isPostgresUrl(url: string): boolean {

@@ -23,8 +23,9 @@ let caught = 0;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isDriverWriteCrash } from "./_driver_guard.ts";
- * console.log(isDriverWriteCrash(new Error("other"))); // false
+ * assert.equal(isDriverWriteCrash(new Error("other")), false);
  * ```
  */
 export function isDriverWriteCrash(error: unknown): boolean {
@@ -45,9 +46,12 @@ function onError(event: ErrorEvent): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { guardDriverCrash } from "./_driver_guard.ts";
- * const stop = guardDriverCrash(() => console.log("replace the pool"));
+ * let replaced = 0;
+ * const stop = guardDriverCrash(() => replaced++);
  * stop();
+ * assert.equal(replaced, 0);
  * ```
  */
 export function guardDriverCrash(onCrash: () => void): () => void {
@@ -65,8 +69,9 @@ export function guardDriverCrash(onCrash: () => void): () => void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { driverCrashesCaught } from "./_driver_guard.ts";
- * console.log(driverCrashesCaught()); // 0
+ * assert.equal(driverCrashesCaught(), 0);
  * ```
  */
 export function driverCrashesCaught(): number {

@@ -27,8 +27,10 @@ export class SchemaVersionError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { SchemaVersionError } from "./_migrate.ts";
-   * throw new SchemaVersionError("Database schema version 3 is newer than this build (2)");
+   * const error = new SchemaVersionError("Database schema version 3 is newer than this build (2)");
+   * assert.equal(error.name, "SchemaVersionError");
    * ```
    */
   constructor(message: string) {
@@ -64,8 +66,9 @@ function step(migration: Migration, index: number): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { migrationStatement } from "./_migrate.ts";
- * console.log(migrationStatement().startsWith("DO ")); // true
+ * assert.equal(migrationStatement().startsWith("DO "), true);
  * ```
  */
 export function migrationStatement(options: MigrateOptions = {}): string {

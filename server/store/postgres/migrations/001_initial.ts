@@ -15,8 +15,9 @@ import type { Migration } from "./mod.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { migration001 } from "./001_initial.ts";
- * console.log(migration001.version); // 1
+ * assert.equal(migration001.version, 1);
  * ```
  */
 export const migration001: Migration = Object.freeze({

@@ -27,8 +27,9 @@ export interface Migration {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * console.log(MIGRATIONS.at(-1)?.version);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
