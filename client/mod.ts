@@ -30,6 +30,7 @@
  * @module
  */
 export * from "./contract.ts";
+export * from "./batchless.ts";
 export * from "./errors.ts";
 export * from "./sse.ts";
 export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "./_http.ts";

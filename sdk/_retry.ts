@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { backoffDelayMs, sleep } from "../client/_backoff.ts";
 
 /** Statuses that may succeed when the same request is sent again. */
 const RETRYABLE_STATUSES = new Set([408, 429, 503]);
@@ -53,7 +54,8 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
 }
 
 /**
- * Exponential backoff with jitter: about 0.5 s, 1 s, 2 s … capped at 8 s.
+ * Exponential backoff with jitter: about 0.5 s, 1 s, 2 s … capped at 8 s (the clients' one
+ * backoff, `client/_backoff.ts`, with the SDK's bounds).
  *
  * @example
  * ```ts
@@ -63,34 +65,7 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
  * ```
  */
 export function backoffDelay(attempt: number): number {
-  const base = Math.min(8000, 500 * 2 ** attempt);
-  return Math.round(base * (0.75 + Math.random() * 0.25));
+  return Math.round(backoffDelayMs(attempt, 500, 8000));
 }
 
-/**
- * Waits `ms`, or rejects with the signal's reason once it aborts; the timer never outlives it.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { sleep } from "./_retry.ts";
- * await sleep(10, AbortSignal.timeout(1000));
- * ```
- */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+export { sleep };

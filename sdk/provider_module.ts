@@ -16,14 +16,12 @@ import type {
   RunStreamHandlers,
   RunStreamOptions,
   RunStreamResult,
-  RuntimeBatchRequest,
-  RuntimeBatchResult,
-  RuntimeBatchStatus,
   RuntimeCapabilities,
   RuntimeClient,
   RuntimeRunStartBody,
   RuntimeRunStatus,
 } from "../client/contract.ts";
+import { BatchlessRuntimeClient } from "../client/batchless.ts";
 import { ProviderAbortError, ProviderUnsupportedError } from "../client/errors.ts";
 import type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
 import { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
@@ -76,7 +74,7 @@ const METADATA_KEYS: readonly (keyof StartRunMetadata)[] = [
  * assert.equal(client.getRuntimeCapabilities().streaming, false);
  * ```
  */
-export class RuntimeServiceRunClient implements RuntimeClient {
+export class RuntimeServiceRunClient extends BatchlessRuntimeClient implements RuntimeClient {
   readonly #service: RuntimeServiceClient;
 
   /**
@@ -90,6 +88,7 @@ export class RuntimeServiceRunClient implements RuntimeClient {
    * ```
    */
   constructor(options: RuntimeServiceProviderOptions) {
+    super(NO_BATCHES);
     this.#service = new RuntimeServiceClient(options);
   }
 
@@ -204,32 +203,6 @@ export class RuntimeServiceRunClient implements RuntimeClient {
       (signal) => this.#service.runs.cancel(runId, { signal }),
     );
     return statusOf(record);
-  }
-
-  /** Not supported: rejects with `ProviderUnsupportedError`. */
-  submitBatch(
-    _requests: RuntimeBatchRequest[],
-    _options?: RunStreamOptions,
-  ): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("submitBatch", NO_BATCHES));
-  }
-
-  /** Not supported: rejects with `ProviderUnsupportedError`. */
-  getBatch(_batchId: string, _options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("getBatch", NO_BATCHES));
-  }
-
-  /** Not supported: rejects with `ProviderUnsupportedError`. */
-  cancelBatch(_batchId: string, _options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("cancelBatch", NO_BATCHES));
-  }
-
-  /** Not supported: throws `ProviderUnsupportedError` at once, before anything is iterated. */
-  getBatchResults(
-    _batchId: string,
-    _options?: RunStreamOptions,
-  ): AsyncIterable<RuntimeBatchResult> {
-    throw new ProviderUnsupportedError("getBatchResults", NO_BATCHES);
   }
 
   /** Runs a call, turning the caller's abort into `ProviderAbortError` like the provider clients. */

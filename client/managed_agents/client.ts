@@ -19,15 +19,12 @@ import type {
   RunStreamHandlers,
   RunStreamOptions,
   RunStreamResult,
-  RuntimeBatchRequest,
-  RuntimeBatchResult,
-  RuntimeBatchStatus,
   RuntimeCapabilities,
   RuntimeClient,
   RuntimeRunStartBody,
   RuntimeRunStatus,
 } from "../contract.ts";
-import { ProviderUnsupportedError } from "../errors.ts";
+import { BatchlessRuntimeClient } from "../batchless.ts";
 import { bindWire, installMethods, ResourceWire, wire } from "./_resource.ts";
 import {
   kickoffEvents,
@@ -146,7 +143,7 @@ export interface ProviderManagedAgentClient
  * assert.deepEqual(result.terminal, { type: "run.completed", runId: "sesn_1", stopReason: "end_turn" });
  * ```
  */
-export class ProviderManagedAgentClient implements RuntimeClient {
+export class ProviderManagedAgentClient extends BatchlessRuntimeClient implements RuntimeClient {
   readonly #agentId: string | undefined;
   readonly #environmentId: string | undefined;
 
@@ -155,6 +152,7 @@ export class ProviderManagedAgentClient implements RuntimeClient {
    * `TypeError`.
    */
   constructor(options: ProviderManagedAgentClientOptions) {
+    super(NO_BATCHES);
     if (typeof options !== "object" || options === null) {
       throw new TypeError("options are required");
     }
@@ -317,32 +315,6 @@ export class ProviderManagedAgentClient implements RuntimeClient {
   async cancelRun(runId: string, options?: RunStreamOptions): Promise<RuntimeRunStatus> {
     await this.interruptSession(runId, options);
     return { runId, status: "cancelled" };
-  }
-
-  /** Not supported: managed-agent sessions have no batch API. */
-  submitBatch(
-    _requests: RuntimeBatchRequest[],
-    _options?: RunStreamOptions,
-  ): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("submitBatch", NO_BATCHES));
-  }
-
-  /** Not supported: managed-agent sessions have no batch API. */
-  getBatch(_batchId: string, _options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("getBatch", NO_BATCHES));
-  }
-
-  /** Not supported: managed-agent sessions have no batch API. */
-  cancelBatch(_batchId: string, _options?: RunStreamOptions): Promise<RuntimeBatchStatus> {
-    return Promise.reject(new ProviderUnsupportedError("cancelBatch", NO_BATCHES));
-  }
-
-  /** Not supported: throws at once, before anything is iterated. */
-  getBatchResults(
-    _batchId: string,
-    _options?: RunStreamOptions,
-  ): AsyncIterable<RuntimeBatchResult> {
-    throw new ProviderUnsupportedError("getBatchResults", NO_BATCHES);
   }
 }
 
