@@ -4,7 +4,7 @@
  * gateway.
  */
 import assert from "node:assert/strict";
-import { REPO_ROOT } from "../support/cli.ts";
+import { bundleForNode, nodeMajor } from "../support/node_bundle.ts";
 import { FakeGateway } from "./_fake_gateway.ts";
 
 const NODE_SCRIPT = `
@@ -48,16 +48,6 @@ console.log(JSON.stringify({
 }));
 `;
 
-async function nodeMajor(): Promise<number | null> {
-  try {
-    const { stdout, success } = await new Deno.Command("node", { args: ["--version"] }).output();
-    if (!success) return null;
-    return Number(/^v(\d+)/.exec(new TextDecoder().decode(stdout))?.[1] ?? NaN);
-  } catch {
-    return null;
-  }
-}
-
 const major = await nodeMajor();
 
 Deno.test({
@@ -68,25 +58,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "art-node-runs-" });
     const gateway = FakeGateway.start();
     try {
-      const bundle = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "bundle",
-          "--format",
-          "esm",
-          "--platform",
-          "browser",
-          "--frozen-lockfile",
-          "-o",
-          `${dir}/sdk.mjs`,
-          "sdk/mod.ts",
-        ],
-        cwd: REPO_ROOT,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assert.equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
-      const source = await Deno.readTextFile(`${dir}/sdk.mjs`);
-      assert.ok(!/\bDeno\./.test(source), "no Deno API in the bundle");
+      await bundleForNode("sdk/mod.ts", `${dir}/sdk.mjs`);
       await Deno.writeTextFile(`${dir}/main.mjs`, NODE_SCRIPT);
       const node = await new Deno.Command("node", {
         args: [`${dir}/main.mjs`, gateway.url, gateway.admin.token],

@@ -5,18 +5,7 @@
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
-
-const root = new URL("../../", import.meta.url);
-
-async function nodeMajor(): Promise<number | null> {
-  try {
-    const { stdout, success } = await new Deno.Command("node", { args: ["--version"] }).output();
-    if (!success) return null;
-    return Number(/^v(\d+)/.exec(new TextDecoder().decode(stdout))?.[1] ?? NaN);
-  } catch {
-    return null;
-  }
-}
+import { bundleForNode, nodeMajor } from "../support/node_bundle.ts";
 
 const major = await nodeMajor();
 
@@ -60,23 +49,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "client-bundle-" });
     const fake = await FakeProvider.start();
     try {
-      const bundle = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "bundle",
-          "--platform=browser",
-          "--format=esm",
-          "--frozen-lockfile",
-          "client/mod.ts",
-          "-o",
-          `${dir}/client.mjs`,
-        ],
-        cwd: root,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assert.ok(bundle.success, new TextDecoder().decode(bundle.stderr));
-      const code = await Deno.readTextFile(`${dir}/client.mjs`);
-      assert.equal(/\bDeno\./.test(code), false, "the bundle uses no Deno API");
+      await bundleForNode("client/mod.ts", `${dir}/client.mjs`);
       await Deno.writeTextFile(`${dir}/run.mjs`, NODE_SCRIPT);
 
       const admin = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: fake.apiKey });

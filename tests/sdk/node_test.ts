@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { REPO_ROOT } from "../support/cli.ts";
 import { startServer } from "../support/server.ts";
+import { bundleForNode } from "../support/node_bundle.ts";
 
 const NODE_SCRIPT = `
 import { RuntimeServiceClient, RuntimeServiceError } from "./sdk.mjs";
@@ -39,24 +39,7 @@ Deno.test("the bundled SDK creates and revokes a principal from Node 20", async 
   const dir = await Deno.makeTempDir({ prefix: "art-node-" });
   const server = await startServer();
   try {
-    const bundle = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--format",
-        "esm",
-        "--platform",
-        "browser",
-        "-o",
-        `${dir}/sdk.mjs`,
-        "sdk/mod.ts",
-      ],
-      cwd: REPO_ROOT,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
-    const source = await Deno.readTextFile(`${dir}/sdk.mjs`);
-    assert.ok(!/\bDeno\./.test(source), "no Deno API in the bundle");
+    await bundleForNode("sdk/mod.ts", `${dir}/sdk.mjs`);
 
     await Deno.writeTextFile(`${dir}/main.mjs`, NODE_SCRIPT);
     const node = await new Deno.Command("node", {

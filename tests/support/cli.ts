@@ -74,12 +74,14 @@ export async function makeTempHome(): Promise<TempHome> {
 export interface RunCliOptions {
   /** The whole environment of the subprocess. */
   env: Record<string, string>;
+  /** Text written to standard input, then closed; absent: standard input is /dev/null. */
+  stdin?: string;
   /** Kill the process after this many ms (default 30000), so a hung command fails the test. */
   timeoutMs?: number;
 }
 
 /**
- * Runs `cli/main.ts` with `args` and collects its output.
+ * Runs `cli/main.ts` with `args` (feeding `options.stdin` when given) and collects its output.
  *
  * @example
  * ```ts ignore
@@ -92,10 +94,15 @@ export async function runCli(args: readonly string[], options: RunCliOptions): P
     cwd: REPO_ROOT,
     env: options.env,
     clearEnv: true,
-    stdin: "null",
+    stdin: options.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.stdin));
+    await writer.close();
+  }
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
