@@ -58,8 +58,9 @@ export class ConnectionLostError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ConnectionLostError } from "./_raw_http.ts";
-   * throw new ConnectionLostError("closed before the response");
+   * assert.equal(new ConnectionLostError("closed before the response").code, "connectionLost");
    * ```
    */
   constructor(message: string, options?: ErrorOptions) {
