@@ -11,6 +11,7 @@
 import { migration001 } from "./001_initial.ts";
 import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
+import { migration005 } from "./005_answers.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -35,4 +36,6 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration001,
   migration002,
   migration003,
+  // Registered as version 4 until the parallel `004_events.ts` is merged; then it becomes 5.
+  migration005,
 ]);
