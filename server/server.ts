@@ -33,6 +33,7 @@ import {
   type ProviderSettings,
 } from "./runs/provider.ts";
 import { RunGateway } from "./runs/runs.ts";
+import type { RunActivity } from "./runs/activity.ts";
 import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateRule } from "./rules/authenticate.ts";
 import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
@@ -125,6 +126,8 @@ export interface RuntimeServer {
   drain(): Promise<void>;
   /** Stops background work and flushes the log. The store stays open. */
   close(): Promise<void>;
+  /** Runs with news in this process (webhooks, answers): what a run's tail listens to. */
+  readonly runActivity: RunActivity;
 }
 
 function shuttingDown(): InterfaceError {
@@ -380,6 +383,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   return {
     handler: options.cors === undefined ? handler : withCors(options.cors, handler),
     services,
+    runActivity: runs.activity,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {
       if (drained === null) {
