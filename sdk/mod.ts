@@ -95,7 +95,7 @@ export {
 } from "./runs.ts";
 export {
   type ConfirmToolBody,
-  type CustomToolResponse,
+  type CustomToolAnswer,
   type PendingToolRequest,
   type RespondCustomToolBody,
   type ToolConfirmation,

@@ -11,7 +11,7 @@
  * | {@linkcode RunsApi.send} | `POST /v1/runs/{runId}/messages` | 202 {@linkcode RunRecord} | `session:write` |
  * | {@linkcode RunsApi.pending} | `GET /v1/runs/{runId}/pending` | 200 `PendingToolRequest[]` | `session:read` |
  * | {@linkcode RunsApi.confirmTool} | `POST /v1/runs/{runId}/tool-confirmations` | 200 `ToolConfirmation` | `session:approve` |
- * | {@linkcode RunsApi.respondCustomTool} | `POST /v1/runs/{runId}/custom-tool-results` | 200 `CustomToolResponse` | `session:write` |
+ * | {@linkcode RunsApi.respondCustomTool} | `POST /v1/runs/{runId}/custom-tool-results` | 200 `CustomToolAnswer` | `session:write` |
  *
  * Retries: reads are retried as every read is. `start`, `cancel` and `send` always carry an
  * `idempotency-key` (yours, or a random UUID generated once per call), so the service
@@ -38,7 +38,7 @@ import type { CallOptions, MutatingCallOptions } from "./types.ts";
 import {
   confirmPayload,
   type ConfirmToolBody,
-  type CustomToolResponse,
+  type CustomToolAnswer,
   pendingOf,
   type PendingToolRequest,
   type RespondCustomToolBody,
@@ -537,7 +537,7 @@ export class RunsApi {
     runId: string,
     body: RespondCustomToolBody,
     options: MutatingCallOptions = {},
-  ): Promise<CustomToolResponse> {
+  ): Promise<CustomToolAnswer> {
     const segment = idSegment(runId, "runId");
     const payload = respondPayload(body);
     const answer = await this.#send({
@@ -548,7 +548,7 @@ export class RunsApi {
       idempotencyKey: idempotencyKeyOf(options),
       options,
     });
-    return toolAnswerOf<CustomToolResponse>(answer);
+    return toolAnswerOf<CustomToolAnswer>(answer);
   }
 }
 

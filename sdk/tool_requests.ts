@@ -54,7 +54,7 @@ export interface ToolConfirmation {
 }
 
 /** A recorded custom tool result. */
-export interface CustomToolResponse {
+export interface CustomToolAnswer {
   /** The custom-tool-use id. */
   toolUseId: string;
   /** The principal that answered. */
@@ -126,7 +126,7 @@ export function pendingOf(answer: Answer): PendingToolRequest[] {
 }
 
 /** Reads a recorded answer. */
-export function toolAnswerOf<T extends CustomToolResponse>(answer: Answer): T {
+export function toolAnswerOf<T extends CustomToolAnswer>(answer: Answer): T {
   const body = answer.body;
   if (
     !isObject(body) || typeof body.toolUseId !== "string" ||
