@@ -293,6 +293,9 @@ export class ToolAnswers {
     // False only when a sweeper took the claim back meanwhile: it then found this very answer
     // in the provider's history and recorded it.
     await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
+    // The run moves on at the provider: record its state now (a failure leaves it to the next
+    // read), and wake its tail.
+    await this.#gateway.refreshRun(job.runId, 5_000).catch(() => null);
     this.#gateway.activity.notify(job.runId);
     return {
       toolUseId: job.toolUseId,
@@ -371,7 +374,8 @@ export class ToolAnswers {
     const records = new Map(
       (await this.#store.listToolAnswers(runId)).map((record) => [record.toolUseId, record]),
     );
-    for (const request of pendingOf(found, [...records.values()])) {
+    const pending = pendingOf(found, [...records.values()]);
+    for (const request of pending) {
       const record = records.get(request.toolUseId);
       const overdue = Date.parse(request.requestedAt) + this.pendingTimeoutMs <= now;
       if (overdue && (record === undefined || this.#stale(record, now))) {
@@ -380,6 +384,8 @@ export class ToolAnswers {
         await this.#takeBack(client, runId, record, signal);
       }
     }
+    // Nothing waits any more: the recorded state is old; read it so the next pass skips the run.
+    if (pending.length === 0) await this.#gateway.refreshRun(runId, SWEEP_CALL_MS);
   }
 
   #stale(record: ToolAnswerRecord, now: number): boolean {

@@ -379,6 +379,8 @@ Deno.test("tool requests: past the pending timeout the runtime denies once and a
     assert.equal(again.json.error.answeredBy, "runtime");
     const audit = await gateway.request("GET", "/v1/audit?action=tool.confirmed");
     assert.ok(audit.json.entries.some((e: Json) => e.actorId === "runtime" && e.runId === runId));
+    // Answered, the run went on at the provider; its record followed.
+    await waitFor(async () => (await gateway.store.getRun(runId))?.state === "completed");
   } finally {
     await gateway.close();
   }
