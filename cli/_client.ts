@@ -131,6 +131,11 @@ export function describeServiceError(error: RuntimeServiceError): Error {
     const type = error.providerErrorType === undefined ? "" : ` ${error.providerErrorType}`;
     parts.push(`provider${status}${type}`);
   }
+  const answeredBy = error.details.answeredBy;
+  if (typeof answeredBy === "string") {
+    const result = error.details.result;
+    parts.push(`answered by ${answeredBy}${typeof result === "string" ? `: ${result}` : ""}`);
+  }
   if (error.retryAfterMs !== undefined) {
     parts.push(`retry after ${Math.ceil(error.retryAfterMs / 1000)} s`);
   }

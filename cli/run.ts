@@ -1,5 +1,5 @@
 /**
- * `automation-runtime run start|list|get|send|cancel`: runs of managed agents through the
+ * `automation-runtime run start|list|get|send|cancel|pending|approve|respond`: runs of managed agents through the
  * runtime service, with the SDK. Each command prints the service's answer as JSON on stdout.
  *
  * Mutating commands (`start`, `send`, `cancel`) send an idempotency key: a fresh random one per
@@ -19,6 +19,13 @@ import {
 } from "./_client.ts";
 import { printOut, PROGRAM, reportError } from "./_output.ts";
 import { readStdinText } from "./_stdin.ts";
+import {
+  approveCommand,
+  pendingCommand,
+  respondCommand,
+  RUN_ANSWERS_HELP,
+  RUN_ANSWERS_USAGE,
+} from "./_run_answers.ts";
 
 /** Largest message read from standard input: the service's default body limit. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -35,6 +42,7 @@ export const RUN_HELP: string = `Usage:
   ${PROGRAM} run get ID
   ${PROGRAM} run send ID [--message TEXT] [--idempotency-key KEY]
   ${PROGRAM} run cancel ID [--idempotency-key KEY]
+${RUN_ANSWERS_USAGE.replaceAll("  run ", `  ${PROGRAM} run `)}
 
 start   Starts a run and prints its record. The message comes from --message, else from
         standard input (piped). --agent and --environment default to the service's defaults.
@@ -47,6 +55,7 @@ list    Prints one page of runs, newest first: {"runs": [...], "nextCursor": ...
 get     Prints the run ID's record.
 send    Sends a follow-up message (from --message, else standard input) and prints the record.
 cancel  Asks the provider to stop the run and prints the record; it becomes cancelled.
+${RUN_ANSWERS_HELP}
 
 --idempotency-key KEY  1 to 128 printable characters; rerunning the same command with the same
                        key (and message) replays the first answer instead of acting twice.
@@ -82,8 +91,17 @@ export async function runCommand(args: string[]): Promise<number> {
         return await send(rest);
       case "cancel":
         return await cancel(rest);
+      case "pending":
+        return await pendingCommand(rest);
+      case "approve":
+        return await approveCommand(rest);
+      case "respond":
+        return await respondCommand(rest);
       case undefined:
-        throw new UsageError("run", "Missing subcommand: start, list, get, send or cancel");
+        throw new UsageError(
+          "run",
+          "Missing subcommand: start, list, get, send, cancel, pending, approve or respond",
+        );
       default:
         throw new UsageError("run", `Unknown subcommand ${sub.slice(0, 40)}`);
     }

@@ -13,6 +13,7 @@ import { type RunningRuntime, serveRuntime } from "../server/serve.ts";
 import { openStore } from "../server/store/mod.ts";
 import { resolveProviderSettings } from "../server/runs/provider.ts";
 import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS } from "../server/runs/runs.ts";
+import { DEFAULT_PENDING_TIMEOUT_MS } from "../server/runs/answers.ts";
 import type { Store } from "../server/store/types.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { printOut, reportError } from "./_output.ts";
@@ -28,6 +29,15 @@ export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
 
 /** Environment variable of the service-wide active-run limit when the flag is absent. */
 export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
+/** Environment variable of the pending tool-request timeout when the flag is absent. */
+export const PENDING_TIMEOUT_VARIABLE = "AUTOMATION_RUNTIME_PENDING_TIMEOUT_MS";
+
+/**
+ * Test hook, for the process tests of tool answers only: pause this many ms between claiming a
+ * tool answer and sending it (absent: no pause). Never settable by a request.
+ */
+export const ANSWER_PAUSE_TEST_VARIABLE = "AUTOMATION_RUNTIME_TEST_PAUSE_AFTER_CLAIM_MS";
+
 /** Environment variable listing the CORS origins when the flag is absent. */
 export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
 
@@ -65,6 +75,10 @@ Options:
                        $AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID, else the provider file)
   --max-active-runs N  active runs the whole service allows (default:
                        $${MAX_ACTIVE_RUNS_VARIABLE}, else ${DEFAULT_SERVICE_MAX_ACTIVE_RUNS})
+  --pending-timeout-ms N
+                       a tool request still pending after N ms is denied (or answered with
+                       an error result) by the runtime (default: $${PENDING_TIMEOUT_VARIABLE},
+                       else ${DEFAULT_PENDING_TIMEOUT_MS})
   --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
                        exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
   --retention-days N   days revoked and expired principals and the records of a rotated
@@ -91,6 +105,7 @@ interface ServeFlags {
   defaultAgent: string | undefined;
   defaultEnvironment: string | undefined;
   maxActiveRuns: number;
+  pendingTimeoutMs: number;
   corsOrigins: string[] | undefined;
   retentionDays: number;
   help: boolean;
@@ -128,6 +143,7 @@ function parseFlags(args: string[]): ServeFlags {
       "default-agent",
       "default-environment",
       "max-active-runs",
+      "pending-timeout-ms",
       "cors-origins",
       "retention-days",
     ],
@@ -165,6 +181,12 @@ function parseFlags(args: string[]): ServeFlags {
     maxActiveRuns: parsed.help
       ? DEFAULT_SERVICE_MAX_ACTIVE_RUNS
       : maxActiveRuns(strings.get("max-active-runs")),
+    pendingTimeoutMs: parsed.help ? DEFAULT_PENDING_TIMEOUT_MS : integerSetting(
+      "pending-timeout-ms",
+      strings.get("pending-timeout-ms"),
+      PENDING_TIMEOUT_VARIABLE,
+      { min: 100, max: 7 * 86_400_000, fallback: DEFAULT_PENDING_TIMEOUT_MS },
+    ),
     corsOrigins: parsed.help ? undefined : parseList(
       strings.get("cors-origins"),
       CORS_ORIGINS_VARIABLE,
@@ -195,6 +217,23 @@ function integerSetting(
     throw new Error(`${variable} must be a whole number from ${limits.min} to ${limits.max}`);
   }
   return number;
+}
+
+/** The tool-answer test hook from its variable, when set (see ANSWER_PAUSE_TEST_VARIABLE). */
+function answerTestHooks(
+  logger: { info(message: string, fields?: Record<string, unknown>): void },
+): { answerTestHooks?: { afterClaim: () => Promise<void> } } {
+  const text = Deno.env.get(ANSWER_PAUSE_TEST_VARIABLE);
+  if (text === undefined || !/^[0-9]{1,7}$/.test(text)) return {};
+  const ms = Number(text);
+  return {
+    answerTestHooks: {
+      afterClaim: () => {
+        logger.info("test hook: pausing after a tool-answer claim", { ms });
+        return new Promise((resolve) => setTimeout(resolve, ms));
+      },
+    },
+  };
 }
 
 function maxActiveRuns(flag: string | undefined): number {
@@ -300,6 +339,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
       provider,
       maxActiveRuns: flags.maxActiveRuns,
+      pendingTimeoutMs: flags.pendingTimeoutMs,
+      ...answerTestHooks(logger),
       cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
       retentionMs: flags.retentionDays * 86_400_000,
       logger,

@@ -95,6 +95,13 @@ export {
   type StartRunMetadata,
 } from "./runs.ts";
 export {
+  type ConfirmToolBody,
+  type CustomToolAnswer,
+  type PendingToolRequest,
+  type RespondCustomToolBody,
+  type ToolConfirmation,
+} from "./tool_requests.ts";
+export {
   type AuditAction,
   AuditApi,
   type AuditEntry,

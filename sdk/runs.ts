@@ -9,13 +9,17 @@
  * | {@linkcode RunsApi.list} | `GET /v1/runs` | 200 {@linkcode RunPage} | `session:read` |
  * | {@linkcode RunsApi.cancel} | `POST /v1/runs/{runId}/cancel` | 202 {@linkcode RunRecord} | `session:write` |
  * | {@linkcode RunsApi.send} | `POST /v1/runs/{runId}/messages` | 202 {@linkcode RunRecord} | `session:write` |
+ * | {@linkcode RunsApi.pending} | `GET /v1/runs/{runId}/pending` | 200 `PendingToolRequest[]` | `session:read` |
+ * | {@linkcode RunsApi.confirmTool} | `POST /v1/runs/{runId}/tool-confirmations` | 200 `ToolConfirmation` | `session:approve` |
+ * | {@linkcode RunsApi.respondCustomTool} | `POST /v1/runs/{runId}/custom-tool-results` | 200 `CustomToolAnswer` | `session:write` |
  *
  * Retries: reads are retried as every read is. `start`, `cancel` and `send` always carry an
  * `idempotency-key` (yours, or a random UUID generated once per call), so the service
  * deduplicates them and the client retries them too, with the same key, on connection errors,
  * 408, 409 `idempotencyInFlight`, 429 `resourceExhausted` and 503 `providerUnavailable`. Not
  * retried: 503 `providerNotConfigured` and 429 `runQuotaExceeded` (they last), 502
- * `providerError` (the provider refused). Pass your own `idempotencyKey` to make a retry by a
+ * `providerError` (the provider refused). `confirmTool` and `respondCustomTool` carry a key too;
+ * their 409 `alreadyAnswered` (someone answered first) is final. Pass your own `idempotencyKey` to make a retry by a
  * later process (a rerun script) safe as well.
  *
  * @module
@@ -31,6 +35,17 @@ import {
   type SendRequest,
 } from "./_request.ts";
 import type { CallOptions, MutatingCallOptions } from "./types.ts";
+import {
+  confirmPayload,
+  type ConfirmToolBody,
+  type CustomToolAnswer,
+  pendingOf,
+  type PendingToolRequest,
+  type RespondCustomToolBody,
+  respondPayload,
+  toolAnswerOf,
+  type ToolConfirmation,
+} from "./tool_requests.ts";
 
 /**
  * A run as the service records it. `runId` is the provider's session id.
@@ -409,6 +424,131 @@ export class RunsApi {
       options,
     });
     return runRecordOf(answer);
+  }
+
+  /**
+   * The run's tool requests waiting for an answer (`GET /v1/runs/{runId}/pending`,
+   * `session:read`; approvers and admins read any run's).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () =>
+   *     Promise.resolve(Response.json({
+   *       pending: [{
+   *         toolUseId: "sevt_1", kind: "confirmation", name: "bash", input: { command: "ls" },
+   *         requestedAt: "2026-07-23T00:00:00Z",
+   *       }],
+   *     })),
+   * });
+   * const pending = await client.runs.pending("sesn_5");
+   * assert.equal(pending[0].kind, "confirmation");
+   * ```
+   */
+  async pending(runId: string, options: CallOptions = {}): Promise<PendingToolRequest[]> {
+    const answer = await this.#send({
+      method: "GET",
+      path: `/v1/runs/${idSegment(runId, "runId")}/pending`,
+      authenticated: true,
+      options,
+    });
+    return pendingOf(answer);
+  }
+
+  /**
+   * Allows or denies a paused tool call (`POST /v1/runs/{runId}/tool-confirmations`,
+   * `session:approve`, any run). Exactly one answer counts: a later one, by anyone, rejects with
+   * 409 `alreadyAnswered` (its error names `answeredBy` and `result`); an unknown or no longer
+   * pending request with 404 `toolUseNotFound`.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let body = "";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (_input, init) => {
+   *     body = String(init?.body);
+   *     return Promise.resolve(Response.json({
+   *       toolUseId: "sevt_1", result: "deny", answeredBy: "p", answeredAt: "2026-07-23T00:00:00Z",
+   *     }));
+   *   },
+   * });
+   * const answer = await client.runs.confirmTool(
+   *   "sesn_5",
+   *   { toolUseId: "sevt_1", result: "deny", denyMessage: "not in production" },
+   *   { idempotencyKey: "deny-sevt_1" },
+   * );
+   * assert.equal(answer.result, "deny");
+   * assert.deepEqual(JSON.parse(body), {
+   *   toolUseId: "sevt_1", result: "deny", denyMessage: "not in production",
+   * });
+   * ```
+   */
+  async confirmTool(
+    runId: string,
+    body: ConfirmToolBody,
+    options: MutatingCallOptions = {},
+  ): Promise<ToolConfirmation> {
+    const segment = idSegment(runId, "runId");
+    const payload = confirmPayload(body);
+    const answer = await this.#send({
+      method: "POST",
+      path: `/v1/runs/${segment}/tool-confirmations`,
+      body: payload,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return toolAnswerOf<ToolConfirmation>(answer);
+  }
+
+  /**
+   * Sends a custom tool's result (`POST /v1/runs/{runId}/custom-tool-results`,
+   * `session:write`, the caller's own runs). Exactly one answer counts, as with
+   * {@linkcode RunsApi.confirmTool}.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () =>
+   *     Promise.resolve(Response.json({
+   *       toolUseId: "sevt_2", answeredBy: "p", answeredAt: "2026-07-23T00:00:00Z",
+   *     })),
+   * });
+   * const answer = await client.runs.respondCustomTool("sesn_5", {
+   *   toolUseId: "sevt_2",
+   *   content: [{ type: "text", text: "42" }],
+   * });
+   * assert.equal(answer.toolUseId, "sevt_2");
+   * ```
+   */
+  async respondCustomTool(
+    runId: string,
+    body: RespondCustomToolBody,
+    options: MutatingCallOptions = {},
+  ): Promise<CustomToolAnswer> {
+    const segment = idSegment(runId, "runId");
+    const payload = respondPayload(body);
+    const answer = await this.#send({
+      method: "POST",
+      path: `/v1/runs/${segment}/custom-tool-results`,
+      body: payload,
+      authenticated: true,
+      idempotencyKey: idempotencyKeyOf(options),
+      options,
+    });
+    return toolAnswerOf<CustomToolAnswer>(answer);
   }
 }
 

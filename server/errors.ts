@@ -52,6 +52,9 @@ export type ErrorCode =
   | "runNotFound"
   | "agentNotAllowed"
   | "runQuotaExceeded"
+  | "toolUseNotFound"
+  | "alreadyAnswered"
+  | "webhookVerificationFailed"
   | "internal";
 
 /** Every stable error code the service answers with, its default status and layer. */
@@ -84,6 +87,9 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     runNotFound: { status: 404, layer: "authority" },
     agentNotAllowed: { status: 403, layer: "authority" },
     runQuotaExceeded: { status: 429, layer: "authority" },
+    toolUseNotFound: { status: 404, layer: "authority" },
+    alreadyAnswered: { status: 409, layer: "authority" },
+    webhookVerificationFailed: { status: 401, layer: "auth" },
     internal: { status: 500, layer: "internal" },
   },
 );

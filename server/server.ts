@@ -24,12 +24,16 @@ import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { runRoutes } from "./routes/runs.ts";
+import { answerRoutes } from "./routes/answers.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
+import { ToolAnswers } from "./runs/answers.ts";
 import {
   createGatewayProviderClient,
   hasProviderCredential,
   type ProviderSettings,
 } from "./runs/provider.ts";
 import { RunGateway } from "./runs/runs.ts";
+import type { RunActivity } from "./runs/activity.ts";
 import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateRule } from "./rules/authenticate.ts";
 import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
@@ -91,6 +95,17 @@ export interface RuntimeServerOptions {
   providerClient?: ProviderManagedAgentClient;
   /** Active runs the whole service allows (default 1000). */
   maxActiveRuns?: number;
+  /**
+   * How long a tool request may stay pending before the fail-closed answer (deny, or an error
+   * result), in ms (default 10 min).
+   */
+  pendingTimeoutMs?: number;
+  /**
+   * Test hooks of the tool answers, off by default and never reachable from a request:
+   * `afterClaim` is awaited between a claim and its send; `claimStaleMs` replaces the 30 s after
+   * which a claim counts as left by a dead replica.
+   */
+  answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
 }
 
 /** A runtime server. */
@@ -111,6 +126,8 @@ export interface RuntimeServer {
   drain(): Promise<void>;
   /** Stops background work and flushes the log. The store stays open. */
   close(): Promise<void>;
+  /** Runs with news in this process (webhooks, answers): what a run's tail listens to. */
+  readonly runActivity: RunActivity;
 }
 
 function shuttingDown(): InterfaceError {
@@ -236,6 +253,16 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     serviceLimit: options.maxActiveRuns,
   });
 
+  const answers = new ToolAnswers({
+    store,
+    logger,
+    gateway: runs,
+    pendingTimeoutMs: options.pendingTimeoutMs,
+    afterClaim: options.answerTestHooks?.afterClaim,
+    claimStaleMs: options.answerTestHooks?.claimStaleMs,
+  });
+  if (runs.enabled) answers.start();
+
   const router = new Router<Chain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
@@ -243,6 +270,13 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ...runtimeRoutes({ runs: runs.enabled }),
     ...principalRoutes(services),
     ...runRoutes(runs),
+    ...answerRoutes(answers),
+    ...webhookRoutes({
+      secrets: providerSettings.webhookSecrets ?? [],
+      store,
+      gateway: runs,
+      logger,
+    }),
     ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
@@ -349,6 +383,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   return {
     handler: options.cors === undefined ? handler : withCors(options.cors, handler),
     services,
+    runActivity: runs.activity,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {
       if (drained === null) {
@@ -358,6 +393,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       return drained.promise;
     },
     async close(): Promise<void> {
+      await answers.stop();
       await mcp.close();
       closed = true;
       if (cleaning !== null) await cleaning;

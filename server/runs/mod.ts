@@ -1,6 +1,7 @@
 /**
  * The run gateway: provider settings and the one provider client, principals' run policy, and
- * the service that starts and steers runs for principals.
+ * the service that starts and steers runs for principals. Tool answers (`answers.ts`, `pending.ts`)
+ * are internal to the server: their routes are the public face.
  *
  * @module
  */

@@ -25,6 +25,7 @@ export const PROVIDER_VARIABLES: Readonly<{
   baseUrl: "AUTOMATION_RUNTIME_PROVIDER_BASE_URL";
   defaultAgentId: "AUTOMATION_RUNTIME_DEFAULT_AGENT_ID";
   defaultEnvironmentId: "AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID";
+  webhookSecrets: "AUTOMATION_RUNTIME_PROVIDER_WEBHOOK_SECRETS";
 }> = Object.freeze(
   {
     apiKey: "AUTOMATION_RUNTIME_PROVIDER_API_KEY",
@@ -32,6 +33,7 @@ export const PROVIDER_VARIABLES: Readonly<{
     baseUrl: "AUTOMATION_RUNTIME_PROVIDER_BASE_URL",
     defaultAgentId: "AUTOMATION_RUNTIME_DEFAULT_AGENT_ID",
     defaultEnvironmentId: "AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID",
+    webhookSecrets: "AUTOMATION_RUNTIME_PROVIDER_WEBHOOK_SECRETS",
   } as const,
 );
 
@@ -53,6 +55,11 @@ export interface ProviderSettings {
   readonly defaultAgentId?: string;
   /** Environment used when a start names none. */
   readonly defaultEnvironmentId?: string;
+  /**
+   * Signing secrets of provider webhooks (several during a rotation), never a flag; absent: no
+   * webhook intake.
+   */
+  readonly webhookSecrets?: readonly string[];
 }
 
 /** Flags of `serve` that override the provider settings' non-secret values. */
@@ -146,6 +153,11 @@ export async function resolveProviderSettings(
     pick(PROVIDER_VARIABLES.defaultEnvironmentId);
   if (agent !== undefined) settings.defaultAgentId = agent;
   if (environment !== undefined) settings.defaultEnvironmentId = environment;
+  const secrets = pick(PROVIDER_VARIABLES.webhookSecrets)?.split(",").map((item) => item.trim())
+    .filter((item) => item !== "");
+  if (secrets !== undefined && secrets.length > 0) {
+    settings.webhookSecrets = Object.freeze(secrets);
+  }
   if ((apiKey !== undefined || authToken !== undefined) && baseUrl === undefined) {
     throw new BootstrapError(
       "invalidValue",

@@ -163,7 +163,11 @@ export class RunGateway {
     this.#settings = options.settings;
     this.#client = options.client;
     this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
-    this.#secrets = [options.settings.apiKey, options.settings.authToken].filter(
+    this.#secrets = [
+      options.settings.apiKey,
+      options.settings.authToken,
+      ...(options.settings.webhookSecrets ?? []),
+    ].filter(
       (value): value is string => value !== undefined && value !== "",
     );
   }
@@ -247,6 +251,36 @@ export class RunGateway {
     if (caller.capabilities.includes("authority:admin")) return record;
     if (access === "read" && caller.capabilities.includes("session:approve")) return record;
     throw runNotFound();
+  }
+
+  /** The provider client; 503 `providerNotConfigured` without a credential. */
+  providerClient(): Promise<ProviderManagedAgentClient> {
+    return this.#requireClient();
+  }
+
+  /**
+   * Reads a run the caller may see, else 404 `runNotFound`: `read` (and tool confirmations) for
+   * its owner, admins and approvers; `write` for its owner and admins.
+   */
+  visibleRun(
+    caller: AuthenticatedPrincipal,
+    runId: string,
+    access: "read" | "write",
+  ): Promise<RunRecord> {
+    return this.#visibleRun(caller, runId, access);
+  }
+
+  /**
+   * Refreshes an active run's state from the provider outside a request (a webhook told of it),
+   * within `timeoutMs`; answers the record, or null for an unknown run.
+   */
+  async refreshRun(runId: string, timeoutMs = 30_000): Promise<RunRecord | null> {
+    const client = await this.#requireClient();
+    const record = await this.#store.getRun(runId);
+    if (record === null || isTerminal(record.state)) return record;
+    // #refresh reads only the deadline of its context.
+    const context = { deadline: Date.now() + timeoutMs } as RequestContext;
+    return await this.#refresh(client, context, record);
   }
 
   /**

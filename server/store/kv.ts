@@ -21,6 +21,13 @@
  * @module
  */
 import { KvRunStore } from "./kv/_runs.ts";
+import { KvAnswerStore } from "./kv/_answers.ts";
+import type {
+  ToolAnswerClaim,
+  ToolAnswerClaimParams,
+  ToolAnswerRecord,
+  ToolAnswerResult,
+} from "./answer_types.ts";
 import {
   type AuditEntry,
   type AuditEntryInput,
@@ -161,6 +168,7 @@ class KvStore implements Store {
   #queue: QueuedCreate[] = [];
   #committing = false;
   #runs: KvRunStore;
+  #answers: KvAnswerStore;
 
   #namespace: string;
 
@@ -169,6 +177,7 @@ class KvStore implements Store {
     this.#namespace = namespace;
     this.#root = [ROOT, namespace];
     this.#runs = new KvRunStore(kv, this.#root);
+    this.#answers = new KvAnswerStore(kv, this.#root);
   }
 
   // The run gateway's records live in `kv/_runs.ts`.
@@ -198,6 +207,33 @@ class KvStore implements Store {
   }
   listAudit(params: ListAuditParams): Promise<AuditPage> {
     return this.#runs.listAudit(params);
+  }
+  // Tool answers and webhook delivery ids live in `kv/_answers.ts`.
+  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
+    return this.#answers.claimToolAnswer(params);
+  }
+  completeToolAnswer(
+    runId: string,
+    toolUseId: string,
+    token: string,
+    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+  ): Promise<boolean> {
+    return this.#answers.completeToolAnswer(runId, toolUseId, token, final);
+  }
+  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
+    return this.#answers.releaseToolAnswer(runId, toolUseId, token);
+  }
+  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
+    return this.#answers.getToolAnswer(runId, toolUseId);
+  }
+  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
+    return this.#answers.listToolAnswers(runId);
+  }
+  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#answers.recordWebhookDelivery(id, now, ttlMs);
+  }
+  purgeAnswers(now: number): Promise<number> {
+    return this.#answers.purgeAnswers(now);
   }
 
   #principalKey(principalId: string): Deno.KvKey {

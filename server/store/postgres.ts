@@ -46,6 +46,13 @@ import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 import { PostgresRunStore } from "./postgres/_runs.ts";
+import { PostgresAnswerStore } from "./postgres/_answers.ts";
+import type {
+  ToolAnswerClaim,
+  ToolAnswerClaimParams,
+  ToolAnswerRecord,
+  ToolAnswerResult,
+} from "./answer_types.ts";
 import {
   claimAuthority,
   principalPageRows,
@@ -202,6 +209,7 @@ class PostgresStore implements Store {
   #retiring = new Set<Promise<void>>();
   #unguard: () => void;
   #runs: PostgresRunStore;
+  #answers: PostgresAnswerStore;
 
   constructor(init: PostgresStoreInit) {
     this.#sql = init.sql;
@@ -210,6 +218,7 @@ class PostgresStore implements Store {
     this.#batch = init.deleteBatchSize ?? 500;
     this.#unguard = guardDriverCrash(() => this.#refresh());
     this.#runs = new PostgresRunStore((operation) => this.#run(operation), init.namespace);
+    this.#answers = new PostgresAnswerStore((operation) => this.#run(operation), init.namespace);
   }
 
   // The run gateway's records live in `postgres/_runs.ts`.
@@ -248,6 +257,40 @@ class PostgresStore implements Store {
   /** Lists audit entries newest first. */
   listAudit(params: ListAuditParams): Promise<AuditPage> {
     return this.#runs.listAudit(params);
+  }
+  // Tool answers and webhook delivery ids live in `postgres/_answers.ts`.
+  /** Claims a tool answer. */
+  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
+    return this.#answers.claimToolAnswer(params);
+  }
+  /** Records a claimed tool answer as given. */
+  completeToolAnswer(
+    runId: string,
+    toolUseId: string,
+    token: string,
+    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+  ): Promise<boolean> {
+    return this.#answers.completeToolAnswer(runId, toolUseId, token, final);
+  }
+  /** Releases a tool-answer claim. */
+  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
+    return this.#answers.releaseToolAnswer(runId, toolUseId, token);
+  }
+  /** Reads one tool answer. */
+  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
+    return this.#answers.getToolAnswer(runId, toolUseId);
+  }
+  /** Lists a run's tool answers. */
+  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
+    return this.#answers.listToolAnswers(runId);
+  }
+  /** Records a webhook delivery id; false for a repeat. */
+  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#answers.recordWebhookDelivery(id, now, ttlMs);
+  }
+  /** Deletes answers and webhook ids past their retention. */
+  purgeAnswers(now: number): Promise<number> {
+    return this.#answers.purgeAnswers(now);
   }
 
   #refresh(): void {

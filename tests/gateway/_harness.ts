@@ -50,6 +50,12 @@ export interface GatewayOptions {
    * `store` to share the store too); closing this one leaves the fake running.
    */
   replicaOf?: Gateway;
+  /** Pending tool-request timeout of the runtime, in ms. */
+  pendingTimeoutMs?: number;
+  /** Webhook signing secrets (enables `POST /webhooks/provider`). */
+  webhookSecrets?: string[];
+  /** Tool-answer test hooks of the runtime. */
+  answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
 }
 
 /** A running gateway with its fake provider. */
@@ -135,6 +141,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     ...(options.defaultEnvironment === null
       ? {}
       : { defaultEnvironmentId: options.defaultEnvironment ?? (environment.id as string) }),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   };
   const server = createRuntimeServer({
     bootstrap,
@@ -142,6 +149,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     logger,
     provider,
     maxActiveRuns: options.maxActiveRuns,
+    pendingTimeoutMs: options.pendingTimeoutMs,
+    answerTestHooks: options.answerTestHooks,
     cleanupIntervalMs: 0,
   });
   const answers: Answer[] = [];

@@ -93,6 +93,97 @@ Deno.test("the provider key appears in no response, header, log line or audit en
   }
 });
 
+Deno.test("tool answers and webhooks leave the provider key and signing secrets out of every response, log line and audit entry", async () => {
+  const secrets = [0, 1].map(() =>
+    `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))))}`
+  );
+  const gateway = await startGateway({ webhookSecrets: secrets, pendingTimeoutMs: 200 });
+  const key = gateway.providerKey;
+  try {
+    gateway.fake.managedAgents!.script = () => [
+      { type: "agent.tool_use", name: "bash", input: {}, evaluated_permission: "ask" },
+      { type: "agent.custom_tool_use", name: "lookup", input: {} },
+      { type: "agent.tool_use", name: "rm", input: {}, evaluated_permission: "ask" },
+    ];
+    const started = await gateway.request("POST", "/v1/runs", { body: { input: "go" } });
+    const runId = started.json.runId;
+    const events = gateway.fake.managedAgents!.sessions.get(runId)!.events as {
+      type: string;
+      id: string;
+    }[];
+    const ids = events.filter((e) => e.type.endsWith("tool_use")).map((e) => e.id);
+    const [ask, custom, late] = ids;
+    await gateway.request("GET", `/v1/runs/${runId}/pending`);
+    gateway.fake.failNext({
+      path: /\/events$/,
+      method: "POST",
+      status: 400,
+      message: `bad key ${key} ${secrets[0]}`,
+    });
+    const refused = await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
+      body: { toolUseId: ask, result: "allow" },
+    });
+    assert.equal(refused.status, 502, refused.text);
+    await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
+      body: { toolUseId: ask, result: "allow" },
+    });
+    await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
+      body: { toolUseId: ask, result: "deny" },
+    });
+    await gateway.request("POST", `/v1/runs/${runId}/custom-tool-results`, {
+      body: { toolUseId: custom, content: [{ type: "text", text: "ok" }] },
+    });
+    await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
+      body: { toolUseId: "sevt_none", result: "allow" },
+    });
+    // The fail-closed default answers the last request.
+    await gateway.request("GET", `/v1/runs/${runId}`);
+    const until = Date.now() + 10_000;
+    while ((await gateway.store.getToolAnswer(runId, late))?.state !== "answered") {
+      assert.ok(Date.now() < until, "the fail-closed answer came");
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const { signManagedAgentWebhook } = await import("../../client/mod.ts");
+    for (const signing of [...secrets, "whsec_AAAAAAAAAAAAAAAAAAAAAAAA"]) {
+      const body = JSON.stringify({
+        type: "event",
+        id: `wevt_${crypto.randomUUID()}`,
+        created_at: new Date().toISOString(),
+        data: { type: "session.status_idled", id: runId },
+      });
+      const response = await gateway.server.handler(
+        new Request("http://127.0.0.1/webhooks/provider", {
+          method: "POST",
+          headers: await signManagedAgentWebhook(body, signing),
+          body,
+        }),
+      );
+      const text = await response.text();
+      for (const secret of [key, ...secrets]) {
+        assertNoKey(
+          secret,
+          "a webhook response",
+          `${JSON.stringify([...response.headers])} ${text}`,
+        );
+      }
+    }
+    for (const secret of [key, ...secrets]) {
+      for (const answer of gateway.answers) assertNoKey(secret, "a response", answerText(answer));
+      for (const line of gateway.logs) assertNoKey(secret, "a log line", line);
+      const audit = await gateway.store.listAudit({ limit: 100 });
+      assertNoKey(secret, "the audit log", JSON.stringify(audit.entries));
+    }
+    const actions = new Set(
+      (await gateway.store.listAudit({ limit: 100 })).entries.map((entry) => entry.action),
+    );
+    for (const action of ["tool.confirmed", "tool.responded", "webhook.accepted"]) {
+      assert.ok(actions.has(action as never), `the audit log holds ${action}`);
+    }
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("serve takes the key from the environment, never an argument, and never prints it", async () => {
   const providerKey = `sk-fake-${crypto.randomUUID()}`;
   const fake = await FakeProvider.start({ apiKey: providerKey });

@@ -20,6 +20,8 @@ export interface ReplicaOptions {
   count?: number;
   /** Bootstrap shared by every replica (default: a fresh one). */
   bootstrap?: TestBootstrap;
+  /** Extra environment variables of replica `index` (0 is A). */
+  env?: (index: number) => Record<string, string>;
 }
 
 /**
@@ -64,8 +66,8 @@ export async function startReplicas(url: string, options: ReplicaOptions = {}): 
     Array.from({ length: count }, (_, index) =>
       startServer(
         index === 0
-          ? { bootstrap, args: ["--store", url] }
-          : { bootstrap, env: { AUTOMATION_RUNTIME_STORE: url } },
+          ? { bootstrap, args: ["--store", url], env: options.env?.(0) }
+          : { bootstrap, env: { AUTOMATION_RUNTIME_STORE: url, ...options.env?.(index) } },
       )),
   );
   const servers = started.flatMap((result) => result.status === "fulfilled" ? [result.value] : []);

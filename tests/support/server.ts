@@ -77,6 +77,8 @@ export interface TestServer {
   stdout(): string[];
   /** Sends SIGTERM, waits for the exit, cleans up; resolves with the exit code. */
   stop(): Promise<number>;
+  /** Sends `signal` (such as `SIGKILL`, a crash) and returns at once; `stop()` still cleans up. */
+  kill(signal: Deno.Signal): void;
   /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -309,6 +311,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       logs: () => [...stderrLines],
       stdout: () => [...stdoutLines],
       stop,
+      kill(signal: Deno.Signal) {
+        try {
+          child.kill(signal);
+        } catch {
+          // Already gone.
+        }
+      },
       async [Symbol.asyncDispose]() {
         await stop();
       },

@@ -11,6 +11,7 @@
 import { migration001 } from "./001_initial.ts";
 import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
+import { migration004 } from "./004_answers.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -29,11 +30,12 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration001,
   migration002,
   migration003,
+  migration004,
 ]);

@@ -1,0 +1,138 @@
+/**
+ * The tool requests of a run, as `client.runs.pending`, `client.runs.confirmTool` and
+ * `client.runs.respondCustomTool` send and read them: the request and answer shapes and their
+ * checks. Web standards only.
+ *
+ * @module
+ */
+import { type Answer, invalidAnswer, isObject } from "./_request.ts";
+
+/** A tool request of a run waiting for an answer. */
+export interface PendingToolRequest {
+  /** The tool-use id: what an answer names. */
+  toolUseId: string;
+  /** `confirmation` (allow or deny it) or `custom_tool` (send its result). */
+  kind: "confirmation" | "custom_tool";
+  /** The tool's name. */
+  name: string;
+  /** The tool's input. */
+  input: unknown;
+  /** RFC 3339 time the agent asked. */
+  requestedAt: string;
+}
+
+/** The body of `client.runs.confirmTool`. */
+export interface ConfirmToolBody {
+  /** The tool-use id. */
+  toolUseId: string;
+  /** Run the tool, or not. */
+  result: "allow" | "deny";
+  /** Shown to the agent on deny. */
+  denyMessage?: string;
+}
+
+/** The body of `client.runs.respondCustomTool`. */
+export interface RespondCustomToolBody {
+  /** The custom-tool-use id. */
+  toolUseId: string;
+  /** The result: content blocks (each with a `type`), such as `{type: "text", text}`. */
+  content: Record<string, unknown>[];
+  /** Whether the tool failed. */
+  isError?: boolean;
+}
+
+/** A recorded tool confirmation. */
+export interface ToolConfirmation {
+  /** The tool-use id. */
+  toolUseId: string;
+  /** The decision sent. */
+  result: "allow" | "deny";
+  /** The principal that answered. */
+  answeredBy: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
+
+/** A recorded custom tool result. */
+export interface CustomToolAnswer {
+  /** The custom-tool-use id. */
+  toolUseId: string;
+  /** The principal that answered. */
+  answeredBy: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
+
+function checkedToolUseId(value: unknown): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError("toolUseId must be a non-empty string");
+  }
+  return value;
+}
+
+/** The confirmation body with its fields in a fixed order (a retry is byte-identical). */
+export function confirmPayload(body: ConfirmToolBody): Record<string, unknown> {
+  if (!isObject(body)) throw new TypeError("confirmTool needs a body: { toolUseId, result }");
+  const payload: Record<string, unknown> = { toolUseId: checkedToolUseId(body.toolUseId) };
+  if (body.result !== "allow" && body.result !== "deny") {
+    throw new TypeError('result must be "allow" or "deny"');
+  }
+  payload.result = body.result;
+  if (body.denyMessage !== undefined) {
+    if (typeof body.denyMessage !== "string" || body.denyMessage === "") {
+      throw new TypeError("denyMessage must be a non-empty string");
+    }
+    if (body.result !== "deny") throw new TypeError("only a deny carries a denyMessage");
+    payload.denyMessage = body.denyMessage;
+  }
+  return payload;
+}
+
+/** The custom tool result body with its fields in a fixed order. */
+export function respondPayload(body: RespondCustomToolBody): Record<string, unknown> {
+  if (!isObject(body)) {
+    throw new TypeError("respondCustomTool needs a body: { toolUseId, content }");
+  }
+  const payload: Record<string, unknown> = { toolUseId: checkedToolUseId(body.toolUseId) };
+  if (
+    !Array.isArray(body.content) ||
+    !body.content.every((block) => isObject(block) && typeof block.type === "string")
+  ) {
+    throw new TypeError("content must be an array of content blocks, each with a type");
+  }
+  payload.content = body.content;
+  if (body.isError !== undefined) {
+    if (typeof body.isError !== "boolean") throw new TypeError("isError must be a boolean");
+    payload.isError = body.isError;
+  }
+  return payload;
+}
+
+/** Reads the pending list of an answer. */
+export function pendingOf(answer: Answer): PendingToolRequest[] {
+  const body = answer.body;
+  if (!isObject(body) || !Array.isArray(body.pending)) {
+    throw invalidAnswer(answer, "The pending answer has no pending array");
+  }
+  for (const item of body.pending) {
+    if (
+      !isObject(item) || typeof item.toolUseId !== "string" ||
+      (item.kind !== "confirmation" && item.kind !== "custom_tool")
+    ) {
+      throw invalidAnswer(answer, "The runtime service answered with a malformed tool request");
+    }
+  }
+  return body.pending as unknown as PendingToolRequest[];
+}
+
+/** Reads a recorded answer. */
+export function toolAnswerOf<T extends CustomToolAnswer>(answer: Answer): T {
+  const body = answer.body;
+  if (
+    !isObject(body) || typeof body.toolUseId !== "string" ||
+    typeof body.answeredBy !== "string" || typeof body.answeredAt !== "string"
+  ) {
+    throw invalidAnswer(answer, "The runtime service answered with a malformed tool answer");
+  }
+  return body as unknown as T;
+}

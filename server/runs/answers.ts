@@ -1,0 +1,486 @@
+/**
+ * Tool answers: every pending tool request of a run gets exactly one answer, whichever replica
+ * and caller sends it, and none stays pending forever.
+ *
+ * Answering, in order (the same path for a caller and for the fail-closed default):
+ *
+ * 1. Read the run's tool requests (`pending.ts`); none by that id and kind: 404
+ *    `toolUseNotFound`.
+ * 2. Claim `(runId, toolUseId)` in the store. Held by someone (answered, or being sent): 409
+ *    `alreadyAnswered` with who and what.
+ * 3. A claim that was taken over from a dead replica (older than 30 s), or a request the history
+ *    shows answered or closed: read the history again. Answered there: record that answer (the
+ *    old claimer's, or `external` when the gateway never sent it) and answer 409. Closed without
+ *    an answer: release, 404.
+ * 4. Send the answer to the provider (`user.tool_confirmation` / `user.custom_tool_result`). A
+ *    failed send releases the claim and answers 502 or 503, so the caller may retry.
+ * 5. Record the answer (`answeredBy`, `answeredAt`, `result`) and append an audit entry.
+ *
+ * The fail-closed sweeper: every replica walks the runs in `requires_action` now and then; a
+ * request pending longer than the pending timeout (default 10 min) is denied (confirmation) or
+ * answered with an error result (custom tool) through steps 1 to 5 as principal `runtime`, and a
+ * claim older than 30 s whose request is still open is taken back (step 3). Several replicas
+ * sweeping at once is safe: the claim lets one of them answer.
+ *
+ * @module
+ */
+import type { ProviderManagedAgentClient } from "../../client/mod.ts";
+import type { RequestContext } from "../context.ts";
+import { InterfaceError } from "../errors.ts";
+import type { RuntimeLogger } from "../log.ts";
+import type {
+  AuditAction,
+  Store,
+  ToolAnswerRecord,
+  ToolAnswerResult,
+  ToolRequestKind,
+} from "../store/types.ts";
+import { audit } from "./audit.ts";
+import { pendingOf, type PendingToolRequest, readToolRequests } from "./pending.ts";
+import type { RunGateway } from "./runs.ts";
+
+/** Default pending timeout (`--pending-timeout-ms`): 10 minutes. */
+export const DEFAULT_PENDING_TIMEOUT_MS = 600_000;
+/** A claim older than this was left by a dead replica and is taken back, in ms. */
+export const CLAIM_STALE_MS = 30_000;
+/** Who answers when the pending timeout passed. */
+export const FAIL_CLOSED_ACTOR = "runtime";
+/** Who answered, when the provider shows an answer the gateway never sent. */
+export const EXTERNAL_ACTOR = "external";
+/** The deny message of the fail-closed default. */
+export const TIMEOUT_DENY_MESSAGE = "No answer within the pending timeout: denied by the runtime";
+/** The error result of the fail-closed default for a custom tool. */
+export const TIMEOUT_TOOL_MESSAGE = "No result within the pending timeout: the runtime answered";
+/** How long the sweeper gives the provider per run, in ms. */
+const SWEEP_CALL_MS = 30_000;
+
+/** Body of `POST /v1/runs/{runId}/tool-confirmations`, validated. */
+export interface ToolConfirmationBody {
+  /** The tool-use event id. */
+  toolUseId: string;
+  /** The decision. */
+  result: "allow" | "deny";
+  /** Shown to the agent on deny. */
+  denyMessage?: string;
+}
+
+/** Body of `POST /v1/runs/{runId}/custom-tool-results`, validated. */
+export interface CustomToolResultBody {
+  /** The custom-tool-use event id. */
+  toolUseId: string;
+  /** Result content blocks. */
+  content: Record<string, unknown>[];
+  /** Whether the result is an error. */
+  isError?: boolean;
+}
+
+/** A recorded answer, as the answer routes return it. */
+export interface ToolAnswer {
+  /** The tool-use event id. */
+  toolUseId: string;
+  /** The answer. */
+  result: ToolAnswerResult;
+  /** The principal that answered (`runtime` for the fail-closed default). */
+  answeredBy: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
+
+/** Options of {@linkcode ToolAnswers}. */
+export interface ToolAnswersOptions {
+  /** The store. */
+  store: Store;
+  /** Log sink. */
+  logger: RuntimeLogger;
+  /** The run gateway (client, ownership, failures). */
+  gateway: RunGateway;
+  /** How long a request may stay pending before the fail-closed answer, in ms. */
+  pendingTimeoutMs?: number;
+  /** How old a claim must be to be taken back, in ms (default 30 s). */
+  claimStaleMs?: number;
+  /**
+   * Test hook, off by default and never reachable from a request: awaited between the claim and
+   * the send, so a test can kill the process holding a claim.
+   */
+  afterClaim?: () => Promise<void>;
+}
+
+/** One answer about to go through steps 1 to 5. */
+interface AnswerJob {
+  runId: string;
+  toolUseId: string;
+  kind: ToolRequestKind;
+  principalId: string;
+  result: ToolAnswerResult;
+  signal: AbortSignal;
+  send(client: ProviderManagedAgentClient, signal: AbortSignal): Promise<unknown>;
+}
+
+function toolUseNotFound(): InterfaceError {
+  return new InterfaceError("toolUseNotFound", "No such pending tool request in this run");
+}
+
+function alreadyAnswered(record: { principalId: string; result: ToolAnswerResult }) {
+  return new InterfaceError("alreadyAnswered", "The tool request was answered before", {
+    extra: { answeredBy: record.principalId, result: record.result },
+  });
+}
+
+/** The tool-answer service behind the answer routes, and the fail-closed sweeper. */
+export class ToolAnswers {
+  readonly #store: Store;
+  readonly #logger: RuntimeLogger;
+  readonly #gateway: RunGateway;
+  readonly #afterClaim: (() => Promise<void>) | undefined;
+  readonly #claimStaleMs: number;
+  /** How long a request may stay pending, in ms. */
+  readonly pendingTimeoutMs: number;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #sweeping: Promise<void> | null = null;
+  #stopped = false;
+  #lastPurge = 0;
+
+  /** Creates the service. */
+  constructor(options: ToolAnswersOptions) {
+    this.#store = options.store;
+    this.#logger = options.logger;
+    this.#gateway = options.gateway;
+    this.#afterClaim = options.afterClaim;
+    this.#claimStaleMs = options.claimStaleMs ?? CLAIM_STALE_MS;
+    this.pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
+  }
+
+  /** The pending tool requests of a run the caller may read. */
+  async pending(context: RequestContext, runId: string): Promise<PendingToolRequest[]> {
+    const client = await this.#gateway.providerClient();
+    await this.#gateway.visibleRun(context.principal!, runId, "read");
+    const signal = AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1));
+    let found;
+    try {
+      found = await readToolRequests(client, runId, signal);
+    } catch (error) {
+      throw this.#gateway.providerFailure(error);
+    }
+    return pendingOf(found, await this.#store.listToolAnswers(runId));
+  }
+
+  /** Answers a tool confirmation (any run the caller may read: approvers and admins). */
+  async confirm(
+    context: RequestContext,
+    runId: string,
+    body: ToolConfirmationBody,
+  ): Promise<ToolAnswer> {
+    const caller = context.principal!;
+    await this.#gateway.providerClient();
+    await this.#gateway.visibleRun(caller, runId, "read");
+    return await this.#audited(context, "tool.confirmed", runId, {
+      runId,
+      toolUseId: body.toolUseId,
+      kind: "confirmation",
+      principalId: caller.principalId,
+      result: body.result,
+      signal: AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1)),
+      send: (client, signal) =>
+        client.confirmTool(runId, {
+          toolUseId: body.toolUseId,
+          result: body.result,
+          ...(body.result === "deny" && body.denyMessage !== undefined
+            ? { denyMessage: body.denyMessage }
+            : {}),
+        }, { signal }),
+    });
+  }
+
+  /** Answers a custom tool call (the caller's own runs; admins any). */
+  async respond(
+    context: RequestContext,
+    runId: string,
+    body: CustomToolResultBody,
+  ): Promise<ToolAnswer> {
+    const caller = context.principal!;
+    await this.#gateway.providerClient();
+    await this.#gateway.visibleRun(caller, runId, "write");
+    return await this.#audited(context, "tool.responded", runId, {
+      runId,
+      toolUseId: body.toolUseId,
+      kind: "custom_tool",
+      principalId: caller.principalId,
+      result: body.isError === true ? "error" : "ok",
+      signal: AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1)),
+      send: (client, signal) =>
+        client.respondCustomTool(runId, {
+          toolUseId: body.toolUseId,
+          content: body.content as never,
+          ...(body.isError === true ? { isError: true } : {}),
+        }, { signal }),
+    });
+  }
+
+  async #audited(
+    context: RequestContext,
+    action: AuditAction,
+    runId: string,
+    job: AnswerJob,
+  ): Promise<ToolAnswer> {
+    try {
+      const answer = await this.#answer(job);
+      await audit(this.#store, this.#logger, context, { action, runId, outcome: "ok" });
+      return answer;
+    } catch (error) {
+      if (error instanceof InterfaceError) {
+        await audit(this.#store, this.#logger, context, { action, runId, outcome: error.code });
+      }
+      throw error;
+    }
+  }
+
+  /** Steps 1 to 5 of the module doc. */
+  async #answer(job: AnswerJob): Promise<ToolAnswer> {
+    const client = await this.#gateway.providerClient();
+    const read = async () => {
+      try {
+        return await readToolRequests(client, job.runId, job.signal);
+      } catch (error) {
+        throw this.#gateway.providerFailure(error);
+      }
+    };
+    let found = await read();
+    const request = found.requests.get(job.toolUseId);
+    if (request === undefined || request.kind !== job.kind) {
+      const record = await this.#store.getToolAnswer(job.runId, job.toolUseId);
+      if (record?.state === "answered" && record.kind === job.kind) throw alreadyAnswered(record);
+      throw toolUseNotFound();
+    }
+    const claim = await this.#store.claimToolAnswer({
+      runId: job.runId,
+      toolUseId: job.toolUseId,
+      kind: job.kind,
+      principalId: job.principalId,
+      result: job.result,
+      now: Date.now(),
+      staleMs: this.#claimStaleMs,
+    });
+    if (claim.state === "taken") throw alreadyAnswered(claim.record);
+    const token = claim.token;
+    try {
+      if (claim.recovered !== undefined || !found.open.has(job.toolUseId)) {
+        // The provider may hold an answer the store does not: look again, now that we hold it.
+        if (claim.recovered !== undefined) found = await read();
+        const shown = found.answered.get(job.toolUseId);
+        if (shown !== undefined) {
+          const final = {
+            principalId: claim.recovered?.principalId ?? EXTERNAL_ACTOR,
+            result: shown,
+            answeredAt: new Date().toISOString(),
+          };
+          await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
+          throw alreadyAnswered(final);
+        }
+        if (!found.open.has(job.toolUseId)) throw toolUseNotFound();
+      }
+      if (this.#afterClaim !== undefined) await this.#afterClaim();
+      try {
+        await job.send(client, job.signal);
+      } catch (error) {
+        throw this.#gateway.providerFailure(error);
+      }
+    } catch (error) {
+      await this.#store.releaseToolAnswer(job.runId, job.toolUseId, token).catch(() => {});
+      throw error;
+    }
+    const answeredAt = new Date().toISOString();
+    const final = { principalId: job.principalId, result: job.result, answeredAt };
+    // False only when a sweeper took the claim back meanwhile: it then found this very answer
+    // in the provider's history and recorded it.
+    await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
+    // The run moves on at the provider: record its state now (a failure leaves it to the next
+    // read), and wake its tail.
+    await this.#gateway.refreshRun(job.runId, 5_000).catch(() => null);
+    this.#gateway.activity.notify(job.runId);
+    return {
+      toolUseId: job.toolUseId,
+      result: job.result,
+      answeredBy: job.principalId,
+      answeredAt,
+    };
+  }
+
+  /** Starts the periodic fail-closed pass; the timer never keeps the process alive. */
+  start(): void {
+    if (this.#timer !== null || this.#stopped) return;
+    const interval = Math.min(Math.max(Math.floor(this.pendingTimeoutMs / 10), 100), 15_000);
+    const tick = () => {
+      this.#timer = null;
+      if (this.#stopped) return;
+      this.#sweeping = this.sweep().catch((error) => {
+        this.#logger.error("pending sweep failed", {
+          errorName: error instanceof Error ? error.name : typeof error,
+        });
+      }).finally(() => {
+        this.#sweeping = null;
+        if (!this.#stopped) this.#schedule(tick, interval);
+      });
+    };
+    this.#schedule(tick, interval);
+  }
+
+  #schedule(tick: () => void, interval: number): void {
+    this.#timer = setTimeout(tick, interval);
+    Deno.unrefTimer(this.#timer as unknown as number);
+  }
+
+  /** Stops the sweeper and waits for a pass in progress. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#sweeping !== null) await this.#sweeping;
+  }
+
+  /**
+   * One pass over the runs in `requires_action`: answers what waited past the pending timeout,
+   * takes back stale claims. Returns when the pass is done.
+   */
+  async sweep(now: number = Date.now()): Promise<void> {
+    if (!this.#gateway.enabled) return;
+    const client = await this.#gateway.providerClient();
+    if (now - this.#lastPurge > 3_600_000) {
+      this.#lastPurge = now;
+      await this.#store.purgeAnswers(now).catch(() => 0);
+    }
+    let cursor: string | undefined;
+    do {
+      const page = await this.#store.listRuns({
+        state: "requires_action",
+        limit: 100,
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
+      for (const run of page.runs) {
+        if (this.#stopped) return;
+        await this.#sweepRun(client, run.runId, now).catch((error) => {
+          this.#logger.error("pending sweep of a run failed", {
+            runId: run.runId,
+            errorName: error instanceof Error ? error.name : typeof error,
+          });
+        });
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined && !this.#stopped);
+  }
+
+  async #sweepRun(client: ProviderManagedAgentClient, runId: string, now: number): Promise<void> {
+    const signal = AbortSignal.timeout(SWEEP_CALL_MS);
+    const found = await readToolRequests(client, runId, signal);
+    const records = new Map(
+      (await this.#store.listToolAnswers(runId)).map((record) => [record.toolUseId, record]),
+    );
+    const pending = pendingOf(found, [...records.values()]);
+    for (const request of pending) {
+      const record = records.get(request.toolUseId);
+      const overdue = Date.parse(request.requestedAt) + this.pendingTimeoutMs <= now;
+      if (overdue && (record === undefined || this.#stale(record, now))) {
+        await this.#failClosed(runId, request, signal);
+      } else if (record !== undefined && this.#stale(record, now)) {
+        await this.#takeBack(client, runId, record, signal);
+      }
+    }
+    // Nothing waits any more: the recorded state is old; read it so the next pass skips the run.
+    if (pending.length === 0) await this.#gateway.refreshRun(runId, SWEEP_CALL_MS);
+  }
+
+  #stale(record: ToolAnswerRecord, now: number): boolean {
+    return record.state === "claimed" && record.claimedAt <= now - this.#claimStaleMs;
+  }
+
+  /** The fail-closed answer of a request past the pending timeout (steps 1 to 5). */
+  async #failClosed(
+    runId: string,
+    request: PendingToolRequest,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const confirmation = request.kind === "confirmation";
+    const action: AuditAction = confirmation ? "tool.confirmed" : "tool.responded";
+    let outcome = "ok";
+    try {
+      await this.#answer({
+        runId,
+        toolUseId: request.toolUseId,
+        kind: request.kind,
+        principalId: FAIL_CLOSED_ACTOR,
+        result: confirmation ? "deny" : "error",
+        signal,
+        send: (client, sendSignal) =>
+          confirmation
+            ? client.confirmTool(runId, {
+              toolUseId: request.toolUseId,
+              result: "deny",
+              denyMessage: TIMEOUT_DENY_MESSAGE,
+            }, { signal: sendSignal })
+            : client.respondCustomTool(runId, {
+              toolUseId: request.toolUseId,
+              content: [{ type: "text", text: TIMEOUT_TOOL_MESSAGE }],
+              isError: true,
+            }, { signal: sendSignal }),
+      });
+    } catch (error) {
+      if (!(error instanceof InterfaceError)) throw error;
+      // Answered by someone else meanwhile: nothing to do, and nothing to audit.
+      if (error.code === "alreadyAnswered" || error.code === "toolUseNotFound") return;
+      outcome = error.code;
+    }
+    await this.#systemAudit(action, runId, outcome);
+  }
+
+  /** Step 3 alone: a stale claim is recorded as answered when the provider shows it, else freed. */
+  async #takeBack(
+    client: ProviderManagedAgentClient,
+    runId: string,
+    stale: ToolAnswerRecord,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const claim = await this.#store.claimToolAnswer({
+      runId,
+      toolUseId: stale.toolUseId,
+      kind: stale.kind,
+      principalId: stale.principalId,
+      result: stale.result,
+      now: Date.now(),
+      staleMs: this.#claimStaleMs,
+    });
+    if (claim.state !== "claimed") return;
+    try {
+      const found = await readToolRequests(client, runId, signal);
+      const shown = found.answered.get(stale.toolUseId);
+      if (shown !== undefined) {
+        await this.#store.completeToolAnswer(runId, stale.toolUseId, claim.token, {
+          principalId: stale.principalId,
+          result: shown,
+          answeredAt: new Date().toISOString(),
+        });
+        return;
+      }
+    } catch (error) {
+      await this.#store.releaseToolAnswer(runId, stale.toolUseId, claim.token).catch(() => {});
+      throw error;
+    }
+    await this.#store.releaseToolAnswer(runId, stale.toolUseId, claim.token);
+  }
+
+  async #systemAudit(action: AuditAction, runId: string, outcome: string): Promise<void> {
+    try {
+      await this.#store.appendAudit({
+        at: new Date().toISOString(),
+        action,
+        actorId: FAIL_CLOSED_ACTOR,
+        runId,
+        correlationId: crypto.randomUUID(),
+        outcome,
+      });
+    } catch (error) {
+      this.#logger.error("audit append failed", {
+        errorName: error instanceof Error ? error.name : typeof error,
+        action,
+      });
+    }
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The tool-answer part of the run store: one record per `(runId, toolUseId)` that makes sure a
+ * pending tool request gets exactly one answer across replicas, and the ids of accepted provider
+ * webhook deliveries.
+ *
+ * A tool answer goes through three steps, each one atomic store write:
+ *
+ * 1. {@linkcode AnswerStore.claimToolAnswer} creates the record in state `claimed` with a fresh
+ *    token, unless one exists. A claim older than `staleMs` (its replica died between claim and
+ *    send) is handed to the new caller in the same write, which then learns the old claim
+ *    (`recovered`) and must check the provider's history before sending.
+ * 2. The caller sends the answer to the provider.
+ * 3. {@linkcode AnswerStore.completeToolAnswer} turns the record into `answered` (only while the
+ *    caller's token still holds it); a failed send calls {@linkcode AnswerStore.releaseToolAnswer}
+ *    instead, which deletes the record so a retry can claim it again.
+ *
+ * Records are kept 7 days after they were written last; webhook ids 7 days after delivery.
+ *
+ * @module
+ */
+
+/** What kind of tool request an answer is for. */
+export type ToolRequestKind = "confirmation" | "custom_tool";
+
+/**
+ * The answer given: `allow` or `deny` for a confirmation; `ok` or `error` for a custom tool
+ * result (`isError`).
+ */
+export type ToolAnswerResult = "allow" | "deny" | "ok" | "error";
+
+/** One tool answer as stored. */
+export interface ToolAnswerRecord {
+  /** The run (provider session id). */
+  runId: string;
+  /** The tool-use event id. */
+  toolUseId: string;
+  /** What kind of request it answers. */
+  kind: ToolRequestKind;
+  /** `claimed` while being sent; `answered` once the provider took it. */
+  state: "claimed" | "answered";
+  /** The claim's token (opaque; proves ownership of the claim). */
+  token: string;
+  /** Who answers (a principal id, or `runtime` for the fail-closed default). */
+  principalId: string;
+  /** The answer. */
+  result: ToolAnswerResult;
+  /** When the claim was taken, ms since the epoch. */
+  claimedAt: number;
+  /** RFC 3339 time the answer was recorded (state `answered`). */
+  answeredAt?: string;
+}
+
+/** Parameters of {@linkcode AnswerStore.claimToolAnswer}. */
+export interface ToolAnswerClaimParams {
+  /** The run. */
+  runId: string;
+  /** The tool-use event id. */
+  toolUseId: string;
+  /** What kind of request it answers. */
+  kind: ToolRequestKind;
+  /** Who answers. */
+  principalId: string;
+  /** The answer about to be sent. */
+  result: ToolAnswerResult;
+  /** Current time, ms since the epoch. */
+  now: number;
+  /** A claim older than this (ms) is taken over. */
+  staleMs: number;
+}
+
+/** What {@linkcode AnswerStore.claimToolAnswer} found. */
+export type ToolAnswerClaim =
+  /**
+   * The caller holds the claim under `token`. `recovered` is the stale claim it replaced: its
+   * answer may have reached the provider, so check the history before sending.
+   */
+  | { state: "claimed"; token: string; recovered?: ToolAnswerRecord }
+  /** Someone answered before, or is sending an answer now (a live claim). */
+  | { state: "taken"; record: ToolAnswerRecord };
+
+/** The tool-answer and webhook-delivery operations of the store. */
+export interface AnswerStore {
+  /** Claims `(runId, toolUseId)` atomically (step 1 of the module doc). */
+  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim>;
+  /**
+   * Records the claimed answer as given (step 3), with the answerer and answer of `final`
+   * (which may differ from the claim's when a recovered claim's answer is found in the
+   * provider's history). Returns false when the token no longer holds the claim.
+   */
+  completeToolAnswer(
+    runId: string,
+    toolUseId: string,
+    token: string,
+    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+  ): Promise<boolean>;
+  /** Deletes a claim held by `token` (a failed send); a no-op otherwise. */
+  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void>;
+  /** Reads one answer record. */
+  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null>;
+  /** Every answer record of a run (at most 1000). */
+  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]>;
+  /**
+   * Records a webhook delivery id; true when it is new, false for a repeat within `ttlMs`.
+   * Atomic: of two replicas recording one id at once, one gets true.
+   */
+  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean>;
+  /** Deletes answer records and webhook ids past their retention; returns how many. */
+  purgeAnswers(now: number): Promise<number>;
+}
+
+/** How long answers and webhook ids are kept: 7 days. */
+export const ANSWER_RETENTION_MS = 7 * 86_400_000;
