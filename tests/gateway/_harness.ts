@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { assertKeepsContract } from "../support/contract.ts";
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";
 import {
@@ -182,6 +183,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       json = undefined;
     }
     const answer = { status: response.status, headers: response.headers, text, json };
+    await assertKeepsContract(method, path, answer, server.routes);
     answers.push(answer);
     return answer;
   }
