@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { assertKeepsContract } from "../support/contract.ts";
 import assert from "node:assert/strict";
 import { ProviderManagedAgentClient } from "../../client/mod.ts";
 import {
@@ -14,11 +13,13 @@ import {
   deriveBootstrapCredential,
 } from "../../server/bootstrap/credential.ts";
 import type { RuntimeLogger } from "../../server/log.ts";
+import type { RuntimeMetrics } from "../../server/metrics.ts";
 import type { ProviderSettings } from "../../server/runs/provider.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
+import { assertKeepsContract } from "../support/contract.ts";
 import { sharedHeaders } from "../support/server.ts";
 
 const DAY = 86_400_000;
@@ -51,6 +52,8 @@ export interface GatewayOptions {
    * `store` to share the store too); closing this one leaves the fake running.
    */
   replicaOf?: Gateway;
+  /** Metrics the server keeps. */
+  metrics?: RuntimeMetrics;
 }
 
 /** A running gateway with its fake provider. */
@@ -144,6 +147,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     provider,
     maxActiveRuns: options.maxActiveRuns,
     cleanupIntervalMs: 0,
+    metrics: options.metrics,
   });
   const answers: Answer[] = [];
 
