@@ -198,6 +198,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     logger,
     now,
     maxBodyBytes,
+    ...(metrics !== undefined ? { metrics } : {}),
   });
   const onError = (error: unknown, context: RequestContext): Response =>
     errorResponse(error, context, logger);
