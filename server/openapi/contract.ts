@@ -100,7 +100,9 @@ export function routeContract(route: RouteDefinition): RouteContract | null {
   if (declaration.omit !== undefined) return null;
   const errors = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(route, declaration).sort()) {
-    const status = ERROR_CODES[code].status;
+    const known = ERROR_CODES[code];
+    if (known === undefined) throw new Error(`Route ${key} declares an unknown error code ${code}`);
+    const status = known.status;
     const list = errors.get(status);
     if (list === undefined) errors.set(status, [code]);
     else list.push(code);

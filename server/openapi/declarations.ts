@@ -11,14 +11,18 @@ import type { z } from "zod";
 import type { ErrorCode } from "../errors.ts";
 import {
   auditPageSchema,
+  customToolResultSchema,
   healthSchema,
   jsonRpcSchema,
   openApiSchema,
+  pendingSchema,
   principalIssuedSchema,
   principalPageSchema,
+  runEventPageSchema,
   runPageSchema,
   runSchema,
   runtimeInfoSchema,
+  toolConfirmationSchema,
 } from "./schemas.ts";
 
 /** One successful answer of a route. */
@@ -27,7 +31,10 @@ export interface AnswerDeclaration {
   readonly description: string;
   /** Schema of its JSON body; absent: no body (or an opaque one, see `contentType`). */
   readonly schema?: z.ZodType;
-  /** Content type, when not `application/json`. */
+  /**
+   * A further content type answered instead of the JSON body (chosen by `Accept`), such as
+   * `text/event-stream`; its body is not checked against `schema`.
+   */
   readonly contentType?: string;
   /** Response headers that matter beyond the common ones, such as `cache-control`. */
   readonly headers?: readonly string[];
@@ -57,6 +64,8 @@ export interface RouteDeclaration {
   readonly answers: Readonly<Record<number, AnswerDeclaration>>;
   /** Error codes the handler itself may answer (the shared rules' are added). */
   readonly errors?: readonly ErrorCode[];
+  /** A body the route reads itself (no `body` schema in its definition), such as a webhook. */
+  readonly rawBody?: { readonly contentType: string; readonly description: string };
   /** Left out of the document, with the reason (such as methods that only answer 405). */
   readonly omit?: string;
 }
@@ -137,6 +146,26 @@ export const INTERIM_REQUEST_SCHEMAS: Readonly<Record<string, Record<string, unk
     type: "object",
     properties: { input: { $ref: "#/components/schemas/RunInput" } },
     required: ["input"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs/:runId/tool-confirmations": {
+    type: "object",
+    properties: {
+      toolUseId: { type: "string", minLength: 1 },
+      result: { type: "string", enum: ["allow", "deny"] },
+      denyMessage: { type: "string" },
+    },
+    required: ["toolUseId", "result"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs/:runId/custom-tool-results": {
+    type: "object",
+    properties: {
+      toolUseId: { type: "string", minLength: 1 },
+      content: { type: "array", items: { type: "object" } },
+      isError: { type: "boolean" },
+    },
+    required: ["toolUseId", "content"],
     additionalProperties: false,
   },
 };
@@ -279,6 +308,71 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     tag: "runs",
     answers: { 202: { description: "Sent.", schema: runSchema } },
     errors: [...PROVIDER_ERRORS, "runNotFound", "runQuotaExceeded"],
+  },
+  "GET /v1/runs/:runId/events": {
+    summary: "A run's events: an SSE stream, or a JSON page",
+    description: "`Accept: text/event-stream`: `retry`, then `id: <seq>`, `event: <type>`, " +
+      "`data: <JSON>` per event; `Last-Event-ID` or `after` resumes after that seq; the stream " +
+      "ends after a terminal event. `Accept: application/json`: a page after `after`.",
+    tag: "runs",
+    query: [
+      {
+        name: "after",
+        description: "Events after this seq (default 0).",
+        schema: { type: "integer", minimum: 0 },
+      },
+      limit(500, 100),
+    ],
+    answers: {
+      200: {
+        description: "The events.",
+        schema: runEventPageSchema,
+        contentType: "text/event-stream",
+      },
+    },
+    errors: [...PROVIDER_ERRORS, "runNotFound", "invalidRequest"],
+  },
+  "GET /v1/runs/:runId/pending": {
+    summary: "A run's pending tool requests",
+    tag: "runs",
+    answers: { 200: { description: "Pending requests.", schema: pendingSchema } },
+    errors: [...PROVIDER_ERRORS, "runNotFound"],
+  },
+  "POST /v1/runs/:runId/tool-confirmations": {
+    summary: "Allow or deny a tool call",
+    description: "Exactly one answer per tool request, by anyone, on any replica.",
+    tag: "runs",
+    answers: { 200: { description: "Answered.", schema: toolConfirmationSchema } },
+    errors: [
+      ...PROVIDER_ERRORS,
+      "runNotFound",
+      "toolUseNotFound",
+      "alreadyAnswered",
+    ] as ErrorCode[],
+  },
+  "POST /v1/runs/:runId/custom-tool-results": {
+    summary: "Answer a custom tool call",
+    description: "Exactly one answer per tool request, by anyone, on any replica.",
+    tag: "runs",
+    answers: { 200: { description: "Answered.", schema: customToolResultSchema } },
+    errors: [
+      ...PROVIDER_ERRORS,
+      "runNotFound",
+      "toolUseNotFound",
+      "alreadyAnswered",
+    ] as ErrorCode[],
+  },
+  "POST /webhooks/provider": {
+    summary: "Provider webhook intake",
+    description: "Exists only when signing secrets are configured. Verified with the Standard " +
+      "Webhooks rules; deliveries are deduplicated by the payload's `id`.",
+    tag: "webhooks",
+    rawBody: {
+      contentType: "application/json",
+      description: "The signed delivery, at most 1 MiB, verified byte for byte.",
+    },
+    answers: { 204: { description: "Accepted, or a repeat of an accepted delivery." } },
+    errors: ["webhookVerificationFailed", "payloadTooLarge"] as ErrorCode[],
   },
   "GET /v1/audit": {
     summary: "The audit log, newest first",

@@ -109,17 +109,18 @@ function operation(contract: RouteContract): Json {
       };
     }
     const entry: Json = { description: answer.description, headers };
+    const content: Json = {};
     if (answer.schema !== undefined && route.method !== "HEAD") {
-      entry.content = {
-        [answer.contentType ?? "application/json"]: {
-          schema: NAMES.has(answer.schema)
-            ? { $ref: `#/components/schemas/${NAMES.get(answer.schema)}` }
-            : jsonSchema(answer.schema, "output"),
-        },
+      content["application/json"] = {
+        schema: NAMES.has(answer.schema)
+          ? { $ref: `#/components/schemas/${NAMES.get(answer.schema)}` }
+          : jsonSchema(answer.schema, "output"),
       };
-    } else if (answer.contentType !== undefined) {
-      entry.content = { [answer.contentType]: { schema: { type: "string" } } };
     }
+    if (answer.contentType !== undefined) {
+      content[answer.contentType] = { schema: { type: "string" } };
+    }
+    if (Object.keys(content).length > 0) entry.content = content;
     responses[String(status)] = entry;
   }
   for (const [status, codes] of contract.errors) {
@@ -158,7 +159,13 @@ function operation(contract: RouteContract): Json {
     ...(route.capability !== undefined ? { "x-capability": route.capability } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
   };
-  if (route.body !== undefined) {
+  if (declaration.rawBody !== undefined) {
+    result.requestBody = {
+      required: true,
+      description: declaration.rawBody.description,
+      content: { [declaration.rawBody.contentType]: { schema: {} } },
+    };
+  } else if (route.body !== undefined) {
     result.requestBody = {
       required: true,
       content: { "application/json": { schema: requestSchema(route) } },

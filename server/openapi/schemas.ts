@@ -96,6 +96,46 @@ export const auditPageSchema = z.strictObject({
   nextCursor: z.string().nullable(),
 });
 
+/** One entry of a run's event log: a `RunStreamEvent` (by `type`) with its `seq` and `at`. */
+export const runEventSchema = z.looseObject({
+  seq: z.int().min(1),
+  at: timestamp,
+  type: z.string(),
+});
+
+/** The JSON page of `GET /v1/runs/{runId}/events`. */
+export const runEventPageSchema = z.strictObject({
+  events: z.array(runEventSchema),
+  nextAfter: z.int().min(0),
+  terminal: z.boolean(),
+});
+
+/** `GET /v1/runs/{runId}/pending`. */
+export const pendingSchema = z.strictObject({
+  pending: z.array(z.strictObject({
+    toolUseId: z.string(),
+    kind: z.enum(["confirmation", "custom_tool"]),
+    name: z.string(),
+    input: z.unknown(),
+    requestedAt: timestamp,
+  })),
+});
+
+/** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
+export const toolConfirmationSchema = z.strictObject({
+  toolUseId: z.string(),
+  result: z.enum(["allow", "deny"]),
+  answeredBy: z.string(),
+  answeredAt: timestamp,
+});
+
+/** The 200 of `POST /v1/runs/{runId}/custom-tool-results`. */
+export const customToolResultSchema = z.strictObject({
+  toolUseId: z.string(),
+  answeredBy: z.string(),
+  answeredAt: timestamp,
+});
+
 /** The OpenAPI document itself (`GET /openapi.json`): an object with `openapi: 3.1.x`. */
 export const openApiSchema = z.looseObject({ openapi: z.string().startsWith("3.1.") });
 
@@ -125,6 +165,10 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   PrincipalPage: principalPageSchema,
   Run: runSchema,
   RunPage: runPageSchema,
+  RunEventPage: runEventPageSchema,
+  Pending: pendingSchema,
+  ToolConfirmation: toolConfirmationSchema,
+  CustomToolResult: customToolResultSchema,
   AuditPage: auditPageSchema,
   OpenApiDocument: openApiSchema,
   JsonRpcMessage: jsonRpcSchema,
