@@ -3,7 +3,7 @@
  * wrk at 50 connections), in interleaved rounds on separate processes:
  *
  * - `off`: `serve` as it runs by default (no `OTEL_DENO`, no `--metrics-port`);
- * - `traced`: `OTEL_DENO=true`, exporting OTLP/HTTP JSON to a sink that discards it
+ * - `traced`: `OTEL_DENO=true`, exporting OTLP/HTTP protobuf to a sink that discards it
  *   (`bench/peers/otlp_sink.ts`): Deno's server span plus our route and principal attributes;
  * - `metrics`: `--metrics-port 0`: the request counters, latency histogram and store timings.
  *
@@ -89,7 +89,7 @@ export async function runTracingBench(
       traced: await ours("traced", [], {
         OTEL_DENO: "true",
         OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
         OTEL_SERVICE_NAME: "automation-runtime-bench",
         OTEL_DENO_CONSOLE: "ignore",
       }),
