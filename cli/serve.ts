@@ -350,9 +350,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   } catch (error) {
     signal.dispose();
     await store.close();
+    const message = (error as Error).message;
     const reason = error instanceof Deno.errors.AddrInUse
       ? `Address ${flags.hostname}:${flags.port} is already in use`
-      : `Cannot listen on ${flags.hostname}:${flags.port}: ${(error as Error).message}`;
+      : message.startsWith("Cannot listen for metrics")
+      ? message
+      : `Cannot listen on ${flags.hostname}:${flags.port}: ${message}`;
     return reportError(new Error(reason));
   }
 

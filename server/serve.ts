@@ -126,7 +126,14 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
     } catch (error) {
       await http.shutdown();
       await server.close();
-      throw error;
+      const reason = error instanceof Deno.errors.AddrInUse
+        ? "the address is already in use"
+        : (error as Error).message;
+      throw new Error(
+        `Cannot listen for metrics on ${options.metricsHostname ?? "127.0.0.1"}:` +
+          `${options.metricsPort}: ${reason}`,
+        { cause: error },
+      );
     }
   }
   let stopping: Promise<void> | null = null;

@@ -310,7 +310,9 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
    * unauthenticated read, a refusal): such a request allocates no promise before its answer; an
    * authenticated request waits for one shared store read, the revocation epoch (see
    * `authenticator.ts`). (Deno.serve settles the answer of a handler that read the request headers through a
-   * promise either way, so answering with a plain Response would save nothing more.)
+   * promise either way, so answering with a plain Response would save nothing more.) Metrics and
+   * the span annotations are decided here too, each by one check of an option that is fixed for
+   * the server's life: off, they cost a comparison and load nothing.
    */
   function handler(request: Request, _info?: unknown): Promise<Response> {
     if (metrics !== undefined) metrics.inFlight.inc();

@@ -132,6 +132,11 @@ Deno.test("serve without --metrics-port opens no metrics listener; a bad port is
   const server = await startServer();
   try {
     assert.ok(server.logs().every((line) => !line.includes("metricsUrl")));
+    const taken = new URL(server.url).port;
+    await assert.rejects(
+      startServer({ args: ["--metrics-port", taken], timeoutMs: 15_000 }),
+      new RegExp(`serve exited with 1[^]*Cannot listen for metrics on 127\\.0\\.0\\.1:${taken}`),
+    );
   } finally {
     await server.stop();
   }
