@@ -72,7 +72,20 @@ function number(value: number): string {
   return Number.isNaN(value) ? "NaN" : String(value);
 }
 
-/** A value that goes up and down, such as the requests in flight. */
+/**
+ * A value that goes up and down, such as the requests in flight.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Gauge } from "./metrics.ts";
+ * const streams = new Gauge();
+ * streams.inc();
+ * streams.inc();
+ * streams.dec();
+ * assert.equal(streams.value, 1);
+ * ```
+ */
 export class Gauge {
   #value = 0;
   /** Adds one (or `by`). */
@@ -93,7 +106,18 @@ export class Gauge {
   }
 }
 
-/** A counter by label values. */
+/**
+ * A counter by label values.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LabeledCounter } from "./metrics.ts";
+ * const errors = new LabeledCounter(["type"]);
+ * errors.inc(["timeout"]);
+ * assert.deepEqual(errors.render("errors_total"), ['errors_total{type="timeout"} 1']);
+ * ```
+ */
 export class LabeledCounter {
   readonly #names: readonly string[];
   readonly #values = new Map<string, { labels: readonly string[]; count: number }>();
@@ -131,7 +155,25 @@ interface HistogramSeries {
   count: number;
 }
 
-/** A histogram by label values, with fixed buckets. */
+/**
+ * A histogram by label values, with fixed buckets.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LabeledHistogram } from "./metrics.ts";
+ * const latency = new LabeledHistogram(["route"], [0.1, 1]);
+ * latency.observe(["/healthz"], 0.05);
+ * latency.observe(["/healthz"], 0.5);
+ * assert.deepEqual(latency.render("latency_seconds"), [
+ *   'latency_seconds_bucket{route="/healthz",le="0.1"} 1',
+ *   'latency_seconds_bucket{route="/healthz",le="1"} 2',
+ *   'latency_seconds_bucket{route="/healthz",le="+Inf"} 2',
+ *   'latency_seconds_sum{route="/healthz"} 0.55',
+ *   'latency_seconds_count{route="/healthz"} 2',
+ * ]);
+ * ```
+ */
 export class LabeledHistogram {
   readonly #names: readonly string[];
   readonly #bounds: readonly number[];

@@ -194,3 +194,22 @@ Deno.test("provider errors are counted by type and active runs read from the sto
     await gateway.close();
   }
 });
+
+Deno.test("label values are escaped so a parser reads them back; provider types are bounded", async () => {
+  const metrics = new RuntimeMetrics();
+  metrics.requestFinished("GET", 'odd "route"\\with\nbreak', 200, 0.001);
+  metrics.providerError("Rate Limit!");
+  metrics.providerError("overloaded_error");
+  const families = parse(await metrics.render());
+  assert.equal(
+    value(families.get("automation_runtime_http_requests_total"), {
+      route: 'odd "route"\\with\nbreak',
+    }),
+    1,
+  );
+  const types = families.get("automation_runtime_provider_errors_total")!.metrics.map((metric) =>
+    metric.labels?.type
+  );
+  assert.deepEqual(types.sort(), ["other", "overloaded_error"]);
+  assert.ok(Number.isNaN(value(families.get("automation_runtime_active_runs"))));
+});
