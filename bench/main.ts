@@ -25,7 +25,7 @@ const PARTS = ["server", "startup", "client"] as const;
 type Part = typeof PARTS[number];
 
 /** Scripts of this folder that are not client benchmarks. */
-const NOT_CLIENT = new Set(["main.ts", "server_bench.ts", "startup_bench.ts"]);
+const NOT_CLIENT = new Set(["main.ts", "server_bench.ts", "startup_bench.ts", "tracing_bench.ts"]);
 
 /** One measured ratio against its target. */
 export interface TargetCheck {

@@ -9,12 +9,13 @@ import { parseCorsOrigins } from "../server/cors.ts";
 import { createJsonLogger } from "../server/log.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
-import { type RunningRuntime, serveRuntime } from "../server/serve.ts";
+import { formatBaseUrl, type RunningRuntime, serveRuntime } from "../server/serve.ts";
 import { openStore } from "../server/store/mod.ts";
 import { resolveProviderSettings } from "../server/runs/provider.ts";
 import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS } from "../server/runs/runs.ts";
 import { DEFAULT_PENDING_TIMEOUT_MS } from "../server/runs/answers.ts";
 import type { Store } from "../server/store/types.ts";
+import { loadRequestTracer, tracingEnabled } from "../server/tracing.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { printOut, reportError } from "./_output.ts";
 
@@ -43,6 +44,12 @@ export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
 
 /** Environment variable giving the retention in days when the flag is absent. */
 export const RETENTION_VARIABLE = "AUTOMATION_RUNTIME_RETENTION_DAYS";
+
+/** Environment variable of the metrics port when `--metrics-port` is absent. */
+export const METRICS_PORT_VARIABLE = "AUTOMATION_RUNTIME_METRICS_PORT";
+
+/** Environment variable of the metrics address when `--metrics-hostname` is absent. */
+export const METRICS_HOSTNAME_VARIABLE = "AUTOMATION_RUNTIME_METRICS_HOSTNAME";
 
 /** Environment variable listing the MCP allowed hosts when the flag is absent. */
 export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
@@ -83,6 +90,10 @@ Options:
                        exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
   --retention-days N   days revoked and expired principals and the records of a rotated
                        bootstrap are kept (default: $${RETENTION_VARIABLE}, else 30)
+  --metrics-port P     serve Prometheus metrics at /metrics on this port, a separate listener
+                       (default: $${METRICS_PORT_VARIABLE}, else no metrics)
+  --metrics-hostname H address of the metrics listener (default:
+                       $${METRICS_HOSTNAME_VARIABLE}, else 127.0.0.1)
   -h, --help           show this help
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
@@ -92,7 +103,9 @@ generated once. Stop with SIGINT or SIGTERM; requests in flight finish first.
 Runs are enabled by a provider credential, never a flag: AUTOMATION_RUNTIME_PROVIDER_API_KEY
 or AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN in the environment, else in the provider file
 ($RUNTIME_PROVIDER_ENV, else provider.env beside the secret file, mode 0600; write it with
-\`automation-runtime provider init\`). The environment wins over the file.`;
+\`automation-runtime provider init\`). The environment wins over the file.
+
+Traces: set OTEL_DENO=true and the standard OTEL_EXPORTER_OTLP_* variables; off by default.`;
 
 interface ServeFlags {
   hostname: string;
@@ -108,6 +121,8 @@ interface ServeFlags {
   pendingTimeoutMs: number;
   corsOrigins: string[] | undefined;
   retentionDays: number;
+  metricsPort: number | undefined;
+  metricsHostname: string;
   help: boolean;
 }
 
@@ -146,6 +161,8 @@ function parseFlags(args: string[]): ServeFlags {
       "pending-timeout-ms",
       "cors-origins",
       "retention-days",
+      "metrics-port",
+      "metrics-hostname",
     ],
   });
   const strings = parsed.strings;
@@ -194,6 +211,8 @@ function parseFlags(args: string[]): ServeFlags {
       parseCorsOrigins,
     ),
     retentionDays: parsed.help ? 30 : parseRetentionDays(strings.get("retention-days")),
+    metricsPort: parsed.help ? undefined : parseMetricsPort(strings.get("metrics-port")),
+    metricsHostname: parsed.help ? "127.0.0.1" : metricsHostname(strings.get("metrics-hostname")),
     help: parsed.help,
   };
 }
@@ -250,6 +269,24 @@ function parseRetentionDays(flag: string | undefined): number {
     max: 36_500,
     fallback: 30,
   });
+}
+
+function parseMetricsPort(flag: string | undefined): number | undefined {
+  if (flag === undefined && (Deno.env.get(METRICS_PORT_VARIABLE) ?? "") === "") return undefined;
+  return integerSetting("metrics-port", flag, METRICS_PORT_VARIABLE, {
+    min: 0,
+    max: 65535,
+    fallback: 0,
+  });
+}
+
+function metricsHostname(flag: string | undefined): string {
+  const hostname = flag ?? Deno.env.get(METRICS_HOSTNAME_VARIABLE) ?? "127.0.0.1";
+  if (hostname.trim() === "") {
+    if (flag !== undefined) throw new UsageError("serve", "--metrics-hostname must not be empty");
+    throw new Error(`${METRICS_HOSTNAME_VARIABLE} must not be empty`);
+  }
+  return hostname;
 }
 
 function storeBeside(secretFilePath: string): string {
@@ -344,13 +381,22 @@ export async function serveCommand(args: string[]): Promise<number> {
       cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
       retentionMs: flags.retentionDays * 86_400_000,
       logger,
+      metricsPort: flags.metricsPort,
+      metricsHostname: flags.metricsHostname,
+      // The OpenTelemetry API is loaded only when tracing is on.
+      tracer: tracingEnabled({ OTEL_DENO: Deno.env.get("OTEL_DENO") })
+        ? await loadRequestTracer()
+        : undefined,
     });
   } catch (error) {
     signal.dispose();
     await store.close();
+    const message = (error as Error).message;
     const reason = error instanceof Deno.errors.AddrInUse
       ? `Address ${flags.hostname}:${flags.port} is already in use`
-      : `Cannot listen on ${flags.hostname}:${flags.port}: ${(error as Error).message}`;
+      : message.startsWith("Cannot listen for metrics")
+      ? message
+      : `Cannot listen on ${flags.hostname}:${flags.port}: ${message}`;
     return reportError(new Error(reason));
   }
 
@@ -363,6 +409,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     bootstrapPrincipalId: credential.principalId,
     bootstrapExpiresAt: credential.expiresAt,
     runs: provider.apiKey !== undefined || provider.authToken !== undefined,
+    ...(running.metricsAddr === null ? {} : {
+      metricsUrl: `${formatBaseUrl(running.metricsAddr)}/metrics`,
+    }),
   });
 
   const received = await Promise.race([signal.promise, running.finished.then(() => null)]);

@@ -144,6 +144,8 @@ export class RequestContext {
   readonly cookie: string | null;
   /** Path parameters of the matched route. */
   params: Readonly<Record<string, string>> = NO_PARAMS;
+  /** The matched route's path pattern (`/v1/runs/:runId`), or null before or without a match. */
+  route: string | null = null;
   /** The authenticated caller, once the authenticate rule ran. */
   principal: AuthenticatedPrincipal | null = null;
   /** The request's deadline in ms since the epoch, once the deadline rule ran. */

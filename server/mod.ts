@@ -21,6 +21,16 @@ export {
 } from "./serve.ts";
 export type { RuntimeServices } from "./services.ts";
 export {
+  Gauge,
+  LabeledCounter,
+  LabeledHistogram,
+  measuredStore,
+  PROMETHEUS_CONTENT_TYPE,
+  RuntimeMetrics,
+  type RuntimeMetricsOptions,
+} from "./metrics.ts";
+export { loadRequestTracer, type RequestTracer, tracingEnabled } from "./tracing.ts";
+export {
   type Chain,
   compose,
   type ComposeOptions,

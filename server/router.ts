@@ -67,13 +67,19 @@ export interface RouteDefinition {
 
 /** What {@linkcode Router.match} found. */
 export type RouteMatch<T> =
-  | { readonly value: T; readonly params: Readonly<Record<string, string>> }
+  | {
+    readonly value: T;
+    readonly params: Readonly<Record<string, string>>;
+    /** The route's path pattern, such as `/v1/runs/:runId`: a label without ids in it. */
+    readonly pattern: string;
+  }
   | { readonly allow: readonly string[] }
   | null;
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 interface Pattern<T> {
+  readonly path: string;
   readonly segments: readonly string[];
   readonly methods: Map<string, T>;
 }
@@ -105,7 +111,7 @@ export class Router<T> {
    * const router = new Router<number>();
    * router.add("GET", "/healthz", 1);
    * router.add("GET", "/healthz", 2);
-   * assert.deepEqual(router.match("GET", "/healthz"), { value: 2, params: {} });
+   * assert.deepEqual(router.match("GET", "/healthz"), { value: 2, params: {}, pattern: "/healthz" });
    * ```
    */
   add(method: string, path: string, value: T): void {
@@ -113,13 +119,13 @@ export class Router<T> {
       let methods = this.#static.get(path);
       if (methods === undefined) this.#static.set(path, methods = new Map());
       // The match of a literal path is built once here, not on every request.
-      methods.set(method, Object.freeze({ value, params: NO_PARAMS }));
+      methods.set(method, Object.freeze({ value, params: NO_PARAMS, pattern: path }));
       return;
     }
     const segments = path.split("/");
     let pattern = this.#patterns.find((p) => p.segments.join("/") === segments.join("/"));
     if (pattern === undefined) {
-      pattern = { segments, methods: new Map() };
+      pattern = { path, segments, methods: new Map() };
       this.#patterns.push(pattern);
     }
     pattern.methods.set(method, value);
@@ -149,7 +155,9 @@ export class Router<T> {
       const params = matchSegments(pattern.segments, parts);
       if (params === null) continue;
       const value = pattern.methods.get(method);
-      return value === undefined ? { allow: [...pattern.methods.keys()] } : { value, params };
+      return value === undefined
+        ? { allow: [...pattern.methods.keys()] }
+        : { value, params, pattern: pattern.path };
     }
     return null;
   }

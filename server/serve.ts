@@ -5,6 +5,7 @@
  * @module
  */
 import { defaultAllowedHosts } from "./mcp/origin.ts";
+import { PROMETHEUS_CONTENT_TYPE, RuntimeMetrics } from "./metrics.ts";
 import { createRuntimeServer, type RuntimeServer, type RuntimeServerOptions } from "./server.ts";
 
 /** Options of {@linkcode serveRuntime}. */
@@ -13,6 +14,13 @@ export interface ServeRuntimeOptions extends RuntimeServerOptions {
   hostname?: string;
   /** Port to bind; 0 picks a free one (default 7777). */
   port?: number;
+  /**
+   * Port of the separate metrics listener answering `GET /metrics` (0 picks a free one); without
+   * it there is no metrics listener and no metric is kept.
+   */
+  metricsPort?: number;
+  /** Address of the metrics listener (default `127.0.0.1`). */
+  metricsHostname?: string;
 }
 
 /** A runtime server listening on a socket. */
@@ -23,6 +31,8 @@ export interface RunningRuntime {
   readonly url: string;
   /** The runtime server behind the socket. */
   readonly server: RuntimeServer;
+  /** The metrics listener's address, when `metricsPort` was given. */
+  readonly metricsAddr: Deno.NetAddr | null;
   /** Resolves once the listener has closed. */
   readonly finished: Promise<void>;
   /**
@@ -78,8 +88,12 @@ export function formatBaseUrl(addr: Deno.NetAddr): string {
  */
 export async function serveRuntime(options: ServeRuntimeOptions): Promise<RunningRuntime> {
   const hostname = options.hostname ?? "127.0.0.1";
+  const metrics = options.metricsPort === undefined
+    ? options.metrics
+    : options.metrics ?? new RuntimeMetrics();
   const server = createRuntimeServer({
     ...options,
+    metrics,
     mcp: {
       ...options.mcp,
       allowedHosts: options.mcp?.allowedHosts ?? defaultAllowedHosts(hostname),
@@ -98,9 +112,34 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
     throw error;
   }
   const addr = await listening.promise;
+  let metricsHttp: Deno.HttpServer<Deno.NetAddr> | null = null;
+  let metricsAddr: Deno.NetAddr | null = null;
+  if (options.metricsPort !== undefined) {
+    try {
+      const bound = Promise.withResolvers<Deno.NetAddr>();
+      metricsHttp = Deno.serve({
+        hostname: options.metricsHostname ?? "127.0.0.1",
+        port: options.metricsPort,
+        onListen: (at) => bound.resolve(at),
+      }, metricsHandler(metrics!));
+      metricsAddr = await bound.promise;
+    } catch (error) {
+      await http.shutdown();
+      await server.close();
+      const reason = error instanceof Deno.errors.AddrInUse
+        ? "the address is already in use"
+        : (error as Error).message;
+      throw new Error(
+        `Cannot listen for metrics on ${options.metricsHostname ?? "127.0.0.1"}:` +
+          `${options.metricsPort}: ${reason}`,
+        { cause: error },
+      );
+    }
+  }
   let stopping: Promise<void> | null = null;
   return {
     addr,
+    metricsAddr,
     url: formatBaseUrl(addr),
     server,
     finished: http.finished,
@@ -112,9 +151,26 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
         // Open MCP SSE streams never finish on their own; end them so the drain can.
         await server.closeSessions();
         await draining;
+        await metricsHttp?.shutdown();
         await server.close();
       })();
       return stopping;
     },
+  };
+}
+
+/** Answers `GET /metrics` (and `HEAD`) of the metrics listener; anything else is 404 or 405. */
+function metricsHandler(metrics: RuntimeMetrics): (request: Request) => Promise<Response> {
+  return async (request) => {
+    if (new URL(request.url).pathname !== "/metrics") {
+      return new Response("Not found\n", { status: 404 });
+    }
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return new Response("Method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
+    }
+    const text = await metrics.render();
+    return new Response(request.method === "HEAD" ? null : text, {
+      headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
+    });
   };
 }

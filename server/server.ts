@@ -18,11 +18,13 @@ import { errorResponse, InterfaceError } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
 import { createLazyMcpEndpoint } from "./mcp/_lazy.ts";
+import { measuredStore, type RuntimeMetrics } from "./metrics.ts";
 import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
 import { auditRoutes } from "./routes/audit.ts";
+import { openApiRoutes } from "./routes/openapi.ts";
 import { runRoutes } from "./routes/runs.ts";
 import { answerRoutes } from "./routes/answers.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -49,6 +51,7 @@ import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaRule } from "./rules/quota
 import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
 import type { Store } from "./store/types.ts";
+import type { RequestTracer } from "./tracing.ts";
 
 /** Default retention of revoked and expired principals and retired namespaces: 30 days. */
 export const DEFAULT_RETENTION_MS = 30 * 86_400_000;
@@ -106,6 +109,16 @@ export interface RuntimeServerOptions {
    * which a claim counts as left by a dead replica.
    */
   answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
+  /**
+   * Metrics to keep (default none: no metric is counted). The server counts its requests, times
+   * its store calls and reads the active runs from its store when scraped.
+   */
+  metrics?: RuntimeMetrics;
+  /**
+   * Annotates the request spans of Deno's OpenTelemetry support (default none); build it with
+   * `loadRequestTracer` when `OTEL_DENO` is on.
+   */
+  tracer?: RequestTracer;
 }
 
 /** A runtime server. */
@@ -114,6 +127,8 @@ export interface RuntimeServer {
   handler(request: Request, info?: unknown): Promise<Response>;
   /** The shared parts, for tools built on the server. */
   readonly services: RuntimeServices;
+  /** The route table, in the order the routes were added (the OpenAPI document's source). */
+  readonly routes: readonly RouteDefinition[];
   /**
    * Ends every MCP session and its open SSE streams, which would otherwise hold a graceful
    * shutdown open forever; later sessions are refused. `close()` does it too.
@@ -178,7 +193,9 @@ function shuttingDown(): InterfaceError {
  * ```
  */
 export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {
-  const { bootstrap, store } = options;
+  const { bootstrap, metrics, tracer } = options;
+  const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
+  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, Date.now());
   const now = options.now ?? Date.now;
   const logger = options.logger ?? createJsonLogger();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -198,6 +215,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     logger,
     now,
     maxBodyBytes,
+    ...(metrics !== undefined ? { metrics } : {}),
   });
   const onError = (error: unknown, context: RequestContext): Response =>
     errorResponse(error, context, logger);
@@ -251,6 +269,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
         ? async () => (await createGatewayProviderClient(providerSettings))!
         : null),
     serviceLimit: options.maxActiveRuns,
+    onProviderError: metrics === undefined ? undefined : (type) => metrics.providerError(type),
   });
 
   const answers = new ToolAnswers({
@@ -281,6 +300,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];
+  routes.push(...openApiRoutes(() => routes));
   for (const route of routes) router.add(route.method, route.path, chainFor(route));
 
   let inFlight = 0;
@@ -324,9 +344,12 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
    * unauthenticated read, a refusal): such a request allocates no promise before its answer; an
    * authenticated request waits for one shared store read, the revocation epoch (see
    * `authenticator.ts`). (Deno.serve settles the answer of a handler that read the request headers through a
-   * promise either way, so answering with a plain Response would save nothing more.)
+   * promise either way, so answering with a plain Response would save nothing more.) Metrics and
+   * the span annotations are decided here too, each by one check of an option that is fixed for
+   * the server's life: off, they cost a comparison and load nothing.
    */
   function handler(request: Request, _info?: unknown): Promise<Response> {
+    if (metrics !== undefined) metrics.inFlight.inc();
     try {
       const context = new RequestContext(request, now());
       maybeCleanup(context.receivedAt);
@@ -334,6 +357,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       if (answer instanceof Promise) return answer.then((response) => complete(context, response));
       return Promise.resolve(complete(context, answer));
     } catch (error) {
+      if (metrics !== undefined) metrics.inFlight.dec();
       return Promise.reject(error);
     }
   }
@@ -349,6 +373,16 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       // An unread body (refused before the body rule) is dropped rather than buffered.
       request.body.cancel().catch(() => {});
     }
+    if (metrics !== undefined) {
+      metrics.inFlight.dec();
+      metrics.requestFinished(
+        context.method,
+        context.route,
+        response.status,
+        (performance.now() - context.startedAt) / 1000,
+      );
+    }
+    if (tracer !== undefined) tracer.annotate(context, response.status);
     logger.request({
       method: context.method,
       path: context.path.length > 256 ? context.path.slice(0, 256) : context.path,
@@ -384,6 +418,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     handler: options.cors === undefined ? handler : withCors(options.cors, handler),
     services,
     runActivity: runs.activity,
+    routes,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {
       if (drained === null) {

@@ -6,6 +6,7 @@
 import type { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { RuntimeLogger } from "./log.ts";
+import type { RuntimeMetrics } from "./metrics.ts";
 import type { Idempotency } from "./rules/idempotency.ts";
 import type { InFlightQuota } from "./rules/quota.ts";
 import type { Store } from "./store/types.ts";
@@ -28,4 +29,9 @@ export interface RuntimeServices {
   readonly now: () => number;
   /** Body limit in bytes. */
   readonly maxBodyBytes: number;
+  /**
+   * The metrics the server keeps, when any: event streams and run tails update their gauges
+   * (`metrics?.eventStreams.inc()` / `.dec()`, `metrics?.tailsHeld.inc()` / `.dec()`).
+   */
+  readonly metrics?: RuntimeMetrics;
 }

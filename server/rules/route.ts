@@ -25,6 +25,7 @@ export function routeRule(router: Router<Chain<RequestContext>>): Rule<RequestCo
       });
     }
     context.params = match.params;
+    context.route = match.pattern;
     return match.value(context);
   };
 }

@@ -92,6 +92,11 @@ export interface RunGatewayOptions {
   client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
   /** Service-wide active-run limit. */
   serviceLimit?: number;
+  /**
+   * Told of every provider failure mapped to an answer, by type: the provider's error type
+   * (`rate_limit_error`...), or `connection`, `timeout`, `aborted` (the metrics count them).
+   */
+  onProviderError?: (type: string) => void;
 }
 
 /** A managed-agent session as far as the gateway reads it. */
@@ -153,6 +158,7 @@ export class RunGateway {
   #loaded: Promise<ProviderManagedAgentClient> | null = null;
   readonly #serviceLimit: number;
   readonly #secrets: string[];
+  readonly #onProviderError: ((type: string) => void) | undefined;
   /** Runs with news in this process: the routes notify, the run's tail listens. */
   readonly activity: RunActivity = new RunActivity();
 
@@ -163,6 +169,7 @@ export class RunGateway {
     this.#settings = options.settings;
     this.#client = options.client;
     this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
+    this.#onProviderError = options.onProviderError;
     this.#secrets = [
       options.settings.apiKey,
       options.settings.authToken,
@@ -207,6 +214,7 @@ export class RunGateway {
   /** Maps a provider client failure to the gateway's error codes. */
   providerFailure(error: unknown): InterfaceError {
     if (error instanceof ProviderApiError) {
+      this.#onProviderError?.(error.type ?? "api_error");
       const extra: Record<string, unknown> = { providerErrorType: error.type };
       if (error.status !== undefined) extra.providerStatus = error.status;
       const message = this.#scrub(error.message);
@@ -225,6 +233,13 @@ export class RunGateway {
       error instanceof ProviderConnectionError || error instanceof ProviderTimeoutError ||
       error instanceof ProviderAbortError
     ) {
+      this.#onProviderError?.(
+        error instanceof ProviderAbortError
+          ? "aborted"
+          : error instanceof ProviderTimeoutError
+          ? "timeout"
+          : "connection",
+      );
       const message = error instanceof ProviderAbortError
         ? "The provider did not answer before the request's deadline"
         : error instanceof ProviderTimeoutError

@@ -13,11 +13,13 @@ import {
   deriveBootstrapCredential,
 } from "../../server/bootstrap/credential.ts";
 import type { RuntimeLogger } from "../../server/log.ts";
+import type { RuntimeMetrics } from "../../server/metrics.ts";
 import type { ProviderSettings } from "../../server/runs/provider.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
+import { assertKeepsContract } from "../support/contract.ts";
 import { sharedHeaders } from "../support/server.ts";
 
 const DAY = 86_400_000;
@@ -56,6 +58,8 @@ export interface GatewayOptions {
   webhookSecrets?: string[];
   /** Tool-answer test hooks of the runtime. */
   answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
+  /** Metrics the server keeps. */
+  metrics?: RuntimeMetrics;
 }
 
 /** A running gateway with its fake provider. */
@@ -152,6 +156,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     pendingTimeoutMs: options.pendingTimeoutMs,
     answerTestHooks: options.answerTestHooks,
     cleanupIntervalMs: 0,
+    metrics: options.metrics,
   });
   const answers: Answer[] = [];
 
@@ -191,6 +196,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       json = undefined;
     }
     const answer = { status: response.status, headers: response.headers, text, json };
+    await assertKeepsContract(method, path, answer, server.routes);
     answers.push(answer);
     return answer;
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { assertKeepsContract } from "../support/contract.ts";
 import { sharedHeaders } from "../support/server.ts";
 
 /** An answered request. */
@@ -70,7 +71,9 @@ export async function call(
   const sent = sharedHeaders(options.bearer, overrides);
   const response = await fetch(`${base}${path}`, { method, headers: sent, body });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, text, json: parseJson(text), sent };
+  const result = { status: response.status, headers: response.headers, text };
+  await assertKeepsContract(method, path, result);
+  return { ...result, json: parseJson(text), sent };
 }
 
 /** A raw HTTP answer. */

@@ -92,10 +92,15 @@ Deno.test("Router matches literal and parameter paths and lists allowed methods"
   router.add("GET", "/v1/principals", "list");
   router.add("POST", "/v1/principals", "create");
   router.add("DELETE", "/v1/principals/:principalId", "revoke");
-  assert.deepEqual(router.match("GET", "/v1/principals"), { value: "list", params: {} });
+  assert.deepEqual(router.match("GET", "/v1/principals"), {
+    value: "list",
+    params: {},
+    pattern: "/v1/principals",
+  });
   assert.deepEqual(router.match("DELETE", "/v1/principals/a%20b"), {
     value: "revoke",
     params: { principalId: "a b" },
+    pattern: "/v1/principals/:principalId",
   });
   assert.deepEqual(router.match("PUT", "/v1/principals"), { allow: ["GET", "POST"] });
   assert.deepEqual(router.match("GET", "/v1/principals/x"), { allow: ["DELETE"] });

@@ -1,0 +1,426 @@
+/**
+ * What the route table does not say about each route: its summary, query parameters, answers by
+ * status with their body schemas, and the error codes its handler may answer beyond the shared
+ * rules' (those follow from the route's definition: see `contract.ts`). Keyed by
+ * `METHOD pattern`, as in the route table; a route of the table without a declaration here makes
+ * the document's generation fail, so a new route cannot be forgotten.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import type { ErrorCode } from "../errors.ts";
+import {
+  auditPageSchema,
+  customToolResultSchema,
+  healthSchema,
+  jsonRpcSchema,
+  openApiSchema,
+  pendingSchema,
+  principalIssuedSchema,
+  principalPageSchema,
+  runEventPageSchema,
+  runPageSchema,
+  runSchema,
+  runtimeInfoSchema,
+  toolConfirmationSchema,
+} from "./schemas.ts";
+
+/** One successful answer of a route. */
+export interface AnswerDeclaration {
+  /** What it means. */
+  readonly description: string;
+  /** Schema of its JSON body; absent: no body (or an opaque one, see `contentType`). */
+  readonly schema?: z.ZodType;
+  /**
+   * A further content type answered instead of the JSON body (chosen by `Accept`), such as
+   * `text/event-stream`; its body is not checked against `schema`.
+   */
+  readonly contentType?: string;
+  /** Response headers that matter beyond the common ones, such as `cache-control`. */
+  readonly headers?: readonly string[];
+}
+
+/** One query parameter. */
+export interface QueryDeclaration {
+  /** Its name. */
+  readonly name: string;
+  /** What it selects. */
+  readonly description: string;
+  /** Its JSON Schema. */
+  readonly schema: Record<string, unknown>;
+}
+
+/** A route's declaration. */
+export interface RouteDeclaration {
+  /** One-line summary. */
+  readonly summary: string;
+  /** Longer text. */
+  readonly description?: string;
+  /** Grouping tag. */
+  readonly tag: string;
+  /** Query parameters. */
+  readonly query?: readonly QueryDeclaration[];
+  /** Successful answers by status. */
+  readonly answers: Readonly<Record<number, AnswerDeclaration>>;
+  /** Error codes the handler itself may answer (the shared rules' are added). */
+  readonly errors?: readonly ErrorCode[];
+  /** A body the route reads itself (no `body` schema in its definition), such as a webhook. */
+  readonly rawBody?: { readonly contentType: string; readonly description: string };
+  /** Left out of the document, with the reason (such as methods that only answer 405). */
+  readonly omit?: string;
+}
+
+const limit = (max: number, fallback: number): QueryDeclaration => ({
+  name: "limit",
+  description: `Page size, 1 to ${max} (default ${fallback}).`,
+  schema: { type: "integer", minimum: 1, maximum: max, default: fallback },
+});
+const cursor: QueryDeclaration = {
+  name: "cursor",
+  description: "The `nextCursor` of the previous page.",
+  schema: { type: "string", minLength: 1 },
+};
+
+const PROVIDER_ERRORS: readonly ErrorCode[] = [
+  "providerNotConfigured",
+  "providerError",
+  "providerUnavailable",
+];
+
+const MCP = "The MCP streamable HTTP endpoint: an opaque JSON-RPC endpoint with its own rules.";
+
+/**
+ * Request body schemas of routes whose `body` is not a zod schema yet, as JSON Schema.
+ * replaced by the route's zod schema at merge
+ */
+export const INTERIM_REQUEST_SCHEMAS: Readonly<Record<string, Record<string, unknown>>> = {
+  "POST /v1/principals": {
+    type: "object",
+    properties: {
+      principalId: { type: "string", format: "uuid", description: "lower-case UUID" },
+      capabilities: {
+        type: "array",
+        minItems: 1,
+        uniqueItems: true,
+        items: {
+          type: "string",
+          enum: ["session:read", "session:write", "session:approve", "authority:admin"],
+        },
+      },
+      expiresAt: { type: "string", format: "date-time" },
+      agentIds: { type: "array", items: { type: "string", minLength: 1 } },
+      maxActiveRuns: { type: "integer", minimum: 1, maximum: 100 },
+    },
+    required: ["principalId", "capabilities", "expiresAt"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs": {
+    type: "object",
+    properties: {
+      input: { $ref: "#/components/schemas/RunInput" },
+      title: { type: "string", minLength: 1, maxLength: 512 },
+      metadata: {
+        type: "object",
+        properties: {
+          agent_id: { type: "string", minLength: 1, maxLength: 256 },
+          environment_id: { type: "string", minLength: 1, maxLength: 256 },
+          agent_version: { type: "integer", minimum: 1 },
+          resources: {
+            type: "array",
+            maxItems: 100,
+            items: { type: "object", properties: { type: { type: "string" } }, required: ["type"] },
+          },
+          vault_ids: {
+            type: "array",
+            maxItems: 100,
+            items: { type: "string", minLength: 1, maxLength: 256 },
+          },
+        },
+        additionalProperties: false,
+      },
+    },
+    required: ["input"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs/:runId/messages": {
+    type: "object",
+    properties: { input: { $ref: "#/components/schemas/RunInput" } },
+    required: ["input"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs/:runId/tool-confirmations": {
+    type: "object",
+    properties: {
+      toolUseId: { type: "string", minLength: 1 },
+      result: { type: "string", enum: ["allow", "deny"] },
+      denyMessage: { type: "string" },
+    },
+    required: ["toolUseId", "result"],
+    additionalProperties: false,
+  },
+  "POST /v1/runs/:runId/custom-tool-results": {
+    type: "object",
+    properties: {
+      toolUseId: { type: "string", minLength: 1 },
+      content: { type: "array", items: { type: "object" } },
+      isError: { type: "boolean" },
+    },
+    required: ["toolUseId", "content"],
+    additionalProperties: false,
+  },
+};
+
+/** Shared JSON Schemas referenced by {@linkcode INTERIM_REQUEST_SCHEMAS}. */
+export const INTERIM_COMPONENTS: Readonly<Record<string, Record<string, unknown>>> = {
+  RunInput: {
+    description: "Text, or 1 to 100 user turns.",
+    oneOf: [
+      { type: "string", minLength: 1 },
+      {
+        type: "array",
+        minItems: 1,
+        maxItems: 100,
+        items: {
+          type: "object",
+          properties: {
+            role: { const: "user" },
+            content: {
+              oneOf: [
+                { type: "string", minLength: 1 },
+                {
+                  type: "array",
+                  minItems: 1,
+                  items: {
+                    type: "object",
+                    properties: { type: { type: "string" } },
+                    required: ["type"],
+                  },
+                },
+              ],
+            },
+          },
+          required: ["role", "content"],
+          additionalProperties: false,
+        },
+      },
+    ],
+  },
+};
+
+/** Every route's declaration, keyed by `METHOD pattern`. */
+export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
+  "GET /healthz": {
+    summary: "Health",
+    description: "Needs no header. Says nothing about principals or the store.",
+    tag: "health",
+    answers: {
+      200: { description: "Serving.", schema: healthSchema, headers: ["cache-control"] },
+    },
+  },
+  "HEAD /healthz": {
+    summary: "Health, without a body",
+    tag: "health",
+    answers: { 200: { description: "Serving.", headers: ["cache-control"] } },
+  },
+  "GET /openapi.json": {
+    summary: "This document",
+    description: "Needs no header; holds nothing secret.",
+    tag: "health",
+    answers: { 200: { description: "The OpenAPI 3.1 document.", schema: openApiSchema } },
+  },
+  "GET /v1/runtime": {
+    summary: "The interface version and the caller",
+    tag: "runtime",
+    answers: { 200: { description: "The caller and its run policy.", schema: runtimeInfoSchema } },
+  },
+  "POST /v1/principals": {
+    summary: "Issue a scoped principal",
+    description:
+      "Answers its bearer once (and in idempotent replays). Layer `authority` 422s are the " +
+      "grant rules: capabilities within the caller's, expiry within 90 days and the caller's.",
+    tag: "principals",
+    answers: {
+      201: {
+        description: "Issued.",
+        schema: principalIssuedSchema,
+        headers: ["cache-control"],
+      },
+    },
+    errors: ["principalExists"],
+  },
+  "GET /v1/principals": {
+    summary: "List principals, a page at a time",
+    tag: "principals",
+    query: [limit(500, 100), cursor],
+    answers: { 200: { description: "A page, oldest first.", schema: principalPageSchema } },
+  },
+  "DELETE /v1/principals/:principalId": {
+    summary: "Revoke a principal",
+    description: "Immediate on every replica sharing the store.",
+    tag: "principals",
+    answers: { 204: { description: "Revoked now, or already revoked." } },
+    errors: ["notFound", "invalidRequest"],
+  },
+  "POST /v1/runs": {
+    summary: "Start a run",
+    tag: "runs",
+    answers: { 201: { description: "Started.", schema: runSchema } },
+    errors: [...PROVIDER_ERRORS, "agentNotAllowed", "runQuotaExceeded"],
+  },
+  "GET /v1/runs": {
+    summary: "List runs, newest first",
+    tag: "runs",
+    query: [
+      limit(100, 20),
+      cursor,
+      {
+        name: "state",
+        description: "Only runs in this state.",
+        schema: {
+          type: "string",
+          enum: ["queued", "running", "requires_action", "completed", "failed", "cancelled"],
+        },
+      },
+      {
+        name: "principalId",
+        description: "Only this principal's runs (another's needs session:approve or admin).",
+        schema: { type: "string", minLength: 1, maxLength: 512 },
+      },
+    ],
+    answers: { 200: { description: "A page.", schema: runPageSchema } },
+    errors: ["providerNotConfigured", "invalidRequest"],
+  },
+  "GET /v1/runs/:runId": {
+    summary: "Read a run",
+    description: "An active run is refreshed from the provider. Another principal's is 404.",
+    tag: "runs",
+    answers: { 200: { description: "The run.", schema: runSchema } },
+    errors: [...PROVIDER_ERRORS, "runNotFound"],
+  },
+  "POST /v1/runs/:runId/cancel": {
+    summary: "Cancel a run",
+    tag: "runs",
+    answers: { 202: { description: "Cancelling.", schema: runSchema } },
+    errors: [...PROVIDER_ERRORS, "runNotFound"],
+  },
+  "POST /v1/runs/:runId/messages": {
+    summary: "Send user turns to a run",
+    tag: "runs",
+    answers: { 202: { description: "Sent.", schema: runSchema } },
+    errors: [...PROVIDER_ERRORS, "runNotFound", "runQuotaExceeded"],
+  },
+  "GET /v1/runs/:runId/events": {
+    summary: "A run's events: an SSE stream, or a JSON page",
+    description: "`Accept: text/event-stream`: `retry`, then `id: <seq>`, `event: <type>`, " +
+      "`data: <JSON>` per event; `Last-Event-ID` or `after` resumes after that seq; the stream " +
+      "ends after a terminal event. `Accept: application/json`: a page after `after`.",
+    tag: "runs",
+    query: [
+      {
+        name: "after",
+        description: "Events after this seq (default 0).",
+        schema: { type: "integer", minimum: 0 },
+      },
+      limit(500, 100),
+    ],
+    answers: {
+      200: {
+        description: "The events.",
+        schema: runEventPageSchema,
+        contentType: "text/event-stream",
+      },
+    },
+    errors: [...PROVIDER_ERRORS, "runNotFound", "invalidRequest"],
+  },
+  "GET /v1/runs/:runId/pending": {
+    summary: "A run's pending tool requests",
+    tag: "runs",
+    answers: { 200: { description: "Pending requests.", schema: pendingSchema } },
+    errors: [...PROVIDER_ERRORS, "runNotFound"],
+  },
+  "POST /v1/runs/:runId/tool-confirmations": {
+    summary: "Allow or deny a tool call",
+    description: "Exactly one answer per tool request, by anyone, on any replica.",
+    tag: "runs",
+    answers: { 200: { description: "Answered.", schema: toolConfirmationSchema } },
+    errors: [
+      ...PROVIDER_ERRORS,
+      "runNotFound",
+      "toolUseNotFound",
+      "alreadyAnswered",
+    ] as ErrorCode[],
+  },
+  "POST /v1/runs/:runId/custom-tool-results": {
+    summary: "Answer a custom tool call",
+    description: "Exactly one answer per tool request, by anyone, on any replica.",
+    tag: "runs",
+    answers: { 200: { description: "Answered.", schema: customToolResultSchema } },
+    errors: [
+      ...PROVIDER_ERRORS,
+      "runNotFound",
+      "toolUseNotFound",
+      "alreadyAnswered",
+    ] as ErrorCode[],
+  },
+  "POST /webhooks/provider": {
+    summary: "Provider webhook intake",
+    description: "Exists only when signing secrets are configured. Verified with the Standard " +
+      "Webhooks rules; deliveries are deduplicated by the payload's `id`.",
+    tag: "webhooks",
+    rawBody: {
+      contentType: "application/json",
+      description: "The signed delivery, at most 1 MiB, verified byte for byte.",
+    },
+    answers: { 204: { description: "Accepted, or a repeat of an accepted delivery." } },
+    errors: ["webhookVerificationFailed", "payloadTooLarge"] as ErrorCode[],
+  },
+  "GET /v1/audit": {
+    summary: "The audit log, newest first",
+    tag: "audit",
+    query: [
+      limit(100, 20),
+      cursor,
+      {
+        name: "principalId",
+        description: "Entries whose actor or subject it is.",
+        schema: { type: "string", minLength: 1, maxLength: 512 },
+      },
+      {
+        name: "action",
+        description: "Entries of this action.",
+        schema: { type: "string" },
+      },
+    ],
+    answers: { 200: { description: "A page.", schema: auditPageSchema } },
+    errors: ["invalidRequest"],
+  },
+  "POST /v1/mcp": {
+    summary: "MCP: one JSON-RPC message",
+    description: MCP,
+    tag: "mcp",
+    answers: {
+      200: {
+        description: "A JSON-RPC answer, as an SSE stream or one JSON body.",
+        schema: jsonRpcSchema,
+        contentType: "text/event-stream",
+      },
+      202: { description: "A notification or response was accepted." },
+    },
+  },
+  "GET /v1/mcp": {
+    summary: "MCP: the session's SSE channel",
+    description: MCP,
+    tag: "mcp",
+    answers: { 200: { description: "The SSE channel.", contentType: "text/event-stream" } },
+  },
+  "DELETE /v1/mcp": {
+    summary: "MCP: end the session",
+    description: MCP,
+    tag: "mcp",
+    answers: { 200: { description: "Ended." } },
+  },
+  "OPTIONS /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "CORS preflight" },
+  "PUT /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
+  "PATCH /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
+  "HEAD /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
+};

@@ -1,0 +1,175 @@
+/**
+ * The zod 4 schemas of the service's response bodies. The OpenAPI document is generated from
+ * them, and the black-box HTTP tests check every answer they receive against them, so a change
+ * of an answer that is not made here fails a test.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { AUDIT_ACTIONS, CAPABILITIES } from "../store/types.ts";
+import type { ErrorCode } from "../errors.ts";
+
+const timestamp = z.string().describe("RFC 3339 timestamp");
+const capability = z.enum(CAPABILITIES as [string, ...string[]]);
+const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+  .describe("lower-case UUID");
+
+/** `GET /healthz`. */
+export const healthSchema = z.strictObject({ ok: z.literal(true) });
+
+/** `GET /v1/runtime`. */
+export const runtimeInfoSchema = z.strictObject({
+  interfaceVersion: z.string(),
+  principalId: uuid,
+  capabilities: z.array(capability),
+  expiresAt: timestamp,
+  runs: z.boolean().describe("whether the run routes are enabled"),
+  agentIds: z.array(z.string()).optional().describe("agents the caller may run; absent: any"),
+  maxActiveRuns: z.int().min(1),
+});
+
+/** The 201 of `POST /v1/principals`: the new principal with its one-time bearer. */
+export const principalIssuedSchema = z.strictObject({
+  principalId: uuid,
+  capabilities: z.array(capability).min(1),
+  expiresAt: timestamp,
+  agentIds: z.array(z.string()).optional(),
+  maxActiveRuns: z.int().min(1),
+  bearer: z.string().regex(/^art_[A-Za-z0-9_-]{43}$/).describe(
+    "shown in this answer and its idempotent replays only",
+  ),
+});
+
+/** One entry of `GET /v1/principals`. */
+export const principalEntrySchema = z.strictObject({
+  principalId: uuid,
+  capabilities: z.array(capability),
+  expiresAt: timestamp,
+  issuerId: uuid,
+  createdAt: timestamp,
+  agentIds: z.array(z.string()).optional(),
+  maxActiveRuns: z.int().min(1),
+  revokedAt: timestamp.optional(),
+});
+
+/** `GET /v1/principals`. */
+export const principalPageSchema = z.strictObject({
+  principals: z.array(principalEntrySchema),
+  nextCursor: z.string().nullable().describe("pass back as `cursor`; null after the last page"),
+});
+
+/** A run as answered by the run routes. */
+export const runSchema = z.strictObject({
+  runId: z.string().describe("the provider's session id"),
+  principalId: uuid,
+  agentId: z.string(),
+  agentVersion: z.int().optional(),
+  environmentId: z.string(),
+  title: z.string().optional(),
+  state: z.enum(["queued", "running", "requires_action", "completed", "failed", "cancelled"]),
+  stopReason: z.string().optional(),
+  usage: z.record(z.string(), z.number()).optional(),
+  lastEventSeq: z.int().min(0),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  endedAt: timestamp.optional(),
+});
+
+/** `GET /v1/runs`. */
+export const runPageSchema = z.strictObject({
+  runs: z.array(runSchema),
+  nextCursor: z.string().nullable(),
+});
+
+/** `GET /v1/audit`. */
+export const auditPageSchema = z.strictObject({
+  entries: z.array(z.strictObject({
+    seq: z.int().min(1),
+    at: timestamp,
+    action: z.enum(AUDIT_ACTIONS as unknown as [string, ...string[]]),
+    actorId: z.string(),
+    subjectId: z.string().optional(),
+    runId: z.string().optional(),
+    correlationId: z.string(),
+    outcome: z.string().describe("`ok`, or a stable error code"),
+  })),
+  nextCursor: z.string().nullable(),
+});
+
+/** One entry of a run's event log: a `RunStreamEvent` (by `type`) with its `seq` and `at`. */
+export const runEventSchema = z.looseObject({
+  seq: z.int().min(1),
+  at: timestamp,
+  type: z.string(),
+});
+
+/** The JSON page of `GET /v1/runs/{runId}/events`. */
+export const runEventPageSchema = z.strictObject({
+  events: z.array(runEventSchema),
+  nextAfter: z.int().min(0),
+  terminal: z.boolean(),
+});
+
+/** `GET /v1/runs/{runId}/pending`. */
+export const pendingSchema = z.strictObject({
+  pending: z.array(z.strictObject({
+    toolUseId: z.string(),
+    kind: z.enum(["confirmation", "custom_tool"]),
+    name: z.string(),
+    input: z.unknown(),
+    requestedAt: timestamp,
+  })),
+});
+
+/** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
+export const toolConfirmationSchema = z.strictObject({
+  toolUseId: z.string(),
+  result: z.enum(["allow", "deny"]),
+  answeredBy: z.string(),
+  answeredAt: timestamp,
+});
+
+/** The 200 of `POST /v1/runs/{runId}/custom-tool-results`. */
+export const customToolResultSchema = z.strictObject({
+  toolUseId: z.string(),
+  answeredBy: z.string(),
+  answeredAt: timestamp,
+});
+
+/** The OpenAPI document itself (`GET /openapi.json`): an object with `openapi: 3.1.x`. */
+export const openApiSchema = z.looseObject({ openapi: z.string().startsWith("3.1.") });
+
+/** A JSON-RPC answer of the MCP endpoint (opaque here: MCP's own schema describes it). */
+export const jsonRpcSchema = z.looseObject({ jsonrpc: z.literal("2.0") });
+
+/** The error body, its `code` limited to `codes`. */
+export function errorSchema(codes: readonly ErrorCode[]): z.ZodType {
+  return z.strictObject({
+    error: z.looseObject({
+      code: z.enum(codes as [ErrorCode, ...ErrorCode[]]),
+      layer: z.enum(["interface", "auth", "authority", "idempotency", "internal"]),
+      message: z.string(),
+      correlationId: z.string(),
+    }).describe(
+      "Further camelCase fields by code: header, supportedVersions, requiredCapability, " +
+        "details, maxBytes, allowedMethods, providerErrorType, providerStatus",
+    ),
+  });
+}
+
+/** The schemas named in the document's components, by name. */
+export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
+  Health: healthSchema,
+  RuntimeInfo: runtimeInfoSchema,
+  PrincipalIssued: principalIssuedSchema,
+  PrincipalPage: principalPageSchema,
+  Run: runSchema,
+  RunPage: runPageSchema,
+  RunEventPage: runEventPageSchema,
+  Pending: pendingSchema,
+  ToolConfirmation: toolConfirmationSchema,
+  CustomToolResult: customToolResultSchema,
+  AuditPage: auditPageSchema,
+  OpenApiDocument: openApiSchema,
+  JsonRpcMessage: jsonRpcSchema,
+};
