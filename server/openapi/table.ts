@@ -31,10 +31,16 @@ export async function defaultRouteTable(): Promise<readonly RouteDefinition[]> {
     source: "environment",
   });
   const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
+  // A provider and a webhook secret, both throwaway, so the run and webhook routes exist; the
+  // document describes routes only, never settings.
   const server = createRuntimeServer({
     bootstrap,
     store,
     logger: createJsonLogger({ write() {} }),
+    provider: {
+      apiKey: "unused",
+      webhookSecrets: ["whsec_" + btoa(crypto.randomUUID())],
+    },
   });
   try {
     return server.routes;

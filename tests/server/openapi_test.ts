@@ -92,7 +92,17 @@ Deno.test("a route without a declaration stops the generation", () => {
 });
 
 Deno.test("GET /openapi.json serves the committed document without authentication", async () => {
-  const server = await startServer();
+  // A provider key and a webhook secret, so this server has every route the document describes
+  // (webhook intake exists only with a secret); neither may appear in the document.
+  const providerKey = `sk-test-${crypto.randomUUID()}`;
+  const webhookSecret = `whsec_${btoa(crypto.randomUUID())}`;
+  const server = await startServer({
+    env: {
+      AUTOMATION_RUNTIME_PROVIDER_API_KEY: providerKey,
+      AUTOMATION_RUNTIME_PROVIDER_WEBHOOK_SECRETS: webhookSecret,
+      AUTOMATION_RUNTIME_PROVIDER_BASE_URL: "http://127.0.0.1:9",
+    },
+  });
   try {
     const response = await fetch(`${server.url}/openapi.json`);
     const text = await response.text();
@@ -100,6 +110,8 @@ Deno.test("GET /openapi.json serves the committed document without authenticatio
     assert.equal(response.headers.get("content-type"), "application/json");
     assert.equal(text, await Deno.readTextFile(COMMITTED));
     assert.ok(!text.includes(server.bearer), "the document holds no bearer");
+    assert.ok(!text.includes(providerKey), "nor the provider key");
+    assert.ok(!text.includes(webhookSecret.slice(6)), "nor a webhook secret");
     await assertKeepsContract("GET", "/openapi.json", {
       status: response.status,
       headers: response.headers,
