@@ -13,6 +13,9 @@ import { McpToolset } from "../../server/mcp/tools.ts";
 import type { RouteDefinition } from "../../server/router.ts";
 import { createRuntimeServer } from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
+import { createPrincipalSchema } from "../../server/routes/principals.ts";
+import { createPrincipalBody } from "../../server/schemas/principals.ts";
+import { z } from "zod";
 
 function principal(capabilities: AuthenticatedPrincipal["capabilities"]): AuthenticatedPrincipal {
   const expiresAtMs = Date.now() + 3_600_000;
@@ -203,5 +206,20 @@ Deno.test("a waiting run_events stops once its caller is no longer valid", async
     });
     assert.deepEqual((result.structuredContent as { events: unknown[] }).events, []);
     assert.ok(performance.now() - started < 10_000, "revocation ends the wait");
+  });
+});
+
+Deno.test("a tool's input schema is its route's body schema, plus its own arguments", async () => {
+  await withServer(async (services) => {
+    const tools = new McpToolset(services);
+    const issue = tools.list(principal(["authority:admin"]))
+      .find((tool) => tool.name === "principal_issue")!;
+    const { $schema: _dialect, ...body } = z.toJSONSchema(createPrincipalBody, { io: "input" });
+    const { idempotencyKey, ...fields } = issue.inputSchema.properties ?? {};
+    assert.deepEqual(fields, body.properties);
+    assert.deepEqual(issue.inputSchema.required, body.required);
+    assert.equal((idempotencyKey as { type: string }).type, "string");
+    // The route validates with that very schema, loaded on its first body.
+    assert.equal(await createPrincipalSchema.load(), createPrincipalBody);
   });
 });
