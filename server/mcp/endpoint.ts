@@ -546,7 +546,7 @@ export function createMcpEndpoint(
       if (session === null) return response;
       return onBodyEnd(response, sessions.hold(session.id));
     } finally {
-      if (built?.session() == null) {
+      if ((built?.session() ?? null) === null) {
         reservation.cancel();
         await built?.server.close();
       }
