@@ -283,8 +283,9 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   if (runs.enabled) answers.start();
 
   const router = new Router<Chain<RequestContext>>();
-  const mcp = createLazyMcpEndpoint(services, options.mcp);
-  const routes = [
+  // The MCP tools run their HTTP twins from this table, read on the first MCP request.
+  const mcp = createLazyMcpEndpoint(services, options.mcp, () => routes);
+  const routes: RouteDefinition[] = [
     ...healthRoutes(),
     ...runtimeRoutes({ runs: runs.enabled }),
     ...principalRoutes(services),

@@ -24,7 +24,7 @@ const INTERNAL_ORIGIN = "http://mcp.internal";
 export interface RouteCall {
   /** The caller, authenticated on the MCP request that carries the call. */
   principal: AuthenticatedPrincipal;
-  /** Path used for the idempotency scope, such as `/v1/mcp/tools/principal_issue`. */
+  /** Path and query of the request, such as `/v1/runs/sesn_1/events?after=3`. */
   path: string;
   /** Path parameters the route reads. */
   params?: Record<string, string>;
@@ -38,6 +38,8 @@ export interface RouteCall {
   deadline: number;
   /** Current time, ms since the epoch. */
   now: number;
+  /** `Accept` of the request, for a route that answers in several forms (default none). */
+  accept?: string;
   /** Checks of the tool's own arguments, run right after the capability check. */
   prepare?: () => void;
 }
@@ -66,6 +68,7 @@ export async function runRoute(
   const headers = new Headers();
   headers.set("x-correlation-id", call.correlationId);
   if (call.idempotencyKey !== undefined) headers.set("idempotency-key", call.idempotencyKey);
+  if (call.accept !== undefined) headers.set("accept", call.accept);
   const request = new Request(`${INTERNAL_ORIGIN}${call.path}`, { method: route.method, headers });
   const context = new RequestContext(request, call.now);
   context.principal = call.principal;

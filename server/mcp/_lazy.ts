@@ -18,18 +18,20 @@ const ROUTED = ["GET", "POST", "DELETE", "OPTIONS", "PUT", "PATCH", "HEAD"];
 
 /**
  * An {@linkcode McpEndpoint} whose routes load and create the real endpoint on the first
- * request, then hand every request to it.
+ * request, then hand every request to it. `table` gives the server's route table, read then
+ * (the MCP tools run their HTTP twins from it).
  */
 export function createLazyMcpEndpoint(
   services: RuntimeServices,
   options: McpOptions | undefined,
+  table?: () => readonly RouteDefinition[],
 ): McpEndpoint {
   let loading: Promise<McpEndpoint> | null = null;
   let endpoint: McpEndpoint | null = null;
   let closed = false;
   function load(): Promise<McpEndpoint> {
     loading ??= import("./endpoint.ts").then((module) => {
-      endpoint = module.createMcpEndpoint(services, options);
+      endpoint = module.createMcpEndpoint(services, options, table?.());
       if (closed) return endpoint.close().then(() => endpoint!);
       return endpoint;
     });

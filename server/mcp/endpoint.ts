@@ -14,13 +14,26 @@
  * | 5 | `x-correlation-id` / `x-deadline` present but invalid | 400 / 408 | as `/v1/*` |
  * | 6 | too many requests in flight / sessions for the principal | 429 | `resourceExhausted` |
  * | 7 | no `Mcp-Session-Id` on GET or DELETE | 400 | JSON-RPC error |
- * | 8 | unknown session, or one created by another principal | 404 | JSON-RPC error |
- * | 9 | `MCP-Protocol-Version` other than the one negotiated | 400 | JSON-RPC error |
- * | 10 | body over the limit (POST) | 413 | `payloadTooLarge` |
- * | 11 | the transport's own checks: `Accept`, `Content-Type`, JSON-RPC shape, unsupported protocol version | 406 / 415 / 400 | JSON-RPC error |
+ * | 8 | a session id not minted for this principal (unknown, forged, or another principal's) | 404 | JSON-RPC error |
+ * | 9 | body over the limit (POST) | 413 | `payloadTooLarge` |
+ * | 10 | the transport's own checks: `Accept`, `Content-Type`, JSON-RPC shape, an unsupported `MCP-Protocol-Version` | 406 / 415 / 400 | JSON-RPC error |
  *
- * Rows 1 to 6 and 10 answer with the runtime's error body `{"error": {"code", ...}}`; the
+ * Rows 1 to 6 and 9 answer with the runtime's error body `{"error": {"code", ...}}`; the
  * session and protocol rows answer with a JSON-RPC error object, as MCP clients expect.
+ *
+ * Like the SDK's own server, any supported `MCP-Protocol-Version` is accepted after
+ * `initialize` (not only the negotiated one), and several POSTs of one session run at once.
+ *
+ * Several replicas: session ids are self-certifying (`session_id.ts`), bound to the principal
+ * that opened the session. A replica that receives a session it does not hold adopts it: it
+ * builds the session's transport and protocol server and initializes them in process with the
+ * revision the id carries, then serves the request. So a client works through a load balancer
+ * without session affinity; what stays on one replica is per-replica state only (the SSE
+ * replay buffer of `Last-Event-ID`, the idle timer, the session quotas, the `logging/setLevel`
+ * level). An idle timeout frees a replica's state of the session, not the session: its next
+ * request is adopted again. A DELETE ends the session on the replica that receives it (404
+ * there from then on); another replica would still adopt the id for the same principal, which
+ * grants nothing that principal could not get by opening a new session.
  *
  * @module
  */
@@ -45,9 +58,15 @@ import { quotaRule } from "../rules/quota.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
 import { SessionEventStore } from "./event_store.ts";
+import { SessionIds } from "./session_id.ts";
 import { OriginPolicy, type OriginPolicyOptions } from "./origin.ts";
 import { createProtocolServer, requestAuthInfo } from "./protocol.ts";
-import { type McpSessionHandle, McpSessionRegistry, type ReserveRefusal } from "./sessions.ts";
+import {
+  type McpSessionHandle,
+  McpSessionRegistry,
+  type McpSessionReservation,
+  type ReserveRefusal,
+} from "./sessions.ts";
 import { McpToolset } from "./tools.ts";
 
 /** Path of the MCP endpoint. */
@@ -141,13 +160,6 @@ function sessionRefusal(reason: ReserveRefusal): InterfaceError {
   return new InterfaceError("resourceExhausted", message, { headers: { "retry-after": "60" } });
 }
 
-function newSessionId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  let text = "";
-  for (const byte of bytes) text += String.fromCharCode(byte);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
 const decoder = new TextDecoder();
 
 /**
@@ -165,6 +177,35 @@ function negotiatedVersion(bytes: Uint8Array): string | null {
   if (!isInitializeRequest(message)) return null;
   const requested = message.params.protocolVersion;
   return SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+}
+
+/** The `initialize` request a replica replays to adopt a session opened elsewhere. */
+function initializeRequest(protocolVersion: string) {
+  return {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: {
+      protocolVersion,
+      capabilities: {},
+      clientInfo: { name: "automation-runtime/adopted-session", version: "0" },
+    },
+  };
+}
+
+/** An in-process POST to a session's transport; never sent over the network. */
+function internalPost(message: unknown, sessionId?: string, protocolVersion?: string): Request {
+  const headers = new Headers({
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+  });
+  if (sessionId !== undefined) headers.set("mcp-session-id", sessionId);
+  if (protocolVersion !== undefined) headers.set("mcp-protocol-version", protocolVersion);
+  return new Request("http://mcp.internal/v1/mcp", {
+    method: "POST",
+    headers,
+    body: JSON.stringify(message),
+  });
 }
 
 /** Copies a request with an already-read body, for the transport to parse. */
@@ -219,7 +260,9 @@ function whenPresent(
 }
 
 /**
- * Creates the MCP endpoint over a server's shared parts.
+ * Creates the MCP endpoint over a server's shared parts. `table` is the server's route table:
+ * each tool runs its HTTP twin from it, and a tool whose twin is missing is not offered
+ * (default: the runtime and principal routes only).
  *
  * @example
  * ```ts
@@ -253,6 +296,7 @@ function whenPresent(
 export function createMcpEndpoint(
   services: RuntimeServices,
   options: McpOptions = {},
+  table?: readonly RouteDefinition[],
 ): McpEndpoint {
   const policy = new OriginPolicy(options);
   const sessions: McpSessionRegistry<McpSession> = new McpSessionRegistry<McpSession>({
@@ -264,8 +308,19 @@ export function createMcpEndpoint(
     isPrincipalValid,
   });
   const tools = new McpToolset(services, {
+    routes: table,
     onPrincipalRevoked: (principalId) => sessions.closePrincipal(principalId),
+    isPrincipalValid,
   });
+  const sessionIds = new SessionIds(services.bootstrap.authorityKey);
+  /** Adoptions under way, by session id, so concurrent requests adopt a session once. */
+  const adopting = new Map<string, Promise<McpSession | null>>();
+  /**
+   * Sessions their client ended here with DELETE, with when their principal expires: this
+   * replica never adopts them again. Bounded; the oldest go first.
+   */
+  const deleted = new Map<string, number>();
+  const maxDeleted = 4 * sessions.maxSessions;
   const maxBytes = services.maxBodyBytes;
 
   async function isPrincipalValid(principalId: string): Promise<boolean> {
@@ -343,7 +398,7 @@ export function createMcpEndpoint(
     });
   }
 
-  /** Rules 7 to 11 and the hand-over to the session's transport. */
+  /** Rules 7 to 10 and the hand-over to the session's transport. */
   async function dispatch(context: RequestContext): Promise<Response> {
     const principal = context.principal!;
     const request = context.request;
@@ -354,20 +409,9 @@ export function createMcpEndpoint(
       }
       return await open(context, principal);
     }
-    const session = sessions.lookup(sessionId, principal.principalId);
-    if (session === undefined) return sessionNotFound();
-    const version = request.headers.get("mcp-protocol-version");
-    if (
-      version !== null && version !== session.protocolVersion &&
-      SUPPORTED_PROTOCOL_VERSIONS.includes(version)
-    ) {
-      return jsonRpcError(
-        400,
-        -32000,
-        `Bad Request: MCP-Protocol-Version ${version} differs from the negotiated ` +
-          session.protocolVersion,
-      );
-    }
+    const session = sessions.lookup(sessionId, principal.principalId) ??
+      await adopt(sessionId, principal);
+    if (session === null) return sessionNotFound();
     const release = sessions.hold(session.id);
     try {
       const forwarded = context.method === "POST"
@@ -376,6 +420,7 @@ export function createMcpEndpoint(
       const response = await session.transport.handleRequest(forwarded, {
         authInfo: callOf(context, principal),
       });
+      if (context.method === "DELETE" && response.ok) forget(session);
       return onBodyEnd(response, release);
     } catch (error) {
       release();
@@ -383,48 +428,127 @@ export function createMcpEndpoint(
     }
   }
 
+  /**
+   * A session this replica does not hold: when its id was minted for this principal (here or
+   * on another replica), builds it and initializes it in process; else null (404).
+   */
+  function adopt(id: string, principal: AuthenticatedPrincipal): Promise<McpSession | null> {
+    if (deleted.has(id)) return Promise.resolve(null);
+    const verified = sessionIds.verify(id, principal.principalId);
+    if (verified === null || !SUPPORTED_PROTOCOL_VERSIONS.includes(verified.protocolVersion)) {
+      return Promise.resolve(null);
+    }
+    let adoption = adopting.get(id);
+    if (adoption === undefined) {
+      adoption = adoptOnce(id, principal, verified.protocolVersion)
+        .finally(() => adopting.delete(id));
+      adopting.set(id, adoption);
+    }
+    return adoption.then((session) =>
+      session !== null && session.principalId === principal.principalId ? session : null
+    );
+  }
+
+  async function adoptOnce(
+    id: string,
+    principal: AuthenticatedPrincipal,
+    protocolVersion: string,
+  ): Promise<McpSession | null> {
+    const existing = sessions.lookup(id, principal.principalId);
+    if (existing !== undefined) return existing;
+    const reservation = sessions.reserve(principal.principalId);
+    if (typeof reservation === "string") throw sessionRefusal(reservation);
+    const built = build(principal, protocolVersion, reservation, () => id);
+    try {
+      await built.server.connect(built.transport);
+      // The session's own initialize, replayed in process: the transport and the protocol
+      // server reach the state they had on the replica that opened the session.
+      const init = await built.transport.handleRequest(internalPost(initializeRequest(
+        protocolVersion,
+      )));
+      await init.body?.cancel();
+      const initialized = await built.transport.handleRequest(
+        internalPost({ jsonrpc: "2.0", method: "notifications/initialized" }, id, protocolVersion),
+      );
+      await initialized.body?.cancel();
+      return built.session();
+    } finally {
+      if (built.session() === null) {
+        reservation.cancel();
+        await built.server.close();
+      }
+    }
+  }
+
+  /** Remembers a session its client ended, so this replica answers 404 for it from now on. */
+  function forget(session: McpSession): void {
+    const now = services.now();
+    for (const [id, expiresAtMs] of deleted) {
+      if (expiresAtMs <= now || deleted.size >= maxDeleted) deleted.delete(id);
+      else break;
+    }
+    deleted.set(session.id, session.expiresAtMs);
+  }
+
+  /** A session's transport and protocol server, registered once the transport names it. */
+  function build(
+    principal: AuthenticatedPrincipal,
+    protocolVersion: string,
+    reservation: McpSessionReservation<McpSession>,
+    sessionIdGenerator: () => string,
+  ) {
+    let session: McpSession | null = null;
+    const server = createProtocolServer(tools);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator,
+      enableJsonResponse: options.jsonResponse ?? false,
+      eventStore: new SessionEventStore({ maxEvents: options.maxEventsPerSession }),
+      keepAliveMs: options.keepAliveMs,
+      retryInterval: options.retryIntervalMs,
+      maxRequestBodySize: maxBytes,
+      onsessioninitialized: (id) => {
+        session = {
+          id,
+          principalId: principal.principalId,
+          expiresAtMs: principal.expiresAtMs,
+          transport,
+          protocolVersion,
+          close: () => server.close(),
+        };
+        reservation.commit(session);
+      },
+    });
+    server.onclose = () => {
+      if (session !== null) sessions.delete(session.id);
+    };
+    return { server, transport, session: (): McpSession | null => session };
+  }
+
   /** A POST without a session: an `initialize` opens one; anything else the transport refuses. */
   async function open(context: RequestContext, principal: AuthenticatedPrincipal) {
     const reservation = sessions.reserve(principal.principalId);
     if (typeof reservation === "string") throw sessionRefusal(reservation);
-    let session: McpSession | undefined;
-    let protocol: ReturnType<typeof createProtocolServer> | undefined;
+    let built: ReturnType<typeof build> | undefined;
     try {
       const bytes = await readBody(context);
       const protocolVersion = negotiatedVersion(bytes) ?? LATEST_PROTOCOL_VERSION;
-      const server = protocol = createProtocolServer(tools);
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: newSessionId,
-        enableJsonResponse: options.jsonResponse ?? false,
-        eventStore: new SessionEventStore({ maxEvents: options.maxEventsPerSession }),
-        keepAliveMs: options.keepAliveMs,
-        retryInterval: options.retryIntervalMs,
-        maxRequestBodySize: maxBytes,
-        onsessioninitialized: (id) => {
-          session = {
-            id,
-            principalId: principal.principalId,
-            expiresAtMs: principal.expiresAtMs,
-            transport,
-            protocolVersion,
-            close: () => server.close(),
-          };
-          reservation.commit(session);
-        },
-      });
-      server.onclose = () => {
-        if (session !== undefined) sessions.delete(session.id);
-      };
-      await server.connect(transport);
-      const response = await transport.handleRequest(withBody(context.request, bytes), {
+      built = build(
+        principal,
+        protocolVersion,
+        reservation,
+        () => sessionIds.mint(principal.principalId, protocolVersion),
+      );
+      await built.server.connect(built.transport);
+      const response = await built.transport.handleRequest(withBody(context.request, bytes), {
         authInfo: callOf(context, principal),
       });
-      if (session === undefined) return response;
+      const session = built.session();
+      if (session === null) return response;
       return onBodyEnd(response, sessions.hold(session.id));
     } finally {
-      if (session === undefined) {
+      if ((built?.session() ?? null) === null) {
         reservation.cancel();
-        await protocol?.close();
+        await built?.server.close();
       }
     }
   }

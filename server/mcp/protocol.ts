@@ -1,6 +1,6 @@
 /**
  * The MCP protocol server of one session: the SDK's `Server` answering `initialize`, `ping`,
- * `tools/list` and `tools/call`. The low-level `Server` is used rather than `McpServer` because
+ * `logging/setLevel` (the `logging` capability is declared), `tools/list` and `tools/call`. The low-level `Server` is used rather than `McpServer` because
  * the tool list depends on the caller of each request, and because tool failures must carry
  * the runtime's error codes instead of the SDK's validation messages.
  *
@@ -27,7 +27,9 @@ export const MCP_SERVER_INFO: Readonly<{ name: string; version: string }> = Obje
   version: "0.1.0",
 });
 
-const INSTRUCTIONS = "Automation runtime. runtime_info tells who you are and what you may do; " +
+const INSTRUCTIONS = "Automation runtime. runtime_info tells who you are and what you may do. " +
+  "run_start starts a managed-agent run; run_events (with waitMs) follows it to its terminal " +
+  "event; run_pending, run_confirm_tool and run_respond_custom_tool answer its tool requests; " +
   "holders of authority:admin can list, issue and revoke scoped principals. Tool errors carry " +
   'a JSON body {"error": {"code", "message", ...}} with the same codes as the HTTP API.';
 
@@ -59,7 +61,7 @@ function callOf(authInfo: AuthInfo | undefined): McpToolCall {
  */
 export function createProtocolServer(tools: McpToolset): Server {
   const server = new Server({ ...MCP_SERVER_INFO }, {
-    capabilities: { tools: { listChanged: false } },
+    capabilities: { tools: { listChanged: false }, logging: {} },
     instructions: INSTRUCTIONS,
   });
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
@@ -70,7 +72,10 @@ export function createProtocolServer(tools: McpToolset): Server {
     if (!tools.has(request.params.name)) {
       throw new McpError(ErrorCode.InvalidParams, "Unknown tool");
     }
-    return tools.call(request.params.name, request.params.arguments, call);
+    return tools.call(request.params.name, request.params.arguments, {
+      ...call,
+      signal: extra.signal,
+    });
   });
   return server;
 }

@@ -10,9 +10,9 @@
 import { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
+import { isLazyBodySchema } from "../schemas/lazy.ts";
 import { INTERFACE_VERSION } from "../rules/interface_version.ts";
 import { RETRY_AFTER_CODES, type RouteContract, routeContract } from "./contract.ts";
-import { INTERIM_COMPONENTS, INTERIM_REQUEST_SCHEMAS } from "./declarations.ts";
 import { errorSchema, NAMED_SCHEMAS } from "./schemas.ts";
 
 const NAMES = new Map<z.ZodType, string>(
@@ -45,17 +45,17 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): Json {
   return converted;
 }
 
-/** Request body schema of a route: its zod schema, else the interim JSON Schema. */
+/**
+ * Request body schema of a route: the zod schema its body rule validates with (a lazy one must
+ * have been loaded: {@linkcode loadBodySchemas}).
+ */
 function requestSchema(route: RouteDefinition): Json {
-  const body = route.body as unknown;
+  const declared = route.body;
+  const body = declared !== undefined && isLazyBodySchema(declared) ? declared.loaded() : declared;
   if (typeof body === "object" && body !== null && "_zod" in body) {
-    return jsonSchema(body as z.ZodType, "input");
+    return jsonSchema(body as unknown as z.ZodType, "input");
   }
-  const interim = INTERIM_REQUEST_SCHEMAS[`${route.method} ${route.path}`];
-  if (interim === undefined) {
-    throw new Error(`Route ${route.method} ${route.path} has a body but no schema for it`);
-  }
-  return interim;
+  throw new Error(`Route ${route.method} ${route.path} has a body but no loaded zod schema`);
 }
 
 const COMMON_RESPONSE_HEADERS: Json = {
@@ -286,7 +286,6 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[]): Json {
           ) => [name, jsonSchema(schema, "output")]),
         ),
         ErrorBody: jsonSchema(errorSchema(Object.keys(ERROR_CODES) as ErrorCode[]), "output"),
-        ...INTERIM_COMPONENTS,
         JsonRpcError: {
           type: "object",
           properties: {

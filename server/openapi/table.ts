@@ -8,6 +8,7 @@
 import { deriveBootstrapCredential } from "../bootstrap/credential.ts";
 import { createJsonLogger } from "../log.ts";
 import type { RouteDefinition } from "../router.ts";
+import { loadBodySchemas } from "../schemas/lazy.ts";
 import { createRuntimeServer } from "../server.ts";
 import { openKvStore } from "../store/mod.ts";
 
@@ -43,6 +44,7 @@ export async function defaultRouteTable(): Promise<readonly RouteDefinition[]> {
     },
   });
   try {
+    await loadBodySchemas(server.routes);
     return server.routes;
   } finally {
     await server.close();

@@ -7,6 +7,7 @@
  */
 import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
+import { loadBodySchemas } from "../schemas/lazy.ts";
 
 /**
  * The OpenAPI route over the server's route table (read when first asked, so it holds every
@@ -22,8 +23,8 @@ import type { RouteDefinition } from "../router.ts";
 export function openApiRoutes(table: () => readonly RouteDefinition[]): RouteDefinition[] {
   let document: Promise<string> | null = null;
   async function serve(context: RequestContext): Promise<Response> {
-    document ??= import("../openapi/document.ts").then(
-      (module) => module.renderOpenApiDocument(table()),
+    document ??= Promise.all([import("../openapi/document.ts"), loadBodySchemas(table())]).then(
+      ([module]) => module.renderOpenApiDocument(table()),
     ).catch((error) => {
       document = null;
       throw error;

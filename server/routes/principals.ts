@@ -17,20 +17,20 @@
 import { hmacSha256, sha256Hex, toBase64Url } from "../_digest.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
-import type { BodySchema, RouteDefinition } from "../router.ts";
+import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
+import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RuntimeServices } from "../services.ts";
-import {
-  CAPABILITIES,
-  type Capability,
-  type CreatePrincipalResult,
-  type PrincipalPosition,
-  type PrincipalRecord,
-  type StoredResponse,
+import type {
+  Capability,
+  CreatePrincipalResult,
+  PrincipalPosition,
+  PrincipalRecord,
+  StoredResponse,
 } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
 import { audit } from "../runs/audit.ts";
-import { checkRunPolicyShape, grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
+import { grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
 
 /** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
 export const DEFAULT_PAGE_SIZE = 100;
@@ -56,95 +56,14 @@ export interface CreatePrincipalBody {
   maxActiveRuns?: number;
 }
 
-/** One problem with a body, as zod reports it. */
-interface Issue {
-  path: (string | number)[];
-  message: string;
-}
-
-const KNOWN = new Set<string>(CAPABILITIES);
-const FIELDS = new Set(["principalId", "capabilities", "expiresAt", "agentIds", "maxActiveRuns"]);
-
-function typeName(value: unknown): string {
-  return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
-}
-
-function checkCapabilities(value: unknown, issues: Issue[]): void {
-  if (!Array.isArray(value)) {
-    issues.push({ path: ["capabilities"], message: `Expected array, received ${typeName(value)}` });
-    return;
-  }
-  value.forEach((item, index) => {
-    if (typeof item !== "string" || !KNOWN.has(item)) {
-      issues.push({
-        path: ["capabilities", index],
-        message: `Must be one of ${CAPABILITIES.join(", ")}`,
-      });
-    }
-  });
-  if (value.length === 0) {
-    issues.push({ path: ["capabilities"], message: "Must name at least one capability" });
-  } else if (new Set(value).size !== value.length) {
-    issues.push({ path: ["capabilities"], message: "Must not repeat a capability" });
-  }
-}
-
 /**
- * Schema of {@linkcode CreatePrincipalBody}: the shape only; the authority rules come after.
- * Written out by hand (zod's rules, zod's `safeParse` result) so that the service does not load
- * zod at startup.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { createPrincipalSchema } from "./principals.ts";
- * const result = createPrincipalSchema.safeParse({ principalId: "x" });
- * assert.equal(result.success, false);
- * ```
+ * Body schema of {@linkcode CreatePrincipalBody} (`createPrincipalBody` in
+ * `server/schemas/principals.ts`): the shape only; the authority rules come after. Loaded with
+ * zod on the first body, so that the service does not load zod at startup.
  */
-export const createPrincipalSchema: BodySchema = {
-  safeParse(value: unknown) {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return {
-        success: false,
-        error: { issues: [{ path: [], message: `Expected object, received ${typeName(value)}` }] },
-      };
-    }
-    const body = value as Record<string, unknown>;
-    const issues: Issue[] = [];
-    if (typeof body.principalId !== "string" || !UUID.test(body.principalId)) {
-      issues.push({
-        path: ["principalId"],
-        message: typeof body.principalId === "string"
-          ? "Must be a lower-case UUID"
-          : `Expected string, received ${typeName(body.principalId)}`,
-      });
-    }
-    checkCapabilities(body.capabilities, issues);
-    if (typeof body.expiresAt !== "string" || parseRfc3339(body.expiresAt) === null) {
-      issues.push({
-        path: ["expiresAt"],
-        message: typeof body.expiresAt === "string"
-          ? "Must be an RFC 3339 timestamp"
-          : `Expected string, received ${typeName(body.expiresAt)}`,
-      });
-    }
-    checkRunPolicyShape(body, issues);
-    const unknown = Object.keys(body).filter((key) => !FIELDS.has(key));
-    if (unknown.length > 0) {
-      issues.push({ path: [], message: `Unrecognized key(s): ${unknown.join(", ")}` });
-    }
-    if (issues.length > 0) return { success: false, error: { issues } };
-    const data: CreatePrincipalBody = {
-      principalId: body.principalId as string,
-      capabilities: body.capabilities as Capability[],
-      expiresAt: body.expiresAt as string,
-    };
-    if (body.agentIds !== undefined) data.agentIds = body.agentIds as string[];
-    if (body.maxActiveRuns !== undefined) data.maxActiveRuns = body.maxActiveRuns as number;
-    return { success: true, data };
-  },
-};
+export const createPrincipalSchema: LazyBodySchema = lazyBodySchema(async () =>
+  (await import("../schemas/principals.ts")).createPrincipalBody
+);
 
 /**
  * Derives the bearer of a principal from the bootstrap authority key and its nonce:

@@ -11,22 +11,17 @@
  *
  * Without a provider credential each answers 503 `providerNotConfigured`. Another principal's
  * run is 404 `runNotFound` (admins see every run; approvers read every run). The bodies are
- * checked by hand-written schemas (zod's result shape), so startup does not load zod.
+ * checked by the zod schemas of `server/schemas/runs.ts`, loaded on the first body so that
+ * startup does not load zod.
  *
  * @module
  */
 import type { RequestContext } from "../context.ts";
-import type { BodySchema, RouteDefinition } from "../router.ts";
+import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
+import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import { publicRun, type RunGateway, type StartRunBody } from "../runs/runs.ts";
 import { ACTIVE_RUN_STATES, type RunState } from "../store/types.ts";
-
-/** Most input items of one request. */
-export const MAX_INPUT_ITEMS = 100;
-/** Longest title, in characters. */
-export const MAX_TITLE_LENGTH = 512;
-/** Longest id (agent, environment, vault, run) accepted, in characters. */
-const MAX_ID_LENGTH = 256;
 
 const RUN_STATES: ReadonlySet<string> = new Set<RunState>([
   ...ACTIVE_RUN_STATES,
@@ -35,191 +30,17 @@ const RUN_STATES: ReadonlySet<string> = new Set<RunState>([
   "cancelled",
 ]);
 
-interface Issue {
-  path: (string | number)[];
-  message: string;
-}
-
-function typeName(value: unknown): string {
-  return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isId(value: unknown): value is string {
-  return typeof value === "string" && value.length > 0 && value.length <= MAX_ID_LENGTH &&
-    /^[\x21-\x7e]+$/.test(value);
-}
-
-function checkInput(value: unknown, issues: Issue[]): void {
-  if (typeof value === "string") {
-    if (value.length === 0) issues.push({ path: ["input"], message: "Must not be empty" });
-    return;
-  }
-  if (!Array.isArray(value)) {
-    issues.push({
-      path: ["input"],
-      message: `Expected string or array, received ${typeName(value)}`,
-    });
-    return;
-  }
-  if (value.length === 0 || value.length > MAX_INPUT_ITEMS) {
-    issues.push({ path: ["input"], message: `Must hold 1 to ${MAX_INPUT_ITEMS} items` });
-    return;
-  }
-  value.forEach((item, index) => {
-    if (!isObject(item)) {
-      issues.push({ path: ["input", index], message: "Expected an object" });
-      return;
-    }
-    if (item.role !== "user") {
-      issues.push({
-        path: ["input", index, "role"],
-        message: 'Must be "user": the agent writes its own turns',
-      });
-    }
-    const content = item.content;
-    if (typeof content === "string") {
-      if (content.length === 0) {
-        issues.push({ path: ["input", index, "content"], message: "Must not be empty" });
-      }
-    } else if (
-      !Array.isArray(content) || content.length === 0 ||
-      !content.every((block) => isObject(block) && typeof block.type === "string")
-    ) {
-      issues.push({
-        path: ["input", index, "content"],
-        message: "Must be text or a non-empty array of content blocks with a type",
-      });
-    }
-    const unknown = Object.keys(item).filter((key) => key !== "role" && key !== "content");
-    if (unknown.length > 0) {
-      issues.push({
-        path: ["input", index],
-        message: `Unrecognized key(s): ${unknown.join(", ")}`,
-      });
-    }
-  });
-}
-
-const METADATA_FIELDS = new Set([
-  "agent_id",
-  "environment_id",
-  "agent_version",
-  "resources",
-  "vault_ids",
-]);
-
-function checkMetadata(value: unknown, issues: Issue[]): void {
-  if (value === undefined) return;
-  if (!isObject(value)) {
-    issues.push({ path: ["metadata"], message: `Expected object, received ${typeName(value)}` });
-    return;
-  }
-  for (const field of ["agent_id", "environment_id"]) {
-    if (value[field] !== undefined && !isId(value[field])) {
-      issues.push({ path: ["metadata", field], message: "Must be a non-empty printable id" });
-    }
-  }
-  const version = value.agent_version;
-  if (
-    version !== undefined && (typeof version !== "number" || !Number.isSafeInteger(version) ||
-      version < 1)
-  ) {
-    issues.push({ path: ["metadata", "agent_version"], message: "Must be a whole number >= 1" });
-  }
-  const resources = value.resources;
-  if (
-    resources !== undefined &&
-    (!Array.isArray(resources) || resources.length > MAX_INPUT_ITEMS ||
-      !resources.every((r) => isObject(r) && typeof r.type === "string"))
-  ) {
-    issues.push({
-      path: ["metadata", "resources"],
-      message: "Must be an array of resource objects with a type",
-    });
-  }
-  const vaults = value.vault_ids;
-  if (
-    vaults !== undefined &&
-    (!Array.isArray(vaults) || vaults.length > MAX_INPUT_ITEMS || !vaults.every(isId))
-  ) {
-    issues.push({ path: ["metadata", "vault_ids"], message: "Must be an array of ids" });
-  }
-  const unknown = Object.keys(value).filter((key) => !METADATA_FIELDS.has(key));
-  if (unknown.length > 0) {
-    issues.push({ path: ["metadata"], message: `Unrecognized key(s): ${unknown.join(", ")}` });
-  }
-}
-
-function objectSchema(
-  fields: ReadonlySet<string>,
-  check: (body: Record<string, unknown>, issues: Issue[]) => void,
-): BodySchema {
-  return {
-    safeParse(value: unknown) {
-      if (!isObject(value)) {
-        return {
-          success: false,
-          error: {
-            issues: [{ path: [], message: `Expected object, received ${typeName(value)}` }],
-          },
-        };
-      }
-      const issues: Issue[] = [];
-      check(value, issues);
-      const unknown = Object.keys(value).filter((key) => !fields.has(key));
-      if (unknown.length > 0) {
-        issues.push({ path: [], message: `Unrecognized key(s): ${unknown.join(", ")}` });
-      }
-      return issues.length > 0
-        ? { success: false, error: { issues } }
-        : { success: true, data: value };
-    },
-  };
-}
-
 /**
- * Schema of `POST /v1/runs`: `{input, title?, metadata?}`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { startRunSchema } from "./runs.ts";
- * assert.equal(startRunSchema.safeParse({ input: "hi" }).success, true);
- * assert.equal(startRunSchema.safeParse({ input: "" }).success, false);
- * ```
+ * Body schema of `POST /v1/runs` (`startRunBody` in `server/schemas/runs.ts`), loaded with zod
+ * on the first body.
  */
-export const startRunSchema: BodySchema = objectSchema(
-  new Set(["input", "title", "metadata"]),
-  (body, issues) => {
-    checkInput(body.input, issues);
-    const title = body.title;
-    if (
-      title !== undefined &&
-      (typeof title !== "string" || title.length === 0 || title.length > MAX_TITLE_LENGTH)
-    ) {
-      issues.push({ path: ["title"], message: `Must be 1 to ${MAX_TITLE_LENGTH} characters` });
-    }
-    checkMetadata(body.metadata, issues);
-  },
+export const startRunSchema: LazyBodySchema = lazyBodySchema(async () =>
+  (await import("../schemas/runs.ts")).startRunBody
 );
 
-/**
- * Schema of `POST /v1/runs/{runId}/messages`: `{input}`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { sendMessageSchema } from "./runs.ts";
- * assert.equal(sendMessageSchema.safeParse({ input: [{ role: "user", content: "hi" }] }).success, true);
- * ```
- */
-export const sendMessageSchema: BodySchema = objectSchema(
-  new Set(["input"]),
-  (body, issues) => checkInput(body.input, issues),
+/** Body schema of `POST /v1/runs/{runId}/messages` (`sendMessageBody`), loaded likewise. */
+export const sendMessageSchema: LazyBodySchema = lazyBodySchema(async () =>
+  (await import("../schemas/runs.ts")).sendMessageBody
 );
 
 /** The parsed query of `GET /v1/runs`. */

@@ -8,6 +8,7 @@ import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { BodySchema } from "../router.ts";
+import { isLazyBodySchema, type LazyBodySchema } from "../schemas/lazy.ts";
 
 /** One schema violation reported in `details`. */
 export interface ValidationDetail {
@@ -44,9 +45,13 @@ export function invalidRequest(
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** The JSON rule for one schema; sets `context.body` to the validated value. */
+/**
+ * The JSON rule for one schema; sets `context.body` to the validated value. A lazy schema
+ * (`server/schemas/lazy.ts`) is loaded before the first check; later checks run synchronously.
+ */
 export function jsonRule(schema: BodySchema): Rule<RequestContext> {
-  return function json(context: RequestContext, next: Next) {
+  let ready = !isLazyBodySchema(schema);
+  function check(context: RequestContext, next: Next) {
     let value: unknown;
     try {
       value = JSON.parse(decoder.decode(context.bodyBytes ?? new Uint8Array(0)));
@@ -62,5 +67,12 @@ export function jsonRule(schema: BodySchema): Rule<RequestContext> {
     }
     context.body = result.data;
     return next();
+  }
+  return function json(context: RequestContext, next: Next) {
+    if (ready) return check(context, next);
+    return (schema as LazyBodySchema).load().then(() => {
+      ready = true;
+      return check(context, next);
+    });
   };
 }

@@ -60,59 +60,6 @@ export function runPolicyOf(principal: {
 }
 
 /**
- * Checks the shape of the run policy fields of an issuance body; appends zod-style issues.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { checkRunPolicyShape } from "./policy.ts";
- * const issues: { path: (string | number)[]; message: string }[] = [];
- * checkRunPolicyShape({ maxActiveRuns: 0 }, issues);
- * assert.equal(issues[0].path[0], "maxActiveRuns");
- * ```
- */
-export function checkRunPolicyShape(
-  body: Record<string, unknown>,
-  issues: { path: (string | number)[]; message: string }[],
-): void {
-  const agentIds = body.agentIds;
-  if (agentIds !== undefined) {
-    if (!Array.isArray(agentIds)) {
-      issues.push({ path: ["agentIds"], message: "Expected an array of agent ids" });
-    } else {
-      if (agentIds.length < 1 || agentIds.length > MAX_AGENT_IDS) {
-        issues.push({ path: ["agentIds"], message: `Must hold 1 to ${MAX_AGENT_IDS} agent ids` });
-      }
-      agentIds.forEach((id, index) => {
-        if (
-          typeof id !== "string" || id.length === 0 || id.length > MAX_AGENT_ID_LENGTH ||
-          !/^[\x21-\x7e]+$/.test(id)
-        ) {
-          issues.push({
-            path: ["agentIds", index],
-            message:
-              `Must be a non-empty printable id of at most ${MAX_AGENT_ID_LENGTH} characters`,
-          });
-        }
-      });
-      if (new Set(agentIds).size !== agentIds.length) {
-        issues.push({ path: ["agentIds"], message: "Must not repeat an agent id" });
-      }
-    }
-  }
-  const max = body.maxActiveRuns;
-  if (
-    max !== undefined &&
-    (typeof max !== "number" || !Number.isInteger(max) || max < 1 || max > MAX_ACTIVE_RUNS_LIMIT)
-  ) {
-    issues.push({
-      path: ["maxActiveRuns"],
-      message: `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`,
-    });
-  }
-}
-
-/**
  * Applies the subset rules to requested fields: returns the granted policy or the violations.
  *
  * @example

@@ -106,8 +106,12 @@ async function within<T>(promise: Promise<T>, ms = 3000): Promise<T> {
   }
 }
 
-Deno.test("an idle session ends after the timeout; an open stream keeps it alive", async () => {
-  await using rt = await runtime({ idleTimeoutMs: 300, sweepIntervalMs: 25 });
+Deno.test("an idle session's state is freed after the timeout; an open stream keeps it", async () => {
+  await using rt = await runtime({
+    idleTimeoutMs: 300,
+    sweepIntervalMs: 25,
+    maxSessionsPerPrincipal: 2,
+  });
   const idle = await openSession(rt.handler, rt.bearer);
   const watched = await openSession(rt.handler, rt.bearer);
   const stream = await mcpFetch(rt.handler, {
@@ -116,12 +120,25 @@ Deno.test("an idle session ends after the timeout; an open stream keeps it alive
     sessionId: watched,
   });
   assert.equal(stream.status, 200);
+  const full = await mcpFetch(rt.handler, { bearer: rt.bearer, body: initializeMessage() });
+  assert.equal(full.status, 429, "both sessions hold their room");
+  await full.body?.cancel();
   await sleep(700);
-  assert.equal(await ping(rt, rt.bearer, idle, 1), 404, "the idle session ended");
+  // The idle session's room was given back; the listening one still holds its own.
+  const third = await openSession(rt.handler, rt.bearer);
   assert.equal(await ping(rt, rt.bearer, watched, 2), 200, "a listening session is not idle");
+  assert.equal(await ping(rt, rt.bearer, idle, 1), 429, "re-adopting it needs room again");
+  const ended = await mcpFetch(rt.handler, {
+    method: "DELETE",
+    bearer: rt.bearer,
+    sessionId: third,
+  });
+  assert.equal(ended.status, 200);
+  await ended.body?.cancel();
+  // Its id is still the principal's: the next request rebuilds the session (as on a replica
+  // that never held it), so a client never loses a session to an idle replica.
+  assert.equal(await ping(rt, rt.bearer, idle, 3), 200);
   await stream.body!.cancel();
-  await sleep(700);
-  assert.equal(await ping(rt, rt.bearer, watched, 3), 404);
 });
 
 Deno.test("JSON responses when configured", async () => {
@@ -194,7 +211,8 @@ Deno.test("closing the server ends every session and stream and refuses new ones
     const ended = readEvents(stream, () => false);
     await rt.server.closeSessions();
     assert.deepEqual(await ended, []);
-    assert.equal(await ping(rt, rt.bearer, sessionId, 1), 404);
+    // A replica shutting down sends its sessions elsewhere: 503 with Retry-After, not 404.
+    assert.equal(await ping(rt, rt.bearer, sessionId, 1), 503);
     const refused = await mcpFetch(rt.handler, { bearer: rt.bearer, body: initializeMessage() });
     assert.equal(refused.status, 503);
     assert.equal((await refused.json()).error.code, "resourceExhausted");

@@ -13,6 +13,7 @@ import {
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { call } from "../server/_http.ts";
 import { startServer } from "../support/server.ts";
+import { toolsFor } from "./_tools.ts";
 
 const DAY = 86_400_000;
 
@@ -76,22 +77,24 @@ Deno.test("mcp sdk: initialize, tools per capability, every tool, issue and revo
         version: "0.1.0",
       });
       assert.equal(admin.transport.protocolVersion, "2025-11-25");
-      assert.match(admin.transport.sessionId ?? "", /^[A-Za-z0-9_-]{43}$/);
+      assert.match(
+        admin.transport.sessionId ?? "",
+        /^[A-Za-z0-9_-]{22}\.2025-11-25\.[A-Za-z0-9_-]{43}$/,
+      );
       assert.ok(admin.client.getServerCapabilities()?.tools);
+      assert.ok(admin.client.getServerCapabilities()?.logging);
     });
 
     await t.step("an admin sees every tool, with input and output schemas", async () => {
       const { tools } = await admin.client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name), [
-        "runtime_info",
-        "principals_list",
-        "principal_issue",
-        "principal_revoke",
-      ]);
+      assert.deepEqual(tools.map((tool) => tool.name), toolsFor(server.bootstrap.capabilities));
       for (const tool of tools) {
         assert.equal(tool.inputSchema.type, "object", tool.name);
-        assert.equal(tool.outputSchema?.type, "object", tool.name);
         assert.ok((tool.description ?? "").length > 0, tool.name);
+      }
+      for (const name of ["runtime_info", "principals_list", "principal_issue"]) {
+        const tool = tools.find((entry) => entry.name === name)!;
+        assert.equal(tool.outputSchema?.type, "object", name);
       }
       const issue = tools.find((tool) => tool.name === "principal_issue")!;
       assert.deepEqual(issue.inputSchema.required, ["principalId", "capabilities", "expiresAt"]);
@@ -139,10 +142,10 @@ Deno.test("mcp sdk: initialize, tools per capability, every tool, issue and revo
       },
     );
 
-    await t.step("a session:read principal sees and may call runtime_info only", async () => {
+    await t.step("a session:read principal sees and may call its read tools only", async () => {
       reader = await connect(server.url, issued!.bearer);
       const { tools } = await reader.client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name), ["runtime_info"]);
+      assert.deepEqual(tools.map((tool) => tool.name), toolsFor(["session:read"]));
       const info = await reader.client.callTool({ name: "runtime_info", arguments: {} });
       assert.equal(
         (info.structuredContent as { principalId: string }).principalId,
