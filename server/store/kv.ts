@@ -21,6 +21,8 @@
  * @module
  */
 import { KvRunStore } from "./kv/_runs.ts";
+import { KvRunEventStore } from "./kv/_events.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
   type AuditEntry,
   type AuditEntryInput,
@@ -160,6 +162,7 @@ class KvStore implements Store {
   #queue: QueuedCreate[] = [];
   #committing = false;
   #runs: KvRunStore;
+  #events: KvRunEventStore;
 
   #namespace: string;
 
@@ -168,6 +171,7 @@ class KvStore implements Store {
     this.#namespace = namespace;
     this.#root = [ROOT, namespace];
     this.#runs = new KvRunStore(kv, this.#root);
+    this.#events = new KvRunEventStore(kv, this.#root);
   }
 
   // The run gateway's records live in `kv/_runs.ts`.
@@ -197,6 +201,25 @@ class KvStore implements Store {
   }
   listAudit(params: ListAuditParams): Promise<AuditPage> {
     return this.#runs.listAudit(params);
+  }
+  // The run event logs and tail leases live in `kv/_events.ts`.
+  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return this.#events.appendRunEvents(runId, events);
+  }
+  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#events.listRunEvents(runId, after, limit);
+  }
+  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#events.acquireRunLease(params);
+  }
+  releaseRunLease(runId: string, holder: string): Promise<void> {
+    return this.#events.releaseRunLease(runId, holder);
+  }
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    return this.#events.watchRunEvents(runId, listener);
+  }
+  purgeRunEvents(endedBefore: string): Promise<number> {
+    return this.#events.purgeRunEvents(endedBefore);
   }
 
   #principalKey(principalId: string): Deno.KvKey {

@@ -46,6 +46,8 @@ import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 import { PostgresRunStore } from "./postgres/_runs.ts";
+import { PostgresRunEventStore } from "./postgres/_events.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
   claimAuthority,
   principalPageRows,
@@ -202,6 +204,7 @@ class PostgresStore implements Store {
   #retiring = new Set<Promise<void>>();
   #unguard: () => void;
   #runs: PostgresRunStore;
+  #events: PostgresRunEventStore;
 
   constructor(init: PostgresStoreInit) {
     this.#sql = init.sql;
@@ -210,6 +213,11 @@ class PostgresStore implements Store {
     this.#batch = init.deleteBatchSize ?? 500;
     this.#unguard = guardDriverCrash(() => this.#refresh());
     this.#runs = new PostgresRunStore((operation) => this.#run(operation), init.namespace);
+    this.#events = new PostgresRunEventStore(
+      (operation) => this.#run(operation),
+      init.namespace,
+      () => this.#sql,
+    );
   }
 
   // The run gateway's records live in `postgres/_runs.ts`.
@@ -248,6 +256,31 @@ class PostgresStore implements Store {
   /** Lists audit entries newest first. */
   listAudit(params: ListAuditParams): Promise<AuditPage> {
     return this.#runs.listAudit(params);
+  }
+  // The run event logs and tail leases live in `postgres/_events.ts`.
+  /** Appends the run events not in the log yet. */
+  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return this.#events.appendRunEvents(runId, events);
+  }
+  /** Reads a run's log after a seq. */
+  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#events.listRunEvents(runId, after, limit);
+  }
+  /** Takes or renews a run's tail lease. */
+  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#events.acquireRunLease(params);
+  }
+  /** Drops a run's tail lease held by `holder`. */
+  releaseRunLease(runId: string, holder: string): Promise<void> {
+    return this.#events.releaseRunLease(runId, holder);
+  }
+  /** Watches a run's log (LISTEN/NOTIFY). */
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    return this.#events.watchRunEvents(runId, listener);
+  }
+  /** Deletes the logs of runs that ended before the cutoff. */
+  purgeRunEvents(endedBefore: string): Promise<number> {
+    return this.#events.purgeRunEvents(endedBefore);
   }
 
   #refresh(): void {
@@ -628,6 +661,7 @@ class PostgresStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     this.#unguard();
+    await this.#events.close();
     await Promise.all([this.#sql.end({ timeout: 5 }), ...this.#retiring]);
   }
 }

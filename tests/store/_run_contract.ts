@@ -59,7 +59,7 @@ function auditInput(overrides: Partial<AuditEntryInput> = {}): AuditEntryInput {
  * process (replicas share PostgreSQL, or the host's own KV), so on `kv` the concurrent calls run
  * on the one handle instead.
  */
-async function twinOf(store: Store, openTwin: () => Promise<Store>): Promise<Store> {
+export async function twinOf(store: Store, openTwin: () => Promise<Store>): Promise<Store> {
   if (store.kind === "kv") {
     return new Proxy(store, {
       get(target, key) {

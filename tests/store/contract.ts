@@ -13,6 +13,7 @@ import {
   SupersededNamespaceError,
 } from "../../server/store/types.ts";
 import { runRunContract, testRun } from "./_run_contract.ts";
+import { runEventContract } from "./_event_contract.ts";
 
 /** Opens a store for `namespace` on the backend under test; every call shares one backend. */
 export type OpenStore = (namespace: string) => Promise<Store>;
@@ -110,6 +111,7 @@ export function runStoreContract(
   });
 
   runRunContract(test);
+  runEventContract(test);
 
   test("creating an existing id or digest answers exists and changes nothing", async (store) => {
     const record = testPrincipal();

@@ -11,6 +11,7 @@
 import { migration001 } from "./001_initial.ts";
 import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
+import { migration004 } from "./004_events.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -35,4 +36,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration001,
   migration002,
   migration003,
+  migration004,
 ]);
