@@ -24,6 +24,10 @@ import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { runRoutes } from "./routes/runs.ts";
+import { runEventRoutes } from "./routes/run_events.ts";
+import { RunEventHub } from "./runs/events.ts";
+import { RunTails } from "./runs/tail.ts";
+import { RUN_EVENT_RETENTION_MS } from "./store/run_event_types.ts";
 import {
   createGatewayProviderClient,
   hasProviderCredential,
@@ -91,6 +95,13 @@ export interface RuntimeServerOptions {
   providerClient?: ProviderManagedAgentClient;
   /** Active runs the whole service allows (default 1000). */
   maxActiveRuns?: number;
+  /** Open event streams this replica allows (default 10000), then 503 `resourceExhausted`. */
+  maxEventStreams?: number;
+  /**
+   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s).
+   * Shorter only in tests.
+   */
+  runLeaseMs?: number;
 }
 
 /** A runtime server. */
@@ -236,6 +247,22 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     serviceLimit: options.maxActiveRuns,
   });
 
+  const events = new RunEventHub({
+    store,
+    authenticator,
+    maxStreams: options.maxEventStreams,
+  });
+  const tails = runs.enabled
+    ? new RunTails({
+      store,
+      logger,
+      client: () => runs.providerClient(),
+      activity: runs.activity,
+      leaseMs: options.runLeaseMs,
+    })
+    : null;
+  tails?.start();
+
   const router = new Router<Chain<RequestContext>>();
   const mcp = createLazyMcpEndpoint(services, options.mcp);
   const routes = [
@@ -243,6 +270,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ...runtimeRoutes({ runs: runs.enabled }),
     ...principalRoutes(services),
     ...runRoutes(runs),
+    ...runEventRoutes(runs, events),
     ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
@@ -340,6 +368,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     cleaning = Promise.all([
       store.deleteExpired(at),
       store.purgeRetired({ now: at, retentionMs }),
+      store.purgeRunEvents(new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),
@@ -351,6 +380,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     services,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {
+      // Open event streams end with the drain (subscribers reconnect to another replica).
+      events.close();
       if (drained === null) {
         drained = Promise.withResolvers<void>();
         if (inFlight === 0) drained.resolve();
@@ -359,6 +390,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     },
     async close(): Promise<void> {
       await mcp.close();
+      events.close();
+      await tails?.close();
       closed = true;
       if (cleaning !== null) await cleaning;
       logger.flush();

@@ -183,6 +183,20 @@ export class RunGateway {
     });
   }
 
+  /** The provider client (loaded on first use); 503 `providerNotConfigured` without one. */
+  providerClient(): Promise<ProviderManagedAgentClient> {
+    return this.#requireClient();
+  }
+
+  /**
+   * Reads a run the caller may read (its own; any, for admins and approvers), else 404
+   * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
+   */
+  readableRun(context: RequestContext, runId: string): Promise<RunRecord> {
+    this.requireEnabled();
+    return this.#visibleRun(context.principal!, runId, "read");
+  }
+
   /** Throws 503 `providerNotConfigured` when runs are disabled. */
   requireEnabled(): void {
     if (this.#client === null) throw notConfigured();

@@ -14,7 +14,11 @@ import {
 } from "../../server/bootstrap/credential.ts";
 import type { RuntimeLogger } from "../../server/log.ts";
 import type { ProviderSettings } from "../../server/runs/provider.ts";
-import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
+import {
+  createRuntimeServer,
+  type RuntimeServer,
+  type RuntimeServerOptions,
+} from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
@@ -50,6 +54,8 @@ export interface GatewayOptions {
    * `store` to share the store too); closing this one leaves the fake running.
    */
   replicaOf?: Gateway;
+  /** Further server options (event stream limits, lease timings). */
+  serverOptions?: Partial<RuntimeServerOptions>;
 }
 
 /** A running gateway with its fake provider. */
@@ -143,6 +149,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     provider,
     maxActiveRuns: options.maxActiveRuns,
     cleanupIntervalMs: 0,
+    ...options.serverOptions,
   });
   const answers: Answer[] = [];
 
