@@ -87,11 +87,12 @@ export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefi
       const page = await hub.page(record.runId, after, query.limit);
       return context.json(JSON.stringify(page), 200);
     }
+    // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,
+    // which would break the one-JSON-object-a-line log. A client that goes cancels the body.
     const body = await hub.stream({
       runId: record.runId,
       after,
       authorization: context.authorization,
-      signal: request.signal,
     });
     return new Response(body, {
       status: 200,

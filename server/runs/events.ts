@@ -11,9 +11,9 @@
  * terminal event (`run.completed`, `run.failed`, `run.cancelled`), when it resumed after the
  * terminal event of a run that is still finished, when its principal is revoked or expires
  * (checked every second through the authenticator's shared authority read, so on every replica
- * within a second), when the replica drains or closes, or when the client goes (the request's
- * `AbortSignal`, or the body cancelled). Ending always releases the stream's slot and its
- * subscription.
+ * within a second), when the replica drains or closes, or when the client goes (the body is
+ * cancelled, or the caller's `AbortSignal` fires). Ending always releases the stream's slot and
+ * its subscription.
  *
  * @module
  */
@@ -206,8 +206,11 @@ export interface EventStreamOptions {
   after: number;
   /** The request's `Authorization`, re-checked every second. */
   authorization: string | null;
-  /** The request's signal: the client went. */
-  signal: AbortSignal;
+  /**
+   * Ends the stream when it fires (in-process callers). Behind `Deno.serve`, a client that goes
+   * cancels the response body, which ends and releases the stream the same way.
+   */
+  signal?: AbortSignal;
 }
 
 /** A JSON page of a run's log. */
@@ -298,7 +301,7 @@ export class RunEventHub {
       released = true;
       stop.abort();
       this.#streams.delete(open);
-      signal.removeEventListener("abort", finish);
+      signal?.removeEventListener("abort", finish);
       this.#unsubscribe(feed);
     };
     /** Ends the stream (terminal event, revocation, drain, client gone) and releases it. */
@@ -315,14 +318,14 @@ export class RunEventHub {
     const open: OpenStream = { authorization: options.authorization, end: finish };
     this.#streams.add(open);
     this.#startChecker();
-    signal.addEventListener("abort", finish, { once: true });
+    signal?.addEventListener("abort", finish, { once: true });
     const store = this.#store;
     let idleSince = Date.now();
     return new ReadableStream<Uint8Array>({
       start(controller) {
         controllerRef = controller;
         controller.enqueue(RETRY);
-        if (finished || signal.aborted || stop.signal.aborted) finish();
+        if (finished || signal?.aborted || stop.signal.aborted) finish();
       },
       async pull(controller) {
         try {
