@@ -287,7 +287,8 @@ Deno.test("run and audit help and usage errors", async () => {
     }
     const usage = [
       ["run"],
-      ["run", "watch", "sesn_1"],
+      ["run", "frobnicate", "sesn_1"],
+      ["run", "watch", "sesn_1", "--after", "-1"],
       ["run", "get"],
       ["run", "get", "a", "b"],
       ["run", "get", ".."],
