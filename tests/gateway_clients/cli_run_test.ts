@@ -294,7 +294,7 @@ Deno.test("run and audit help and usage errors", async () => {
       ["run", "get", ".."],
       ["run", "cancel"],
       ["run", "send"],
-      ["run", "start", "--message", "x", "--follow"],
+      ["run", "start", "--message", "x", "--fellow"],
       ["run", "start", "--message", "x", "--token", "art_x"],
       ["run", "start", "--message", "x", "--idempotency-key", "k".repeat(129)],
       ["run", "list", "--state", "sleeping"],
