@@ -10,7 +10,7 @@
  * (`id: <seq>`, `event: <type>`, `data: <JSON>`); a comment every 15 s while idle. It ends after a
  * terminal event (`run.completed`, `run.failed`, `run.cancelled`), when it resumed after the
  * terminal event of a run that is still finished, when its principal is revoked or expires
- * (checked every second through the authenticator's shared authority read, so on every replica
+ * (checked twice a second through the authenticator's shared authority read, so on every replica
  * within a second), when the replica drains or closes, or when the client goes (the body is
  * cancelled, or the caller's `AbortSignal` fires). Ending always releases the stream's slot and
  * its subscription.
@@ -28,8 +28,8 @@ export const DEFAULT_MAX_EVENT_STREAMS = 10_000;
 export const HEARTBEAT_MS = 15_000;
 /** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
 export const POLL_MS = 1_000;
-/** How often open streams re-check their principal, in ms. */
-export const PRINCIPAL_CHECK_MS = 1_000;
+/** How often open streams re-check their principal, in ms: a revocation ends them within 1 s. */
+export const PRINCIPAL_CHECK_MS = 500;
 /** Entries kept in a feed's window for subscribers to share. */
 const WINDOW = 1_000;
 /** Entries read from the store at once. */
@@ -204,7 +204,7 @@ export interface EventStreamOptions {
   runId: string;
   /** Deliver entries after this seq. */
   after: number;
-  /** The request's `Authorization`, re-checked every second. */
+  /** The request's `Authorization`, re-checked twice a second. */
   authorization: string | null;
   /**
    * Ends the stream when it fires (in-process callers). Behind `Deno.serve`, a client that goes
