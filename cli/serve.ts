@@ -28,6 +28,10 @@ export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
 
 /** Environment variable of the service-wide active-run limit when the flag is absent. */
 export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
+/** Environment variable of `--max-event-streams`. */
+export const MAX_EVENT_STREAMS_VARIABLE = "AUTOMATION_RUNTIME_MAX_EVENT_STREAMS";
+/** Default open event streams per replica. */
+const DEFAULT_MAX_EVENT_STREAMS = 10_000;
 /** Environment variable listing the CORS origins when the flag is absent. */
 export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
 
@@ -65,6 +69,11 @@ Options:
                        $AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID, else the provider file)
   --max-active-runs N  active runs the whole service allows (default:
                        $${MAX_ACTIVE_RUNS_VARIABLE}, else ${DEFAULT_SERVICE_MAX_ACTIVE_RUNS})
+  --max-event-streams N
+                       open run event streams this replica allows, then 503 (default:
+                       $${MAX_EVENT_STREAMS_VARIABLE}, else ${DEFAULT_MAX_EVENT_STREAMS})
+  --run-lease-ms N     lease of a run's event tail: renewed every third of it, taken over by
+                       another replica once it lapses (default 15000; shorter only for tests)
   --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
                        exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
   --retention-days N   days revoked and expired principals and the records of a rotated
@@ -91,6 +100,8 @@ interface ServeFlags {
   defaultAgent: string | undefined;
   defaultEnvironment: string | undefined;
   maxActiveRuns: number;
+  maxEventStreams: number;
+  runLeaseMs: number | undefined;
   corsOrigins: string[] | undefined;
   retentionDays: number;
   help: boolean;
@@ -128,6 +139,8 @@ function parseFlags(args: string[]): ServeFlags {
       "default-agent",
       "default-environment",
       "max-active-runs",
+      "max-event-streams",
+      "run-lease-ms",
       "cors-origins",
       "retention-days",
     ],
@@ -165,6 +178,24 @@ function parseFlags(args: string[]): ServeFlags {
     maxActiveRuns: parsed.help
       ? DEFAULT_SERVICE_MAX_ACTIVE_RUNS
       : maxActiveRuns(strings.get("max-active-runs")),
+    maxEventStreams: parsed.help ? DEFAULT_MAX_EVENT_STREAMS : integerSetting(
+      "max-event-streams",
+      strings.get("max-event-streams"),
+      MAX_EVENT_STREAMS_VARIABLE,
+      {
+        min: 1,
+        max: 1_000_000,
+        fallback: DEFAULT_MAX_EVENT_STREAMS,
+      },
+    ),
+    runLeaseMs: strings.get("run-lease-ms") === undefined
+      ? undefined
+      : parseIntegerFlag(strings.get("run-lease-ms")!, {
+        command: "serve",
+        flag: "run-lease-ms",
+        min: 300,
+        max: 600_000,
+      }),
     corsOrigins: parsed.help ? undefined : parseList(
       strings.get("cors-origins"),
       CORS_ORIGINS_VARIABLE,
@@ -300,6 +331,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
       provider,
       maxActiveRuns: flags.maxActiveRuns,
+      maxEventStreams: flags.maxEventStreams,
+      ...(flags.runLeaseMs !== undefined ? { runLeaseMs: flags.runLeaseMs } : {}),
       cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
       retentionMs: flags.retentionDays * 86_400_000,
       logger,

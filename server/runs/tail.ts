@@ -160,6 +160,7 @@ export class RunTails {
       return;
     }
     if (this.#tails.has(runId)) return;
+    this.#logger.info("run tail started", { runId });
     const controller = new AbortController();
     const tail: Tail = { controller, poked: false, done: Promise.resolve() };
     this.#tails.set(runId, tail);

@@ -77,6 +77,8 @@ export interface TestServer {
   stdout(): string[];
   /** Sends SIGTERM, waits for the exit, cleans up; resolves with the exit code. */
   stop(): Promise<number>;
+  /** Kills the process at once (SIGKILL, as `kill -9`); `stop()` then only cleans up. */
+  kill(): void;
   /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -309,6 +311,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       logs: () => [...stderrLines],
       stdout: () => [...stdoutLines],
       stop,
+      kill: () => {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      },
       async [Symbol.asyncDispose]() {
         await stop();
       },
