@@ -259,6 +259,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       client: () => runs.providerClient(),
       activity: runs.activity,
       leaseMs: options.runLeaseMs,
+      onAppend: (runId) => events.wake(runId),
     })
     : null;
   tails?.start();

@@ -80,6 +80,24 @@ function frame(entry: RunEventEntry): Framed {
   };
 }
 
+/**
+ * The frames of a batch as one chunk: one write to the socket instead of one per event (a
+ * 303-event replay to 100 subscribers went from about 10,000 to far more events/s, see
+ * `bench/events_bench.ts`).
+ */
+function joinFrames(batch: readonly Framed[]): Uint8Array {
+  if (batch.length === 1) return batch[0].frame;
+  let length = 0;
+  for (const item of batch) length += item.frame.length;
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const item of batch) {
+    out.set(item.frame, offset);
+    offset += item.frame.length;
+  }
+  return out;
+}
+
 /** The shared reader of one run's log on this replica. */
 class RunFeed {
   readonly #store: Store;
@@ -90,6 +108,8 @@ class RunFeed {
   #last = -1;
   #waiters: (() => void)[] = [];
   #reading: Promise<void> | null = null;
+  #again = false;
+  #stopped = false;
   #stopWatch: () => void;
   #timer: ReturnType<typeof setInterval>;
   subscribers = 0;
@@ -101,16 +121,29 @@ class RunFeed {
     this.#timer = setInterval(() => this.refresh(), POLL_MS);
   }
 
-  /** Reads what the log gained since the last read, then wakes the subscribers. */
+  /**
+   * Reads what the log gained since the last read, then wakes the subscribers. A call during a
+   * read makes one more read after it (the read under way may have started before the append).
+   */
   refresh(): Promise<void> {
-    this.#reading ??= this.#read().catch(() => {
-      // A store hiccup: the next poll tries again.
-    }).finally(() => {
+    if (this.#reading !== null) {
+      this.#again = true;
+      return this.#reading;
+    }
+    this.#reading = (async () => {
+      do {
+        this.#again = false;
+        try {
+          await this.#read();
+        } catch {
+          // A store hiccup: the next wake-up or poll tries again.
+        }
+        const waiters = this.#waiters;
+        this.#waiters = [];
+        for (const wake of waiters) wake();
+      } while (this.#again && !this.#stopped);
       this.#reading = null;
-      const waiters = this.#waiters;
-      this.#waiters = [];
-      for (const wake of waiters) wake();
-    });
+    })();
     return this.#reading;
   }
 
@@ -174,6 +207,7 @@ class RunFeed {
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#stopWatch();
     clearInterval(this.#timer);
     const waiters = this.#waiters;
@@ -344,7 +378,7 @@ export class RunEventHub {
                 }
               }
               const chunk = end === -1 ? batch : batch.slice(0, end + 1);
-              for (const item of chunk) controller.enqueue(item.frame);
+              controller.enqueue(joinFrames(chunk));
               after = chunk.at(-1)!.entry.seq;
               idleSince = Date.now();
               if (end !== -1) finish();
@@ -426,6 +460,14 @@ export class RunEventHub {
     } finally {
       this.#checking = false;
     }
+  }
+
+  /**
+   * This replica appended to a run's log: its subscribers here read at once, without waiting for
+   * the store's notification (which wakes the other replicas).
+   */
+  wake(runId: string): void {
+    this.#feeds.get(runId)?.refresh();
   }
 
   /** Ends every open stream and refuses new ones (drain, close). */

@@ -54,6 +54,8 @@ export interface RunTailsOptions {
    * of it (5 s by default), so a lapsed lease is taken within `leaseMs + leaseMs / 3`.
    */
   leaseMs?: number;
+  /** Told after each append that added entries (this replica's subscribers wake at once). */
+  onAppend?: (runId: string) => void;
 }
 
 /** Entries per append while re-listing the history. */
@@ -77,6 +79,7 @@ export class RunTails {
   readonly #client: () => Promise<ProviderManagedAgentClient>;
   readonly #leaseMs: number;
   readonly #renewMs: number;
+  readonly #onAppend: (runId: string) => void;
   /** This replica's lease holder id. */
   readonly holder: string = crypto.randomUUID();
   readonly #tails = new Map<string, Tail>();
@@ -93,6 +96,7 @@ export class RunTails {
     this.#client = options.client;
     this.#leaseMs = options.leaseMs ?? DEFAULT_RUN_LEASE_MS;
     this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
+    this.#onAppend = options.onAppend ?? (() => {});
     this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
   }
 
@@ -250,6 +254,7 @@ export class RunTails {
     if (events.length === 0) return;
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
+    this.#onAppend(runId);
     const record = await this.#store.getRun(runId);
     if (record === null) return;
     const updated = applyEntries(record, appended);
@@ -285,7 +290,8 @@ export class RunTails {
 }
 
 /**
- * The run record after appended entries (step 4): the last state-bearing entry decides.
+ * The run record after appended entries (step 4): the last state-bearing entry decides, except
+ * that an entry never makes a finished run active again (only a follow-up message does).
  *
  * @example
  * ```ts
@@ -314,8 +320,11 @@ export function applyEntries(record: RunRecord, entries: readonly RunEventEntry[
     else if (event.type === "run.cancelled") state = "cancelled";
     if (state === null) continue;
     if (ACTIVE_RUN_STATES.has(state)) {
-      const { endedAt: _ended, stopReason: _stop, ...rest } = updated;
-      updated = { ...rest, state };
+      // Only a follow-up message (the route) makes a finished run active again: an entry of the
+      // turn that already ended there (a cancel, a refresh from the provider) must not, or it
+      // would take the run's slot back.
+      if (!ACTIVE_RUN_STATES.has(updated.state)) continue;
+      updated = { ...updated, state };
       continue;
     }
     if (state === "completed" && updated.cancelRequested === true) state = "cancelled";
