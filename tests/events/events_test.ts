@@ -266,3 +266,23 @@ Deno.test("events: ownership, a malformed Last-Event-ID, and the stream limit", 
     await gateway.close();
   }
 });
+
+Deno.test("events: a draining server ends its open streams and refuses new ones", async () => {
+  const gateway = await startGateway();
+  try {
+    gateway.holdTurns(true);
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const runId = await startRun(gateway, bearer);
+    const reader = await openEvents(answerer(gateway), "http://127.0.0.1", bearer, runId);
+    assert.equal((await reader.nextEvent())?.event, "run.started");
+    const drained = gateway.server.drain();
+    // The stream ends (the client resumes elsewhere with Last-Event-ID).
+    await reader.rest();
+    assert.equal(reader.ended, true);
+    await drained;
+    const refused = await gateway.request("GET", `/v1/runs/${runId}/events`, { bearer });
+    assertCode(refused, 503, "shuttingDown");
+  } finally {
+    await gateway.close();
+  }
+});
