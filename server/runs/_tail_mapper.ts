@@ -42,10 +42,16 @@ export class TailMapper {
   readonly #streamed = new Map<string, number>();
   #started = false;
   #position: TurnPosition = "open";
+  #turn = 0;
 
   constructor(runId: string) {
     this.#runId = runId;
     this.#mapper = new RunEventMapper(runId, true);
+  }
+
+  /** How many `user.message` events were fed: the turn the next entries belong to. */
+  get turn(): number {
+    return this.#turn;
   }
 
   /** Where the latest turn stands: `ended` once its last significant event was terminal. */
@@ -65,7 +71,10 @@ export class TailMapper {
       if (this.#seen.has(id)) return;
       this.#seen.add(id);
     }
-    if (event.type === "user.message") this.#position = "open";
+    if (event.type === "user.message") {
+      this.#position = "open";
+      this.#turn++;
+    }
     if (event.kind === "status" && event.status === "running") {
       this.#position = "open";
       if (id !== undefined) {

@@ -357,6 +357,7 @@ export class RunGateway {
       ...(body.title !== undefined ? { title: body.title } : {}),
       state: "running",
       lastEventSeq: 0,
+      turns: 1,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
     };
@@ -552,7 +553,12 @@ export class RunGateway {
     }
     const now = new Date().toISOString();
     const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = record;
-    const updated: RunRecord = { ...rest, state: "running", updatedAt: now };
+    const updated: RunRecord = {
+      ...rest,
+      state: "running",
+      turns: (record.turns ?? 1) + 1,
+      updatedAt: now,
+    };
     await this.#store.updateRun(updated);
     await audit(this.#store, this.#logger, context, {
       action: "run.message",
@@ -576,7 +582,7 @@ export class RunGateway {
 }
 
 /**
- * The public form of a run record (the internal cancel marker left out).
+ * The public form of a run record (the internal cancel marker and turn count left out).
  *
  * @example
  * ```ts
@@ -589,7 +595,7 @@ export class RunGateway {
  * assert.equal("cancelRequested" in run, false);
  * ```
  */
-export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested"> {
-  const { cancelRequested: _, ...rest } = record;
+export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested" | "turns"> {
+  const { cancelRequested: _, turns: _turns, ...rest } = record;
   return rest;
 }

@@ -231,16 +231,27 @@ export class RunTails {
     try {
       const mapper = new mapping.TailMapper(runId);
       const pending: RunEventInput[] = [];
+      // The turn of each pending entry (the user messages fed before it).
+      const turns = new Map<string, number>();
+      const feed = (event: Parameters<typeof mapper.feed>[0]) => {
+        const from = pending.length;
+        mapper.feed(event, pending);
+        for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
+      };
+      const flush = async () => {
+        await this.#append(runId, pending.splice(0), turns);
+        turns.clear();
+      };
       for await (const raw of client.iterateEvents(runId, { signal, limit: 100 })) {
         const event = mapping.parseSessionEvent(raw);
-        if (event !== null) mapper.feed(event, pending);
-        if (pending.length >= APPEND_BATCH) await this.#append(runId, pending.splice(0));
+        if (event !== null) feed(event);
+        if (pending.length >= APPEND_BATCH) await flush();
       }
-      await this.#append(runId, pending.splice(0));
+      await flush();
       if (mapper.position === "ended" && !tail.poked) return true;
       for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
-        for (const event of batch) mapper.feed(event, pending);
-        await this.#append(runId, pending.splice(0));
+        for (const event of batch) feed(event);
+        await flush();
         if (mapper.position === "ended" && !tail.poked) return true;
       }
       return false;
@@ -250,15 +261,30 @@ export class RunTails {
   }
 
   /** Appends and brings the run record up to date (step 4). */
-  async #append(runId: string, events: RunEventInput[]): Promise<void> {
+  async #append(
+    runId: string,
+    events: RunEventInput[],
+    turns: ReadonlyMap<string, number> = new Map(),
+  ): Promise<void> {
     if (events.length === 0) return;
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
     this.#onAppend(runId);
-    const record = await this.#store.getRun(runId);
-    if (record === null) return;
-    const updated = applyEntries(record, appended);
-    await this.#store.updateRun(updated);
+    const turnOf = (entry: RunEventEntry) => turns.get(entry.sourceId);
+    let newest = 0;
+    for (const entry of appended) newest = Math.max(newest, turnOf(entry) ?? 0);
+    // Entries of a turn the record does not count yet: the follow-up that started it is still
+    // being recorded by the route (the provider echoed it first). Wait for that write (up to 1 s)
+    // rather than write the record read before it back over it.
+    for (let attempt = 0;; attempt++) {
+      const record = await this.#store.getRun(runId);
+      if (record === null) return;
+      if (record.turns === undefined || record.turns >= newest || attempt >= 20) {
+        await this.#store.updateRun(applyEntries(record, appended, turnOf));
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Whether the provider says the session is gone (404): the run then ends as failed. */
@@ -291,7 +317,9 @@ export class RunTails {
 
 /**
  * The run record after appended entries (step 4): the last state-bearing entry decides, except
- * that an entry never makes a finished run active again (only a follow-up message does).
+ * that an entry never makes a finished run active again (only a follow-up message does), and an
+ * entry of an earlier turn than the record's (`turnOf` below `record.turns`: a follow-up was sent
+ * after it) changes no state.
  *
  * @example
  * ```ts
@@ -308,11 +336,17 @@ export class RunTails {
  * assert.equal(record.endedAt, "2026-01-01T00:00:00Z");
  * ```
  */
-export function applyEntries(record: RunRecord, entries: readonly RunEventEntry[]): RunRecord {
+export function applyEntries(
+  record: RunRecord,
+  entries: readonly RunEventEntry[],
+  turnOf: (entry: RunEventEntry) => number | undefined = () => undefined,
+): RunRecord {
   let updated: RunRecord = { ...record };
   for (const entry of entries) {
     const event = entry.event;
     updated.lastEventSeq = Math.max(updated.lastEventSeq, entry.seq);
+    const turn = turnOf(entry);
+    if (turn !== undefined && turn < (record.turns ?? 0)) continue;
     let state: RunState | null = null;
     if (event.type === "run.status") state = event.state;
     else if (event.type === "run.completed") state = "completed";
