@@ -64,7 +64,12 @@ Deno.test("events: a stream starts with retry, frames each entry, and ends after
     assert.ok(deltas.length > 1, "the tail asks the provider for deltas");
     assert.equal(deltas.map((frame) => frame.data.text).join(""), completed.data.text);
     assert.equal(completed.data.text, "hello world part 1");
-    // The tail brought the record up to date and freed the slot.
+    // The tail brought the record up to date (right after the append) and freed the slot.
+    let stored = await gateway.store.getRun(runId);
+    for (let i = 0; i < 100 && stored?.lastEventSeq !== frames.length; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      stored = await gateway.store.getRun(runId);
+    }
     const record = await gateway.request("GET", `/v1/runs/${runId}`, { bearer });
     assert.equal(record.json.state, "completed");
     assert.equal(record.json.stopReason, "end_turn");
@@ -186,9 +191,16 @@ Deno.test("events: a follow-up message on a finished run appends its new turn", 
     assert.equal(secondTurn.at(-1)!.event, "run.completed");
     const texts = secondTurn.filter((f) => f.event === "message.completed").map((f) => f.data.text);
     assert.deepEqual(texts, ["Echo: two"]);
-    const record = await gateway.request("GET", `/v1/runs/${runId}`, { bearer });
-    assert.equal(record.json.state, "completed");
-    assert.equal(record.json.lastEventSeq, Number(secondTurn.at(-1)!.id));
+    // The record follows the log: it is written right after each append, so it may lag the
+    // stream by a moment.
+    const last = Number(secondTurn.at(-1)!.id);
+    let record = await gateway.store.getRun(runId);
+    for (let i = 0; i < 100 && record?.lastEventSeq !== last; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      record = await gateway.store.getRun(runId);
+    }
+    assert.equal(record?.state, "completed");
+    assert.equal(record?.lastEventSeq, last);
   } finally {
     await gateway.close();
   }
