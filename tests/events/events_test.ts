@@ -298,3 +298,25 @@ Deno.test("events: a draining server ends its open streams and refuses new ones"
     await gateway.close();
   }
 });
+
+Deno.test("events: a principal that expires while streaming has its stream ended within 1 s", async () => {
+  const gateway = await startGateway();
+  try {
+    gateway.holdTurns(true);
+    const expiresAt = new Date(Date.now() + 2_000).toISOString();
+    const principalId = crypto.randomUUID();
+    const issued = await gateway.request("POST", "/v1/principals", {
+      body: { principalId, capabilities: ["session:read", "session:write"], expiresAt },
+    });
+    assert.equal(issued.status, 201, issued.text);
+    const bearer = issued.json.bearer;
+    const runId = await startRun(gateway, bearer);
+    const reader = await openEvents(answerer(gateway), "http://127.0.0.1", bearer, runId);
+    assert.equal((await reader.nextEvent())?.event, "run.started");
+    await reader.rest();
+    const late = Date.now() - Date.parse(expiresAt);
+    assert.ok(late >= 0 && late < 1_000, `the stream ended ${late} ms after the expiry`);
+  } finally {
+    await gateway.close();
+  }
+});
