@@ -168,14 +168,17 @@ export class RunTails {
     const controller = new AbortController();
     const tail: Tail = { controller, poked: false, done: Promise.resolve() };
     this.#tails.set(runId, tail);
+    let failed = false;
     tail.done = this.#follow(runId, tail).catch((error) => {
+      failed = true;
       if (!controller.signal.aborted) {
         this.#logger.error("run tail failed", { runId, errorName: error?.name });
       }
     }).finally(async () => {
       this.#tails.delete(runId);
       await this.#store.releaseRunLease(runId, this.holder).catch(() => {});
-      if (this.#closed || controller.signal.aborted) return;
+      // A failed tail is retried by the next scan, not at once (no tight loop on a bad store).
+      if (this.#closed || controller.signal.aborted || failed) return;
       // News that came while the tail was ending (a follow-up message) gets a fresh tail.
       const record = await this.#store.getRun(runId).catch(() => null);
       if (record !== null && ACTIVE_RUN_STATES.has(record.state) && !record.cancelRequested) {
