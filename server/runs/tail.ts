@@ -272,7 +272,21 @@ export class RunTails {
     if (events.length === 0) return;
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
-    this.#onAppend(runId);
+    try {
+      await this.#record(runId, appended, turns);
+    } finally {
+      // Subscribers here wake once the record shows what they are about to read, so a client
+      // that answers a terminal event with a follow-up message finds the run ended.
+      this.#onAppend(runId);
+    }
+  }
+
+  /** Writes what appended entries say into the run record (step 4). */
+  async #record(
+    runId: string,
+    appended: readonly RunEventEntry[],
+    turns: ReadonlyMap<string, number>,
+  ): Promise<void> {
     const turnOf = (entry: RunEventEntry) => turns.get(entry.sourceId);
     let newest = 0;
     for (const entry of appended) newest = Math.max(newest, turnOf(entry) ?? 0);
