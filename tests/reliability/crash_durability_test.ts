@@ -173,18 +173,26 @@ async function verify(
   bootstrap: TestBootstrap,
   options: { all: boolean },
 ): Promise<void> {
-  const listed = await fetch(`${server.url}/v1/principals`, {
-    client,
-    headers: headers(server.bearer),
-  });
-  const listText = await listed.text();
-  assert.equal(listed.status, 200, listText);
+  // Every page (the list is paged, 100 a page by default).
   const principals: {
     principalId: string;
     capabilities: string[];
     expiresAt: string;
     revokedAt?: string;
-  }[] = JSON.parse(listText).principals;
+  }[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
+    const listed: Response = await fetch(`${server.url}/v1/principals${query}`, {
+      client,
+      headers: headers(server.bearer),
+    });
+    const listText = await listed.text();
+    assert.equal(listed.status, 200, listText);
+    const page = JSON.parse(listText);
+    principals.push(...page.principals);
+    cursor = page.nextCursor ?? null;
+  } while (cursor !== null);
   const byId = new Map(principals.map((entry) => [entry.principalId, entry]));
   assert.equal(byId.size, principals.length, "no principal is listed twice");
   for (const entry of principals) {
