@@ -35,6 +35,7 @@ Commands:
   run get ID             Show a run
   run send ID            Send a follow-up message to a run
   run cancel ID          Cancel a run
+  run watch ID           Print a run's events as they come (exit 0: completed)
   audit list             List audit log entries
 
 Run \`${PROGRAM} <command> --help\` for the options of a command.

@@ -1,6 +1,8 @@
 /**
- * `automation-runtime run start|list|get|send|cancel|pending|approve|respond`: runs of managed agents through the
- * runtime service, with the SDK. Each command prints the service's answer as JSON on stdout.
+ * `automation-runtime run start|list|get|send|cancel|watch|pending|approve|respond`: runs of managed
+ * agents through the runtime service, with the SDK. Each command prints the service's answer as
+ * JSON on stdout; `watch` (and `start --follow`) print the run's events one JSON object a line, as
+ * they come, and exit 0 when the run completed, 1 when it failed or was cancelled.
  *
  * Mutating commands (`start`, `send`, `cancel`) send an idempotency key: a fresh random one per
  * invocation (the SDK reuses it for its own retries), or `--idempotency-key KEY` so that a
@@ -9,7 +11,12 @@
  *
  * @module
  */
-import { type ListRunsParams, RuntimeServiceError, type StartRunBody } from "../sdk/mod.ts";
+import {
+  type ListRunsParams,
+  type RuntimeServiceClient,
+  RuntimeServiceError,
+  type StartRunBody,
+} from "../sdk/mod.ts";
 import { parseArgs, type ParsedArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import {
   CLIENT_ENVIRONMENT_HELP,
@@ -37,11 +44,12 @@ const ID = /^[\x21-\x7e]{1,256}$/;
 /** Help text of `run`. */
 export const RUN_HELP: string = `Usage:
   ${PROGRAM} run start [--agent ID] [--environment ID] [--title T] [--message TEXT]
-                         [--idempotency-key KEY]
+                         [--idempotency-key KEY] [--follow]
   ${PROGRAM} run list [--state S] [--limit N] [--principal ID] [--cursor C] [--all]
   ${PROGRAM} run get ID
   ${PROGRAM} run send ID [--message TEXT] [--idempotency-key KEY]
   ${PROGRAM} run cancel ID [--idempotency-key KEY]
+  ${PROGRAM} run watch ID [--after N]
 ${RUN_ANSWERS_USAGE.replaceAll("  run ", `  ${PROGRAM} run `)}
 
 start   Starts a run and prints its record. The message comes from --message, else from
@@ -55,6 +63,10 @@ list    Prints one page of runs, newest first: {"runs": [...], "nextCursor": ...
 get     Prints the run ID's record.
 send    Sends a follow-up message (from --message, else standard input) and prints the record.
 cancel  Asks the provider to stop the run and prints the record; it becomes cancelled.
+watch   Prints the run's events, one JSON object a line ({seq, at, type, runId, ...}), from
+        after seq N (--after, default 0) until the turn ends; reconnects and resumes by itself.
+        Exit 0 when the run completed, 1 when it failed or was cancelled.
+        start --follow prints the record on one line, then watches the new run.
 ${RUN_ANSWERS_HELP}
 
 --idempotency-key KEY  1 to 128 printable characters; rerunning the same command with the same
@@ -91,6 +103,8 @@ export async function runCommand(args: string[]): Promise<number> {
         return await send(rest);
       case "cancel":
         return await cancel(rest);
+      case "watch":
+        return await watch(rest);
       case "pending":
         return await pendingCommand(rest);
       case "approve":
@@ -100,7 +114,7 @@ export async function runCommand(args: string[]): Promise<number> {
       case undefined:
         throw new UsageError(
           "run",
-          "Missing subcommand: start, list, get, send, cancel, pending, approve or respond",
+          "Missing subcommand: start, list, get, send, cancel, watch, pending, approve or respond",
         );
       default:
         throw new UsageError("run", `Unknown subcommand ${sub.slice(0, 40)}`);
@@ -114,6 +128,7 @@ async function start(args: string[]): Promise<number> {
   const parsed = parseArgs(args, {
     command: "run",
     string: ["agent", "environment", "title", "message", "idempotency-key"],
+    boolean: ["follow"],
   });
   if (parsed.help) return help();
   const agent = idFlag(parsed, "agent");
@@ -129,8 +144,34 @@ async function start(args: string[]): Promise<number> {
     if (environment !== undefined) body.metadata.environment_id = environment;
   }
   const client = await clientFromEnvironment();
-  printJson(await client.runs.start(body, { idempotencyKey }));
-  return 0;
+  const record = await client.runs.start(body, { idempotencyKey });
+  if (!parsed.booleans.has("follow")) {
+    printJson(record);
+    return 0;
+  }
+  printOut(JSON.stringify(record));
+  return await follow(client, record.runId, 0);
+}
+
+async function watch(args: string[]): Promise<number> {
+  const parsed = parseArgs(args, { command: "run", string: ["after"], maxPositionals: 1 });
+  if (parsed.help) return help();
+  const runId = runIdOf(parsed);
+  const afterText = parsed.strings.get("after");
+  const after = afterText === undefined
+    ? 0
+    : parseIntegerFlag(afterText, { command: "run", flag: "after", min: 0, max: 2 ** 52 });
+  return await follow(await clientFromEnvironment(), runId, after);
+}
+
+/** Prints a run's events a line each until its terminal event; the exit code follows it. */
+async function follow(client: RuntimeServiceClient, runId: string, after: number): Promise<number> {
+  let last = "";
+  for await (const event of client.runs.events(runId, { after })) {
+    printOut(JSON.stringify(event));
+    last = event.type;
+  }
+  return last === "run.completed" ? 0 : 1;
 }
 
 async function list(args: string[]): Promise<number> {

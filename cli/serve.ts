@@ -39,6 +39,10 @@ export const PENDING_TIMEOUT_VARIABLE = "AUTOMATION_RUNTIME_PENDING_TIMEOUT_MS";
  */
 export const ANSWER_PAUSE_TEST_VARIABLE = "AUTOMATION_RUNTIME_TEST_PAUSE_AFTER_CLAIM_MS";
 
+/** Environment variable of `--max-event-streams`. */
+export const MAX_EVENT_STREAMS_VARIABLE = "AUTOMATION_RUNTIME_MAX_EVENT_STREAMS";
+/** Default open event streams per replica. */
+const DEFAULT_MAX_EVENT_STREAMS = 10_000;
 /** Environment variable listing the CORS origins when the flag is absent. */
 export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
 
@@ -86,6 +90,11 @@ Options:
                        a tool request still pending after N ms is denied (or answered with
                        an error result) by the runtime (default: $${PENDING_TIMEOUT_VARIABLE},
                        else ${DEFAULT_PENDING_TIMEOUT_MS})
+  --max-event-streams N
+                       open run event streams this replica allows, then 503 (default:
+                       $${MAX_EVENT_STREAMS_VARIABLE}, else ${DEFAULT_MAX_EVENT_STREAMS})
+  --run-lease-ms N     lease of a run's event tail: renewed every third of it, taken over by
+                       another replica once it lapses (default 15000; shorter only for tests)
   --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
                        exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
   --retention-days N   days revoked and expired principals and the records of a rotated
@@ -119,6 +128,8 @@ interface ServeFlags {
   defaultEnvironment: string | undefined;
   maxActiveRuns: number;
   pendingTimeoutMs: number;
+  maxEventStreams: number;
+  runLeaseMs: number | undefined;
   corsOrigins: string[] | undefined;
   retentionDays: number;
   metricsPort: number | undefined;
@@ -159,6 +170,8 @@ function parseFlags(args: string[]): ServeFlags {
       "default-environment",
       "max-active-runs",
       "pending-timeout-ms",
+      "max-event-streams",
+      "run-lease-ms",
       "cors-origins",
       "retention-days",
       "metrics-port",
@@ -204,6 +217,24 @@ function parseFlags(args: string[]): ServeFlags {
       PENDING_TIMEOUT_VARIABLE,
       { min: 100, max: 7 * 86_400_000, fallback: DEFAULT_PENDING_TIMEOUT_MS },
     ),
+    maxEventStreams: parsed.help ? DEFAULT_MAX_EVENT_STREAMS : integerSetting(
+      "max-event-streams",
+      strings.get("max-event-streams"),
+      MAX_EVENT_STREAMS_VARIABLE,
+      {
+        min: 1,
+        max: 1_000_000,
+        fallback: DEFAULT_MAX_EVENT_STREAMS,
+      },
+    ),
+    runLeaseMs: strings.get("run-lease-ms") === undefined
+      ? undefined
+      : parseIntegerFlag(strings.get("run-lease-ms")!, {
+        command: "serve",
+        flag: "run-lease-ms",
+        min: 300,
+        max: 600_000,
+      }),
     corsOrigins: parsed.help ? undefined : parseList(
       strings.get("cors-origins"),
       CORS_ORIGINS_VARIABLE,
@@ -378,6 +409,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       maxActiveRuns: flags.maxActiveRuns,
       pendingTimeoutMs: flags.pendingTimeoutMs,
       ...answerTestHooks(logger),
+      maxEventStreams: flags.maxEventStreams,
+      ...(flags.runLeaseMs !== undefined ? { runLeaseMs: flags.runLeaseMs } : {}),
       cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
       retentionMs: flags.retentionDays * 86_400_000,
       logger,

@@ -51,7 +51,7 @@ export function declareCapabilities(
  *   message batches.
  * - `provider-managed-agents` (`ProviderManagedAgentClient`, sessions): runs and streaming.
  * - `runtime-service` (the runtime service's run client, in the SDK): runs (start, read,
- *   cancel); it does not stream yet.
+ *   cancel) and streaming (the service's event stream).
  *
  * Teams, kanban, workspace and the other names are served by neither.
  *
@@ -67,7 +67,7 @@ export const PROVIDER_CAPABILITY_DECLARATION: Readonly<
 > = Object.freeze({
   "provider-sdk": Object.freeze(["runs", "streaming", "batch"] as const),
   "provider-managed-agents": Object.freeze(["runs", "streaming"] as const),
-  "runtime-service": Object.freeze(["runs"] as const),
+  "runtime-service": Object.freeze(["runs", "streaming"] as const),
 });
 
 const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Object.freeze({

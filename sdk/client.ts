@@ -110,7 +110,10 @@ export class RuntimeServiceClient {
   #maxRetries: number;
 
   /** Runs of managed agents: start, read, list, cancel, follow up (see {@linkcode RunsApi}). */
-  readonly runs: RunsApi = new RunsApi((spec) => this.#request(spec));
+  readonly runs: RunsApi = new RunsApi(
+    (spec) => this.#request(spec),
+    (path, lastEventId, options) => this.#openStream(path, lastEventId, options),
+  );
   /** The audit log, for `authority:admin` callers (see {@linkcode AuditApi}). */
   readonly audit: AuditApi = new AuditApi((spec) => this.#request(spec));
 
@@ -457,6 +460,75 @@ export class RuntimeServiceClient {
       if (Date.now() + delay >= deadline) throw failure;
       await sleep(delay, signal);
     }
+  }
+
+  /**
+   * Opens an SSE stream (`GET` with `accept: text/event-stream`): the deadline bounds the wait for
+   * the response headers only; the caller's signal ends the stream. A refusal rejects with the
+   * service's error; a connection failure with code `connectionFailed`.
+   */
+  async #openStream(
+    path: string,
+    lastEventId: string | undefined,
+    options: CallOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const { signal } = options;
+    signal?.throwIfAborted();
+    const deadlineMs = checkDeadline(options.deadlineMs ?? this.#deadlineMs);
+    const correlationId = crypto.randomUUID();
+    const headers = new Headers({
+      accept: "text/event-stream",
+      authorization: `Bearer ${this.#token}`,
+      "x-interface-version": RUNTIME_INTERFACE_VERSION,
+      "x-correlation-id": correlationId,
+      "x-deadline": new Date(Date.now() + deadlineMs).toISOString(),
+    });
+    if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
+    const url = new URL(this.#baseUrl.pathname.replace(/\/$/, "") + path, this.#baseUrl);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, deadlineMs);
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        headers,
+        signal: controller.signal,
+        redirect: "manual",
+      });
+    } catch (error) {
+      signal?.removeEventListener("abort", onAbort);
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) throw deadlineError(correlationId);
+      throw new RuntimeServiceError({
+        status: 0,
+        code: "connectionFailed",
+        layer: "transport",
+        message: `Cannot reach the runtime service at ${url.origin}`,
+        correlationId,
+        cause: error,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (response.status !== 200 || response.body === null) {
+      signal?.removeEventListener("abort", onAbort);
+      const text = await response.text().catch(() => "");
+      const body = parseBody(text);
+      throw toServiceError(
+        {
+          status: response.status,
+          headers: response.headers,
+          body: body === NO_BODY ? null : body,
+        },
+        correlationId,
+      );
+    }
+    return response.body;
   }
 
   async #attempt(

@@ -87,6 +87,10 @@
 export { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
 export {
   type ListRunsParams,
+  type OpenStream,
+  type RunEvent,
+  type RunEventPage,
+  type RunEventsOptions,
   type RunPage,
   type RunRecord,
   RunsApi,

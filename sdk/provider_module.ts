@@ -5,14 +5,15 @@
  * `ProviderRegistry` under kind `runtime-service`. Code written against the run contract runs
  * unchanged; the service holds the provider credential.
  *
- * What it advertises is what works: `runs` only. `streamRun` rejects with
- * `ProviderUnsupportedError` (poll `getRun` instead), as do the batch operations. Web standards
- * only.
+ * What it advertises is what works: `runs` and `streaming`. `streamRun` starts a run and follows
+ * its events over the service's event stream (`client.runs.events`, which reconnects and resumes
+ * by itself); the batch operations reject with `ProviderUnsupportedError`. Web standards only.
  *
  * @module
  */
 import { providerCapabilities } from "../client/capabilities.ts";
 import type {
+  RunStreamEvent,
   RunStreamHandlers,
   RunStreamOptions,
   RunStreamResult,
@@ -22,7 +23,7 @@ import type {
   RuntimeRunStatus,
 } from "../client/contract.ts";
 import { BatchlessRuntimeClient } from "../client/batchless.ts";
-import { ProviderAbortError, ProviderUnsupportedError } from "../client/errors.ts";
+import { ProviderAbortError } from "../client/errors.ts";
 import type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
 import { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
 import type { RunRecord, StartRunBody, StartRunMetadata } from "./runs.ts";
@@ -34,7 +35,6 @@ export const RUNTIME_SERVICE_PROVIDER_KIND = "runtime-service";
 /** Options of {@linkcode createRuntimeServiceProviderModule} and {@linkcode RuntimeServiceRunClient}. */
 export type RuntimeServiceProviderOptions = RuntimeServiceClientOptions;
 
-const NO_STREAM = "this client does not stream runs yet; poll getRun for the run's state";
 const NO_BATCHES = "the runtime service has no batch API";
 /** The metadata keys the service's start endpoint reads; the contract's others stay local. */
 const METADATA_KEYS: readonly (keyof StartRunMetadata)[] = [
@@ -71,7 +71,7 @@ const METADATA_KEYS: readonly (keyof StartRunMetadata)[] = [
  *   stopReason: "end_turn",
  *   usage: { output_tokens: 12 },
  * });
- * assert.equal(client.getRuntimeCapabilities().streaming, false);
+ * assert.equal(client.getRuntimeCapabilities().streaming, true);
  * ```
  */
 export class RuntimeServiceRunClient extends BatchlessRuntimeClient implements RuntimeClient {
@@ -147,13 +147,31 @@ export class RuntimeServiceRunClient extends BatchlessRuntimeClient implements R
     return { runId: record.runId, status: "started" };
   }
 
-  /** Not supported yet: rejects with `ProviderUnsupportedError`; poll {@linkcode getRun}. */
-  streamRun(
-    _body: RuntimeRunStartBody,
-    _handlers: RunStreamHandlers,
-    _options?: RunStreamOptions,
+  /**
+   * Starts a run and hands each of its events to `handlers.onEvent` (without the log's `seq` and
+   * `at`) until the turn's terminal event, which the result carries. The stream resumes by
+   * itself across broken connections; aborting `signal` rejects with `ProviderAbortError`.
+   */
+  async streamRun(
+    body: RuntimeRunStartBody,
+    handlers: RunStreamHandlers,
+    options: RunStreamOptions = {},
   ): Promise<RunStreamResult> {
-    return Promise.reject(new ProviderUnsupportedError("streamRun", NO_STREAM));
+    return await this.#call(options, async (signal) => {
+      const record = await this.#service.runs.start(startBodyOf(body), { signal });
+      let terminal: RunStreamEvent | null = null;
+      const events = this.#service.runs.events(record.runId, signal ? { signal } : {});
+      for await (const entry of events) {
+        const { seq: _seq, at: _at, ...event } = entry;
+        const pending = handlers.onEvent?.(event as RunStreamEvent);
+        if (pending !== undefined) await pending;
+        if (
+          event.type === "run.completed" || event.type === "run.failed" ||
+          event.type === "run.cancelled"
+        ) terminal = event as RunStreamEvent;
+      }
+      return { runId: record.runId, terminal };
+    });
   }
 
   /**
@@ -222,7 +240,7 @@ export class RuntimeServiceRunClient extends BatchlessRuntimeClient implements R
 }
 
 /**
- * A provider module (kind `runtime-service`, runtime-only, advertising `runs`) whose clients
+ * A provider module (kind `runtime-service`, runtime-only, advertising `runs` and `streaming`) whose clients
  * are {@linkcode RuntimeServiceRunClient}s. `baseUrl` and `token` are checked now. A registry's
  * `baseUrl` and `fetchImpl` replace the module's; `onTrace` is not used (the service traces its
  * own provider calls).
@@ -239,7 +257,7 @@ export class RuntimeServiceRunClient extends BatchlessRuntimeClient implements R
  * assert.equal(module.kind, "runtime-service");
  * const registry = new ProviderRegistry().register(module);
  * assert.equal(registry.supports("runtime-service", "runs"), true);
- * assert.equal(registry.supports("runtime-service", "streaming"), false);
+ * assert.equal(registry.supports("runtime-service", "streaming"), true);
  * const client = registry.createClient("runtime-service");
  * assert.equal(client.getRuntimeCapabilities().runs, true);
  * ```

@@ -12,6 +12,8 @@
  * | {@linkcode RunsApi.pending} | `GET /v1/runs/{runId}/pending` | 200 `PendingToolRequest[]` | `session:read` |
  * | {@linkcode RunsApi.confirmTool} | `POST /v1/runs/{runId}/tool-confirmations` | 200 `ToolConfirmation` | `session:approve` |
  * | {@linkcode RunsApi.respondCustomTool} | `POST /v1/runs/{runId}/custom-tool-results` | 200 `CustomToolAnswer` | `session:write` |
+ * | {@linkcode RunsApi.events} | `GET /v1/runs/{runId}/events` (SSE) | async iterator of {@linkcode RunEvent} | `session:read` |
+ * | {@linkcode RunsApi.eventPage} | `GET /v1/runs/{runId}/events` (JSON) | 200 {@linkcode RunEventPage} | `session:read` |
  *
  * Retries: reads are retried as every read is. `start`, `cancel` and `send` always carry an
  * `idempotency-key` (yours, or a random UUID generated once per call), so the service
@@ -46,6 +48,16 @@ import {
   toolAnswerOf,
   type ToolConfirmation,
 } from "./tool_requests.ts";
+import {
+  iterateRunEvents,
+  type OpenStream,
+  readRunEventPage,
+  type RunEvent,
+  type RunEventPage,
+  type RunEventsOptions,
+} from "./run_events.ts";
+
+export type { OpenStream, RunEvent, RunEventPage, RunEventsOptions };
 
 /**
  * A run as the service records it. `runId` is the provider's session id.
@@ -173,6 +185,7 @@ export interface RunPage {
  */
 export class RunsApi {
   readonly #send: SendRequest;
+  readonly #open: OpenStream | undefined;
 
   /**
    * Binds the group to a client's request function; reach it as `client.runs`.
@@ -186,8 +199,67 @@ export class RunsApi {
    * assert.ok(client.runs instanceof RunsApi);
    * ```
    */
-  constructor(send: SendRequest) {
+  constructor(send: SendRequest, open?: OpenStream) {
     this.#send = send;
+    this.#open = open;
+  }
+
+  /**
+   * A run's events (`GET /v1/runs/{runId}/events` as SSE, `session:read`), in order, from after
+   * `after` (default 0) until the turn's terminal event (`run.completed`, `run.failed`,
+   * `run.cancelled`). It reconnects by itself when a stream breaks or a replica drains, resuming
+   * after the last seq it yielded, so no event is skipped or repeated. Aborting `signal` ends it.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const frames = [
+   *   'id: 1\nevent: run.started\ndata: {"seq":1,"at":"t","type":"run.started","runId":"sesn_1"}\n\n',
+   *   'id: 2\nevent: run.completed\ndata: {"seq":2,"at":"t","type":"run.completed","runId":"sesn_1"}\n\n',
+   * ];
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () => Promise.resolve(new Response("retry: 2000\n\n" + frames.join(""), {
+   *     headers: { "content-type": "text/event-stream" },
+   *   })),
+   * });
+   * const types = [];
+   * for await (const event of client.runs.events("sesn_1")) types.push(`${event.seq} ${event.type}`);
+   * assert.deepEqual(types, ["1 run.started", "2 run.completed"]);
+   * ```
+   */
+  events(runId: string, options: RunEventsOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+    const open = this.#open;
+    if (open === undefined) throw new TypeError("This RunsApi was built without a stream opener");
+    return iterateRunEvents(this.#send, open, runId, options);
+  }
+
+  /**
+   * One JSON page of a run's events (`GET /v1/runs/{runId}/events`, `session:read`): up to
+   * `limit` (1 to 500, default 100) after `after`, with `nextAfter` and whether the run ended
+   * at the page's end (`terminal`).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () => Promise.resolve(Response.json({ events: [], nextAfter: 7, terminal: true })),
+   * });
+   * const page = await client.runs.eventPage("sesn_1", { after: 7 });
+   * assert.equal(page.terminal, true);
+   * ```
+   */
+  eventPage(
+    runId: string,
+    params: { after?: number; limit?: number } = {},
+    options: CallOptions = {},
+  ): Promise<RunEventPage> {
+    return readRunEventPage(this.#send, runId, params, options);
   }
 
   /**

@@ -29,6 +29,10 @@ import { runRoutes } from "./routes/runs.ts";
 import { answerRoutes } from "./routes/answers.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { ToolAnswers } from "./runs/answers.ts";
+import { runEventRoutes } from "./routes/run_events.ts";
+import { RunEventHub } from "./runs/events.ts";
+import { RunTails } from "./runs/tail.ts";
+import { RUN_EVENT_RETENTION_MS } from "./store/run_event_types.ts";
 import {
   createGatewayProviderClient,
   hasProviderCredential,
@@ -119,6 +123,13 @@ export interface RuntimeServerOptions {
    * `loadRequestTracer` when `OTEL_DENO` is on.
    */
   tracer?: RequestTracer;
+  /** Open event streams this replica allows (default 10000), then 503 `resourceExhausted`. */
+  maxEventStreams?: number;
+  /**
+   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s).
+   * Shorter only in tests.
+   */
+  runLeaseMs?: number;
 }
 
 /** A runtime server. */
@@ -281,6 +292,22 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     claimStaleMs: options.answerTestHooks?.claimStaleMs,
   });
   if (runs.enabled) answers.start();
+  const events = new RunEventHub({
+    store,
+    authenticator,
+    maxStreams: options.maxEventStreams,
+  });
+  const tails = runs.enabled
+    ? new RunTails({
+      store,
+      logger,
+      client: () => runs.providerClient(),
+      activity: runs.activity,
+      leaseMs: options.runLeaseMs,
+      onAppend: (runId) => events.wake(runId),
+    })
+    : null;
+  tails?.start();
 
   const router = new Router<Chain<RequestContext>>();
   // The MCP tools run their HTTP twins from this table, read on the first MCP request.
@@ -297,6 +324,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       gateway: runs,
       logger,
     }),
+    ...runEventRoutes(runs, events),
     ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
@@ -409,6 +437,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     cleaning = Promise.all([
       store.deleteExpired(at),
       store.purgeRetired({ now: at, retentionMs }),
+      store.purgeRunEvents(new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),
@@ -422,6 +451,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     routes,
     closeSessions: () => mcp.close(),
     drain(): Promise<void> {
+      // Open event streams end with the drain (subscribers reconnect to another replica).
+      events.close();
       if (drained === null) {
         drained = Promise.withResolvers<void>();
         if (inFlight === 0) drained.resolve();
@@ -431,6 +462,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     async close(): Promise<void> {
       await answers.stop();
       await mcp.close();
+      events.close();
+      await tails?.close();
       closed = true;
       if (cleaning !== null) await cleaning;
       logger.flush();

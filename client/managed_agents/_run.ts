@@ -215,8 +215,9 @@ function loopSkip(deltas: boolean): (type: string) => boolean {
  * caused by termination), whether the current turn was interrupted (its end is then
  * `run.cancelled`), and the text each message preview streamed (so the final message adds only
  * what the deltas missed). Synchronous, so the hot path stays in one optimizable function.
+ * The gateway's run tails map through it too (`server/runs/tail.ts`).
  */
-class RunEventMapper {
+export class RunEventMapper {
   readonly #runId: string;
   #usage: RuntimeUsage | undefined;
   #lastError: { type?: string; message: string } | undefined;

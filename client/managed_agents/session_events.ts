@@ -155,9 +155,14 @@ export interface ManagedAgentSessionEventsApi {
   /**
    * Opens a session's SSE event stream and returns the raw body once the response headers
    * arrived (`streamTimeoutMs` bounds only that wait). Read it with `readSessionEvents`;
-   * cancelling it, or aborting `signal`, releases the connection.
+   * cancelling it, or aborting `signal`, releases the connection. With `options.deltas` the
+   * provider adds text deltas of `agent.message` (`event_deltas[]=agent.message`).
    */
-  openEventStream(sessionId: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
+  openEventStream(
+    sessionId: string,
+    signal?: AbortSignal,
+    options?: { deltas?: boolean },
+  ): Promise<ReadableStream<Uint8Array>>;
 
   /** Lists a session's threads, the primary thread included (every page). */
   listThreads(
@@ -306,8 +311,13 @@ export const sessionEventsApi:
       })], options);
     },
 
-    openEventStream(sessionId: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
-      return wire(this).stream(providerSessionEventStreamPath(sessionId), { signal });
+    openEventStream(
+      sessionId: string,
+      signal?: AbortSignal,
+      options?: { deltas?: boolean },
+    ): Promise<ReadableStream<Uint8Array>> {
+      const query = options?.deltas === true ? { event_deltas: ["agent.message"] } : undefined;
+      return wire(this).stream(providerSessionEventStreamPath(sessionId), { signal }, query);
     },
 
     listThreads(

@@ -120,6 +120,8 @@ export function runRoutes(gateway: RunGateway): RouteDefinition[] {
 
   async function start(context: RequestContext): Promise<Response> {
     const record = await gateway.start(context, context.body as StartRunBody);
+    // The run's tail starts at once (on this replica when it takes the lease).
+    gateway.activity.notify(record.runId);
     return answer(context, publicRun(record), 201);
   }
 
@@ -136,12 +138,15 @@ export function runRoutes(gateway: RunGateway): RouteDefinition[] {
 
   async function cancel(context: RequestContext): Promise<Response> {
     const record = await gateway.cancel(context, context.params.runId);
+    gateway.activity.notify(record.runId);
     return answer(context, publicRun(record), 202);
   }
 
   async function send(context: RequestContext): Promise<Response> {
     const body = context.body as { input: StartRunBody["input"] };
     const record = await gateway.send(context, context.params.runId, body.input);
+    // A follow-up may start a finished run's new turn: its tail must follow it.
+    gateway.activity.notify(record.runId);
     return answer(context, publicRun(record), 202);
   }
 

@@ -194,6 +194,20 @@ export class RunGateway {
     });
   }
 
+  /** The provider client (loaded on first use); 503 `providerNotConfigured` without one. */
+  providerClient(): Promise<ProviderManagedAgentClient> {
+    return this.#requireClient();
+  }
+
+  /**
+   * Reads a run the caller may read (its own; any, for admins and approvers), else 404
+   * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
+   */
+  readableRun(context: RequestContext, runId: string): Promise<RunRecord> {
+    this.requireEnabled();
+    return this.#visibleRun(context.principal!, runId, "read");
+  }
+
   /** Throws 503 `providerNotConfigured` when runs are disabled. */
   requireEnabled(): void {
     if (this.#client === null) throw notConfigured();
@@ -266,11 +280,6 @@ export class RunGateway {
     if (caller.capabilities.includes("authority:admin")) return record;
     if (access === "read" && caller.capabilities.includes("session:approve")) return record;
     throw runNotFound();
-  }
-
-  /** The provider client; 503 `providerNotConfigured` without a credential. */
-  providerClient(): Promise<ProviderManagedAgentClient> {
-    return this.#requireClient();
   }
 
   /**
@@ -437,6 +446,7 @@ export class RunGateway {
       ...(body.title !== undefined ? { title: body.title } : {}),
       state: "running",
       lastEventSeq: 0,
+      turns: 1,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
     };
@@ -632,7 +642,12 @@ export class RunGateway {
     }
     const now = new Date().toISOString();
     const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = record;
-    const updated: RunRecord = { ...rest, state: "running", updatedAt: now };
+    const updated: RunRecord = {
+      ...rest,
+      state: "running",
+      turns: (record.turns ?? 1) + 1,
+      updatedAt: now,
+    };
     await this.#store.updateRun(updated);
     await audit(this.#store, this.#logger, context, {
       action: "run.message",
@@ -656,7 +671,7 @@ export class RunGateway {
 }
 
 /**
- * The public form of a run record (the internal cancel marker left out).
+ * The public form of a run record (the internal cancel marker and turn count left out).
  *
  * @example
  * ```ts
@@ -669,7 +684,7 @@ export class RunGateway {
  * assert.equal("cancelRequested" in run, false);
  * ```
  */
-export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested"> {
-  const { cancelRequested: _, ...rest } = record;
+export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested" | "turns"> {
+  const { cancelRequested: _, turns: _turns, ...rest } = record;
   return rest;
 }

@@ -28,6 +28,8 @@ import type {
   ToolAnswerRecord,
   ToolAnswerResult,
 } from "./answer_types.ts";
+import { KvRunEventStore } from "./kv/_events.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
   type AuditEntry,
   type AuditEntryInput,
@@ -169,6 +171,7 @@ class KvStore implements Store {
   #committing = false;
   #runs: KvRunStore;
   #answers: KvAnswerStore;
+  #events: KvRunEventStore;
 
   #namespace: string;
 
@@ -178,6 +181,7 @@ class KvStore implements Store {
     this.#root = [ROOT, namespace];
     this.#runs = new KvRunStore(kv, this.#root);
     this.#answers = new KvAnswerStore(kv, this.#root);
+    this.#events = new KvRunEventStore(kv, this.#root);
   }
 
   // The run gateway's records live in `kv/_runs.ts`.
@@ -234,6 +238,26 @@ class KvStore implements Store {
   }
   purgeAnswers(now: number): Promise<number> {
     return this.#answers.purgeAnswers(now);
+  }
+
+  // The run event logs and tail leases live in `kv/_events.ts`.
+  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return this.#events.appendRunEvents(runId, events);
+  }
+  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#events.listRunEvents(runId, after, limit);
+  }
+  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#events.acquireRunLease(params);
+  }
+  releaseRunLease(runId: string, holder: string): Promise<void> {
+    return this.#events.releaseRunLease(runId, holder);
+  }
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    return this.#events.watchRunEvents(runId, listener);
+  }
+  purgeRunEvents(endedBefore: string): Promise<number> {
+    return this.#events.purgeRunEvents(endedBefore);
   }
 
   #principalKey(principalId: string): Deno.KvKey {

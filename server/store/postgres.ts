@@ -53,6 +53,8 @@ import type {
   ToolAnswerRecord,
   ToolAnswerResult,
 } from "./answer_types.ts";
+import { PostgresRunEventStore } from "./postgres/_events.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
   claimAuthority,
   principalPageRows,
@@ -210,6 +212,7 @@ class PostgresStore implements Store {
   #unguard: () => void;
   #runs: PostgresRunStore;
   #answers: PostgresAnswerStore;
+  #events: PostgresRunEventStore;
 
   constructor(init: PostgresStoreInit) {
     this.#sql = init.sql;
@@ -219,6 +222,11 @@ class PostgresStore implements Store {
     this.#unguard = guardDriverCrash(() => this.#refresh());
     this.#runs = new PostgresRunStore((operation) => this.#run(operation), init.namespace);
     this.#answers = new PostgresAnswerStore((operation) => this.#run(operation), init.namespace);
+    this.#events = new PostgresRunEventStore(
+      (operation) => this.#run(operation),
+      init.namespace,
+      () => this.#sql,
+    );
   }
 
   // The run gateway's records live in `postgres/_runs.ts`.
@@ -291,6 +299,32 @@ class PostgresStore implements Store {
   /** Deletes answers and webhook ids past their retention. */
   purgeAnswers(now: number): Promise<number> {
     return this.#answers.purgeAnswers(now);
+  }
+
+  // The run event logs and tail leases live in `postgres/_events.ts`.
+  /** Appends the run events not in the log yet. */
+  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return this.#events.appendRunEvents(runId, events);
+  }
+  /** Reads a run's log after a seq. */
+  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#events.listRunEvents(runId, after, limit);
+  }
+  /** Takes or renews a run's tail lease. */
+  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#events.acquireRunLease(params);
+  }
+  /** Drops a run's tail lease held by `holder`. */
+  releaseRunLease(runId: string, holder: string): Promise<void> {
+    return this.#events.releaseRunLease(runId, holder);
+  }
+  /** Watches a run's log (LISTEN/NOTIFY). */
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    return this.#events.watchRunEvents(runId, listener);
+  }
+  /** Deletes the logs of runs that ended before the cutoff. */
+  purgeRunEvents(endedBefore: string): Promise<number> {
+    return this.#events.purgeRunEvents(endedBefore);
   }
 
   #refresh(): void {
@@ -671,6 +705,7 @@ class PostgresStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     this.#unguard();
+    await this.#events.close();
     await Promise.all([this.#sql.end({ timeout: 5 }), ...this.#retiring]);
   }
 }

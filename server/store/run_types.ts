@@ -59,6 +59,11 @@ export interface RunRecord {
   endedAt?: string;
   /** Set by a cancel: the next idle (or termination) is reported as `cancelled`. */
   cancelRequested?: boolean;
+  /**
+   * Internal: how many user messages the gateway sent (the start's, then one per follow-up), so
+   * the run's tail can tell a late end of an earlier turn from the end of the current one.
+   */
+  turns?: number;
 }
 
 /** Parameters of {@linkcode RunStore.reserveRunSlot}. */

@@ -11,9 +11,11 @@
  */
 import type { RunStore } from "./run_types.ts";
 import type { AnswerStore } from "./answer_types.ts";
+import type { RunEventStore } from "./run_event_types.ts";
 
 export * from "./run_types.ts";
 export * from "./answer_types.ts";
+export * from "./run_event_types.ts";
 
 /** A capability a principal may hold. */
 export type Capability =
@@ -227,7 +229,7 @@ export class SupersededNamespaceError extends Error {
  * processes sharing the backend: creation and claims are atomic (unique constraints or atomic
  * checks), never read-then-write.
  */
-export interface Store extends RunStore, AnswerStore {
+export interface Store extends RunStore, AnswerStore, RunEventStore {
   /** Backend name for logs, such as `kv` or `postgres`. */
   readonly kind: string;
   /** Finds a principal by bearer digest (revoked ones included; the caller checks). */

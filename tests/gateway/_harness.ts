@@ -15,7 +15,11 @@ import {
 import type { RuntimeLogger } from "../../server/log.ts";
 import type { RuntimeMetrics } from "../../server/metrics.ts";
 import type { ProviderSettings } from "../../server/runs/provider.ts";
-import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
+import {
+  createRuntimeServer,
+  type RuntimeServer,
+  type RuntimeServerOptions,
+} from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
@@ -60,6 +64,8 @@ export interface GatewayOptions {
   answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
   /** Metrics the server keeps. */
   metrics?: RuntimeMetrics;
+  /** Further server options (event stream limits, lease timings). */
+  serverOptions?: Partial<RuntimeServerOptions>;
 }
 
 /** A running gateway with its fake provider. */
@@ -157,6 +163,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     answerTestHooks: options.answerTestHooks,
     cleanupIntervalMs: 0,
     metrics: options.metrics,
+    ...options.serverOptions,
   });
   const answers: Answer[] = [];
 

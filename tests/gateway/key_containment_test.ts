@@ -187,6 +187,8 @@ Deno.test("tool answers and webhooks leave the provider key and signing secrets 
 Deno.test("serve takes the key from the environment, never an argument, and never prints it", async () => {
   const providerKey = `sk-fake-${crypto.randomUUID()}`;
   const fake = await FakeProvider.start({ apiKey: providerKey });
+  // Turns last, so the cancel below reaches the provider (a finished run needs no interrupt).
+  fake.managedAgents!.script = () => [{ delayMs: 600_000 }];
   const setup = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: providerKey });
   const agent = await setup.createAgent({ name: "a", model: "m" });
   const environment = await setup.createEnvironment({ name: "e" });
@@ -219,7 +221,8 @@ Deno.test("serve takes the key from the environment, never an argument, and neve
     const run = await start.json();
     assert.equal(start.status, 201, JSON.stringify(run));
     assert.equal(run.agentId, agent.id);
-    fake.failNext({ status: 400, message: `bad ${providerKey}` });
+    // Only the interrupt fails (the run's tail talks to the provider too).
+    fake.failNext({ method: "POST", status: 400, message: `bad ${providerKey}` });
     const failed = await fetch(`${server.url}/v1/runs/${run.runId}/cancel`, {
       method: "POST",
       headers: headers({ "idempotency-key": crypto.randomUUID() }),

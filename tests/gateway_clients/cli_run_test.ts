@@ -287,13 +287,14 @@ Deno.test("run and audit help and usage errors", async () => {
     }
     const usage = [
       ["run"],
-      ["run", "watch", "sesn_1"],
+      ["run", "frobnicate", "sesn_1"],
+      ["run", "watch", "sesn_1", "--after", "-1"],
       ["run", "get"],
       ["run", "get", "a", "b"],
       ["run", "get", ".."],
       ["run", "cancel"],
       ["run", "send"],
-      ["run", "start", "--message", "x", "--follow"],
+      ["run", "start", "--message", "x", "--fellow"],
       ["run", "start", "--message", "x", "--token", "art_x"],
       ["run", "start", "--message", "x", "--idempotency-key", "k".repeat(129)],
       ["run", "list", "--state", "sleeping"],

@@ -22,6 +22,9 @@ Deno.test({
   async fn() {
     const apiKey = `sk-fake-${crypto.randomUUID()}`;
     const fake = await FakeProvider.start({ apiKey });
+    // Turns last, so the run is still active when it is cancelled (the run's tail would
+    // otherwise record the echo turn's end first, and a finished run needs no interrupt).
+    fake.managedAgents!.script = () => [{ delayMs: 600_000 }];
     const home = await Deno.makeTempDir({ prefix: "art-gateway-e2e-" });
     const cliEnv: Record<string, string> = {
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",

@@ -25,7 +25,7 @@ Deno.test("the module is kind runtime-service, runtime-only, and advertises runs
   assert.equal(module.kind, "runtime-service");
   assert.equal(module.runtimeOnly, true);
   const advertised = RUNTIME_CAPABILITY_NAMES.filter((name) => module.capabilities[name]);
-  assert.deepEqual(advertised, ["runs"], "no streaming until streamRun works");
+  assert.deepEqual(advertised, ["runs", "streaming"], "streamRun follows the event stream");
   assert.ok(Object.isFrozen(module.capabilities));
   const client = module.createClient();
   assert.ok(client instanceof RuntimeServiceRunClient);
@@ -34,7 +34,7 @@ Deno.test("the module is kind runtime-service, runtime-only, and advertises runs
   const registry = new ProviderRegistry().register(module);
   assert.deepEqual(registry.list().map((info) => info.kind), ["runtime-service"]);
   assert.equal(registry.supports("runtime-service", "runs"), true);
-  assert.equal(registry.supports("runtime-service", "streaming"), false);
+  assert.equal(registry.supports("runtime-service", "streaming"), true);
   assert.equal(registry.supports("runtime-service", "batch"), false);
 });
 
@@ -132,24 +132,17 @@ Deno.test("service refusals reject as RuntimeServiceError; an abort as ProviderA
   }
 });
 
-Deno.test("streamRun and the batch operations are unsupported, and say so with a typed error", async () => {
+Deno.test("the batch operations are unsupported, and say so with a typed error", async () => {
   const gateway = FakeGateway.start();
   try {
     const client = createRuntimeServiceProviderModule({
       baseUrl: gateway.url,
       token: gateway.admin.token,
     }).createClient();
-    const events: unknown[] = [];
-    await assert.rejects(
-      client.streamRun({ input: "x" }, { onEvent: (event) => void events.push(event) }),
-      (error: unknown) =>
-        error instanceof ProviderUnsupportedError && error.operation === "streamRun",
-    );
     await assert.rejects(client.submitBatch([]), ProviderUnsupportedError);
     await assert.rejects(client.getBatch("b"), ProviderUnsupportedError);
     await assert.rejects(client.cancelBatch("b"), ProviderUnsupportedError);
     assert.throws(() => client.getBatchResults("b"), ProviderUnsupportedError);
-    assert.deepEqual(events, []);
     assert.equal(gateway.requests.length, 0, "nothing unsupported reaches the service");
     assert.equal(gateway.runs.size, 0);
   } finally {

@@ -14,6 +14,7 @@ import {
 } from "../../server/store/types.ts";
 import { runRunContract, testRun } from "./_run_contract.ts";
 import { runAnswerContract } from "./_answer_contract.ts";
+import { runEventContract } from "./_event_contract.ts";
 
 /** Opens a store for `namespace` on the backend under test; every call shares one backend. */
 export type OpenStore = (namespace: string) => Promise<Store>;
@@ -112,6 +113,7 @@ export function runStoreContract(
 
   runRunContract(test);
   runAnswerContract(test);
+  runEventContract(test);
 
   test("creating an existing id or digest answers exists and changes nothing", async (store) => {
     const record = testPrincipal();

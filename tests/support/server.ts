@@ -77,8 +77,11 @@ export interface TestServer {
   stdout(): string[];
   /** Sends SIGTERM, waits for the exit, cleans up; resolves with the exit code. */
   stop(): Promise<number>;
-  /** Sends `signal` (such as `SIGKILL`, a crash) and returns at once; `stop()` still cleans up. */
-  kill(signal: Deno.Signal): void;
+  /**
+   * Sends `signal` (default `SIGKILL`, as `kill -9`: a crash) and returns at once; `stop()` then
+   * only cleans up.
+   */
+  kill(signal?: Deno.Signal): void;
   /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -311,7 +314,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       logs: () => [...stderrLines],
       stdout: () => [...stdoutLines],
       stop,
-      kill(signal: Deno.Signal) {
+      kill(signal: Deno.Signal = "SIGKILL") {
         try {
           child.kill(signal);
         } catch {

@@ -168,6 +168,10 @@ export async function purgeRetired(
       DELETE FROM automation_runtime_run_slots WHERE namespace IN (SELECT namespace FROM due)
     ), audit AS (
       DELETE FROM automation_runtime_audit WHERE namespace IN (SELECT namespace FROM due)
+    ), run_events AS (
+      DELETE FROM automation_runtime_run_events WHERE namespace IN (SELECT namespace FROM due)
+    ), run_leases AS (
+      DELETE FROM automation_runtime_run_leases WHERE namespace IN (SELECT namespace FROM due)
     )
     UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
     WHERE namespace IN (SELECT namespace FROM due)

@@ -12,6 +12,7 @@ import { migration001 } from "./001_initial.ts";
 import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
 import { migration004 } from "./004_answers.ts";
+import { migration005 } from "./005_events.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -30,7 +31,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -38,4 +39,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration002,
   migration003,
   migration004,
+  migration005,
 ]);

@@ -1,0 +1,326 @@
+/**
+ * Run event delivery on one replica.
+ *
+ * The runtime (Deno KV store in a temp file, the in-process fake provider, `Deno.serve`) runs in
+ * a child process, so its memory is measured alone and the subscribers (in this process) do not
+ * share its event loop. The child also serves the limit peer: `Deno.serve` writing precomputed
+ * SSE frames, the same bytes the runtime sends, with no store, no auth and no framing work.
+ *
+ * 1. **Delivery** to 1, 100 and 1,000 subscribers of one finished run (a burst of messages, its
+ *    whole log replayed from seq 0, as a reconnecting client does): events/s over all subscribers,
+ *    runtime vs the peer (target: ≥ 0.5 of the peer at 100).
+ * 2. **Added latency** from the provider's frame (the fake's `processed_at`) to a subscriber's
+ *    frame, 100 subscribers on a live run (target: p99 < 10 ms).
+ * 3. **Memory per idle subscriber**: the child's RSS with 1,000 idle streams open, over the RSS
+ *    before, per stream (target: < 32 KiB).
+ *
+ * Run: `deno run -A bench/events_bench.ts [--quick]`.
+ *
+ * @module
+ */
+import { ProviderManagedAgentClient } from "../client/mod.ts";
+import { deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
+import { createRuntimeServer } from "../server/server.ts";
+import { openKvStore } from "../server/store/kv.ts";
+import { FakeProvider } from "../tests/support/fake_provider.ts";
+
+/** The result of {@linkcode runEventsBench}. */
+export interface EventsBenchResult {
+  /** Events in the replayed log. */
+  logEvents: number;
+  /** Events/s over all subscribers, runtime and peer, by subscriber count. */
+  delivery: { subscribers: number; runtime: number; peer: number; ratio: number }[];
+  /** Provider frame to subscriber frame, ms, at 100 subscribers. */
+  latency: { p50: number; p99: number; samples: number };
+  /** Bytes of RSS per idle subscriber. */
+  bytesPerIdleSubscriber: number;
+}
+
+// ---------------------------------------------------------------- child: the runtime and peer
+
+async function serveChild(): Promise<void> {
+  const key = `sk-bench-${crypto.randomUUID()}`;
+  const fake = await FakeProvider.start({ apiKey: key });
+  const setup = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: key });
+  const agent = await setup.createAgent({ name: "bench", model: "model-small" });
+  const environment = await setup.createEnvironment({ name: "bench" });
+  fake.managedAgents!.deltaChunk = 1_000_000;
+  // "burst:N:GAP": N messages GAP ms apart (after a 300 ms pause); "hold": a turn that lasts.
+  fake.managedAgents!.script = ({ text }) => {
+    if (text === "hold") return [{ delayMs: 3_600_000 }];
+    const [, n, gap] = text.split(":").map(Number);
+    const steps: ({ delayMs: number } | Record<string, unknown>)[] = [{ delayMs: 300 }];
+    for (let i = 0; i < n; i++) {
+      if (gap > 0) steps.push({ delayMs: gap });
+      steps.push({ type: "agent.message", content: [{ type: "text", text: `m${i}` }] });
+    }
+    return steps;
+  };
+  const token = `art_${crypto.randomUUID().replaceAll("-", "")}${"B".repeat(11)}`;
+  const bootstrap = deriveBootstrapCredential({
+    token,
+    principalId: crypto.randomUUID(),
+    capabilities: ["session:read", "session:write", "session:approve", "authority:admin"],
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    source: "environment",
+  });
+  const directory = await Deno.makeTempDir({ prefix: "events-bench-" });
+  const store = await openKvStore({
+    path: `${directory}/store.kv`,
+    namespace: bootstrap.namespace,
+  });
+  const runtime = createRuntimeServer({
+    bootstrap,
+    store,
+    logger: { request() {}, info() {}, error() {}, flush() {} },
+    provider: {
+      apiKey: key,
+      baseUrl: fake.baseUrl,
+      defaultAgentId: agent.id as string,
+      defaultEnvironmentId: environment.id as string,
+    },
+    maxActiveRuns: 100_000,
+    maxEventStreams: 100_000,
+    // A thousand subscribers of one principal connect at once.
+    inFlightQuota: 100_000,
+  });
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, runtime.handler);
+  let frames = new Uint8Array();
+  const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const path = new URL(request.url).pathname;
+    if (request.method === "POST" && path === "/frames") {
+      frames = new Uint8Array(await request.arrayBuffer());
+      return new Response(null, { status: 204 });
+    }
+    if (path === "/processed") {
+      // processed_at of each agent.message of a session, by its text.
+      const runId = new URL(request.url).searchParams.get("run")!;
+      const session = fake.managedAgents!.sessions.get(runId)!;
+      const out: Record<string, string> = {};
+      for (const event of session.events) {
+        if (event.type === "agent.message") {
+          const content = event.content as { text: string }[];
+          out[content[0].text] = event.processed_at as string;
+        }
+      }
+      return Response.json(out);
+    }
+    if (path === "/rss") {
+      const status = await Deno.readTextFile("/proc/self/status");
+      const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      return Response.json({ rss: kib * 1024 });
+    }
+    return new Response(frames, { headers: { "content-type": "text/event-stream" } });
+  });
+  console.log(JSON.stringify({
+    url: `http://127.0.0.1:${http.addr.port}`,
+    peer: `http://127.0.0.1:${peer.addr.port}`,
+    token,
+  }));
+}
+
+// ---------------------------------------------------------------- parent: the subscribers
+
+function headers(token: string, extra: Record<string, string> = {}): Headers {
+  return new Headers({
+    authorization: `Bearer ${token}`,
+    "x-interface-version": "2026-07-23",
+    "x-correlation-id": crypto.randomUUID(),
+    "x-deadline": new Date(Date.now() + 60_000).toISOString(),
+    ...extra,
+  });
+}
+
+/** Reads a whole SSE response; returns how many event frames (`\nid: ` lines) it held. */
+async function drain(response: Response): Promise<number> {
+  let count = 0;
+  // The last three bytes seen, so a match split across chunks is still found.
+  let b1 = 0, b2 = 0, b3 = 0;
+  for await (const chunk of response.body!) {
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i];
+      // "\nid:" ends here: 0x0a 0x69 0x64 0x3a.
+      if (byte === 0x3a && b3 === 0x64 && b2 === 0x69 && b1 === 0x0a) count++;
+      b1 = b2;
+      b2 = b3;
+      b3 = byte;
+    }
+  }
+  return count;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+}
+
+/** Runs the benchmark against a child process it starts and stops. */
+export async function runEventsBench(
+  options: { quick?: boolean } = {},
+): Promise<EventsBenchResult> {
+  const quick = options.quick ?? false;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(import.meta.url).pathname, "--child"],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let first = "";
+  while (!first.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the bench child exited before listening");
+    first += value;
+  }
+  const { url, peer, token } = JSON.parse(first.split("\n")[0]);
+  try {
+    const start = async (input: string): Promise<string> => {
+      const response = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: headers(token, {
+          "content-type": "application/json",
+          "idempotency-key": crypto.randomUUID(),
+        }),
+        body: JSON.stringify({ input }),
+      });
+      const run = await response.json();
+      if (response.status !== 201) throw new Error(`start answered ${response.status}`);
+      return run.runId;
+    };
+    const open = (runId: string) =>
+      fetch(`${url}/v1/runs/${runId}/events`, {
+        headers: headers(token, { accept: "text/event-stream" }),
+      });
+
+    // 1. Delivery of a finished run's log.
+    const messages = quick ? 150 : 330;
+    const replayed = await start(`burst:${messages}:0`);
+    const whole = await (await open(replayed)).arrayBuffer();
+    const logEvents = await drain(new Response(whole));
+    await fetch(`${peer}/frames`, { method: "POST", body: whole });
+    const delivery: EventsBenchResult["delivery"] = [];
+    for (const subscribers of [1, 100, 1000]) {
+      const time = async (get: () => Promise<Response>): Promise<number> => {
+        const began = performance.now();
+        const counts = await Promise.all(
+          Array.from({ length: subscribers }, async () => drain(await get())),
+        );
+        const elapsed = (performance.now() - began) / 1000;
+        const short = counts.filter((count) => count !== logEvents);
+        if (short.length > 0) {
+          throw new Error(`${short.length} subscribers got ${short[0]} of ${logEvents} events`);
+        }
+        return subscribers * logEvents / elapsed;
+      };
+      const runtime = await time(() => open(replayed));
+      const limit = await time(() => fetch(`${peer}/stream`));
+      delivery.push({ subscribers, runtime, peer: limit, ratio: runtime / limit });
+    }
+
+    // 2. Added latency on a live run, 100 subscribers.
+    const live = await start(`burst:${quick ? 40 : 100}:20`);
+    const received: Record<string, number[]> = {};
+    await Promise.all(Array.from({ length: 100 }, async () => {
+      const response = await open(live);
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of response.body!) {
+        const now = Date.now();
+        buffer += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n\n")) !== -1) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (!frame.includes("event: message.completed")) continue;
+          const data = JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
+          (received[data.text] ??= []).push(now);
+        }
+      }
+    }));
+    const processed: Record<string, string> = await (await fetch(`${peer}/processed?run=${live}`))
+      .json();
+    const latencies: number[] = [];
+    for (const [text, times] of Object.entries(received)) {
+      const at = Date.parse(processed[text]);
+      for (const time of times) latencies.push(time - at);
+    }
+
+    // 3. Memory per idle subscriber.
+    const held = await start("hold");
+    const rss = async () => (await (await fetch(`${peer}/rss`)).json()).rss as number;
+    // Warm up one stream so lazily loaded code is in before the baseline.
+    const warm = await open(held);
+    const warmReader = warm.body!.getReader();
+    await warmReader.read();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = await rss();
+    const idle = quick ? 300 : 1000;
+    const readers = await Promise.all(Array.from({ length: idle }, async () => {
+      const reader = (await open(held)).body!.getReader();
+      await reader.read(); // the `retry` line: the stream is open
+      return reader;
+    }));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const after = await rss();
+    await Promise.all(readers.map((reader) => reader.cancel()));
+    await warmReader.cancel();
+
+    return {
+      logEvents,
+      delivery,
+      latency: {
+        p50: percentile(latencies, 0.5),
+        p99: percentile(latencies, 0.99),
+        samples: latencies.length,
+      },
+      bytesPerIdleSubscriber: Math.max(after - before, 0) / idle,
+    };
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await reader.cancel().catch(() => {});
+  }
+}
+
+/**
+ * Formats the result as a table with the targets.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { formatEventsBench } from "./events_bench.ts";
+ * const text = formatEventsBench({
+ *   logEvents: 10,
+ *   delivery: [{ subscribers: 100, runtime: 60, peer: 100, ratio: 0.6 }],
+ *   latency: { p50: 1, p99: 4, samples: 10 },
+ *   bytesPerIdleSubscriber: 20_000,
+ * });
+ * assert.match(text, /100 subscribers/);
+ * ```
+ */
+export function formatEventsBench(result: EventsBenchResult): string {
+  const rows = result.delivery.map((row) =>
+    `  ${String(row.subscribers).padStart(5)} subscribers: runtime ${
+      Math.round(row.runtime).toLocaleString("en")
+    } events/s, peer ${Math.round(row.peer).toLocaleString("en")} events/s, ratio ${
+      row.ratio.toFixed(2)
+    }${row.subscribers === 100 ? " (target >= 0.5)" : ""}`
+  );
+  return [
+    `Run events: delivery of a ${result.logEvents}-event log`,
+    ...rows,
+    `  added latency at 100 subscribers: p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms` +
+    ` over ${result.latency.samples} frames (target p99 < 10 ms)`,
+    `  memory per idle subscriber: ${
+      (result.bytesPerIdleSubscriber / 1024).toFixed(1)
+    } KiB (target < 32 KiB)`,
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  if (Deno.args.includes("--child")) {
+    await serveChild();
+  } else {
+    console.log(formatEventsBench(await runEventsBench({ quick: Deno.args.includes("--quick") })));
+    Deno.exit(0);
+  }
+}

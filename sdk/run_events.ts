@@ -1,0 +1,169 @@
+/**
+ * `client.runs.events(runId, {after, signal})`: a run's events as an async iterator over the
+ * service's SSE stream (`GET /v1/runs/{runId}/events`), resuming by itself.
+ *
+ * 1. Open the stream after the last seq seen (`Last-Event-ID`; at first `after`, default 0).
+ * 2. Yield each event (a `RunStreamEvent` with its `seq` and `at`) in order; stop after a
+ *    terminal one (`run.completed`, `run.failed`, `run.cancelled`).
+ * 3. When the stream breaks or ends early (a replica drained or died), reconnect after a short
+ *    backoff and resume after the last seq: no event is skipped or repeated.
+ * 4. When a stream ends without a new event, ask the JSON page whether the run already ended
+ *    there (`terminal`): then stop.
+ * 5. Refusals that last (401, 403, 404, 400) reject; `connectionFailed`, 429 and 503 are retried.
+ *
+ * Aborting `signal` ends the iteration (rejecting with the signal's reason) and closes the
+ * stream. Web standards only.
+ *
+ * @module
+ */
+import type { RunStreamEvent } from "../client/contract.ts";
+import { readSse } from "../client/sse.ts";
+import { type Answer, idSegment, type SendRequest } from "./_request.ts";
+import { backoffDelay, sleep } from "./_retry.ts";
+import { RuntimeServiceError } from "./errors.ts";
+import type { CallOptions } from "./types.ts";
+
+/** An entry of a run's event log: the run event with its position and time. */
+export type RunEvent = RunStreamEvent & {
+  /** Position in the run's log, from 1, without gaps. */
+  seq: number;
+  /** RFC 3339 time the service recorded it. */
+  at: string;
+};
+
+/** Options of {@linkcode RunsApi.events}. */
+export interface RunEventsOptions {
+  /** Start after this seq (default 0: from the first event). */
+  after?: number;
+  /** Ends the iteration and closes the stream. */
+  signal?: AbortSignal;
+  /** Bound on the wait for each connection's first byte, in ms (the client's default otherwise). */
+  deadlineMs?: number;
+}
+
+/** Opens an SSE stream at `path` after `lastEventId`; lent by the client. */
+export type OpenStream = (
+  path: string,
+  lastEventId: string | undefined,
+  options: CallOptions,
+) => Promise<ReadableStream<Uint8Array>>;
+
+/** A page of a run's events (`Accept: application/json`). */
+export interface RunEventPage {
+  /** The events, in order. */
+  events: RunEvent[];
+  /** The seq to pass as `after` for the next page. */
+  nextAfter: number;
+  /** Whether the page reaches the log's end and the run has ended there. */
+  terminal: boolean;
+}
+
+const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
+const RETRIED = new Set(["connectionFailed", "shuttingDown", "storeUnavailable"]);
+
+function retryable(error: unknown): boolean {
+  if (!(error instanceof RuntimeServiceError)) return error instanceof TypeError;
+  return RETRIED.has(error.code) || error.status === 429 || error.status === 503 ||
+    error.status === 502;
+}
+
+/** Reads one JSON page of a run's events. */
+export async function readRunEventPage(
+  send: SendRequest,
+  runId: string,
+  params: { after?: number; limit?: number },
+  options: CallOptions = {},
+): Promise<RunEventPage> {
+  const segment = idSegment(runId, "runId");
+  const query = new URLSearchParams();
+  if (params.after !== undefined) query.set("after", String(checkedSeq(params.after)));
+  if (params.limit !== undefined) {
+    if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500) {
+      throw new RangeError("limit must be an integer from 1 to 500");
+    }
+    query.set("limit", String(params.limit));
+  }
+  const search = query.size === 0 ? "" : `?${query}`;
+  const answer: Answer = await send({
+    method: "GET",
+    path: `/v1/runs/${segment}/events${search}`,
+    authenticated: true,
+    options,
+  });
+  const body = answer.body as Partial<RunEventPage> | null;
+  if (
+    body === null || typeof body !== "object" || !Array.isArray(body.events) ||
+    typeof body.nextAfter !== "number" || typeof body.terminal !== "boolean"
+  ) {
+    throw new RuntimeServiceError({
+      status: answer.status,
+      code: "invalidResponse",
+      layer: "transport",
+      message: "The events answer is not a page of events",
+      correlationId: answer.headers.get("x-correlation-id") ?? "",
+    });
+  }
+  return body as RunEventPage;
+}
+
+function checkedSeq(after: number): number {
+  if (!Number.isSafeInteger(after) || after < 0) {
+    throw new RangeError("after must be a whole number of at least 0");
+  }
+  return after;
+}
+
+/** Steps 1 to 5 of the module doc. */
+export async function* iterateRunEvents(
+  send: SendRequest,
+  open: OpenStream,
+  runId: string,
+  options: RunEventsOptions = {},
+): AsyncGenerator<RunEvent, void, undefined> {
+  const segment = idSegment(runId, "runId");
+  const { signal } = options;
+  let after = checkedSeq(options.after ?? 0);
+  const call: CallOptions = {
+    ...(signal !== undefined ? { signal } : {}),
+    ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+  };
+  let attempt = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    let body: ReadableStream<Uint8Array>;
+    try {
+      body = await open(`/v1/runs/${segment}/events`, String(after), call);
+    } catch (error) {
+      if (signal?.aborted || !retryable(error)) throw error;
+      await sleep(backoffDelay(attempt++), signal);
+      continue;
+    }
+    let progressed = false;
+    try {
+      for await (const frame of readSse(body, { signal })) {
+        if (frame.id === undefined || frame.data === "") continue;
+        const event = JSON.parse(frame.data) as RunEvent;
+        after = event.seq;
+        progressed = true;
+        attempt = 0;
+        yield event;
+        if (TERMINAL.has(event.type)) return;
+      }
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      // A broken stream: resume below.
+    } finally {
+      await body.cancel().catch(() => {});
+    }
+    if (!progressed) {
+      const page = await readRunEventPage(send, runId, { after, limit: 1 }, call).catch(
+        (error) => {
+          if (signal?.aborted || !retryable(error)) throw error;
+          return null;
+        },
+      );
+      if (page !== null && page.terminal && page.events.length === 0) return;
+      await sleep(backoffDelay(attempt++), signal);
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Maps a run's provider session events to the entries of its event log, with the provider event
+ * id each one came from (its `sourceId`, unique within the run):
+ *
+ * 1. the first entry of every log is `run.started` with source id `run.started`;
+ * 2. `session.status_running` becomes `run.status {state: "running"}` (a turn began), source id
+ *    the provider event's id;
+ * 3. everything else maps through the client's run mapping (`RunEventMapper`: the same rules as
+ *    `streamSession` with deltas, including `run.cancelled` after an interrupt); the first run
+ *    event of a provider event carries its id, any further one `<id>#<n>`;
+ * 4. a `message.delta` carries `<message event id>#d<offset>`, the offset of its first character
+ *    in the message's text, so the same slice of text keeps the same id on every replica;
+ * 5. a provider event without an id (only a stream's own `error` frame) is not logged: it says
+ *    the connection failed, not the run, and the tail reconnects.
+ *
+ * Each provider event is fed once: ids already fed are skipped (the history and the stream
+ * overlap after a reconnect). The store skips source ids the log already holds, so feeding the
+ * whole history again after a takeover appends only what the previous tail missed.
+ *
+ * @module
+ */
+import type { RunStreamEvent } from "../../client/contract.ts";
+import { RunEventMapper } from "../../client/managed_agents/_run.ts";
+import {
+  type ManagedAgentSessionEvent,
+  parseSessionEvent,
+} from "../../client/managed_agents/events.ts";
+import { readSessionEventBatches } from "../../client/managed_agents/session_reader.ts";
+import type { RunEventInput } from "../store/run_event_types.ts";
+
+export { parseSessionEvent, readSessionEventBatches };
+export type { ManagedAgentSessionEvent };
+
+/** Where the run's latest turn stands, after the events fed so far. */
+export type TurnPosition = "open" | "waiting" | "ended";
+
+/** The per-connection mapping state of one run's tail. */
+export class TailMapper {
+  readonly #runId: string;
+  readonly #mapper: RunEventMapper;
+  readonly #seen = new Set<string>();
+  readonly #streamed = new Map<string, number>();
+  #started = false;
+  #position: TurnPosition = "open";
+  #turn = 0;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+    this.#mapper = new RunEventMapper(runId, true);
+  }
+
+  /** How many `user.message` events were fed: the turn the next entries belong to. */
+  get turn(): number {
+    return this.#turn;
+  }
+
+  /** Where the latest turn stands: `ended` once its last significant event was terminal. */
+  get position(): TurnPosition {
+    return this.#position;
+  }
+
+  /** Appends to `out` the log entries one provider event yields (rules of the module doc). */
+  feed(event: ManagedAgentSessionEvent, out: RunEventInput[]): void {
+    const at = new Date().toISOString();
+    if (!this.#started) {
+      this.#started = true;
+      out.push({ sourceId: "run.started", at, event: { type: "run.started", runId: this.#runId } });
+    }
+    const id = event.id;
+    if (id !== undefined) {
+      if (this.#seen.has(id)) return;
+      this.#seen.add(id);
+    }
+    if (event.type === "user.message") {
+      this.#position = "open";
+      this.#turn++;
+    }
+    if (event.kind === "status" && event.status === "running") {
+      this.#position = "open";
+      if (id !== undefined) {
+        out.push({
+          sourceId: id,
+          at,
+          event: { type: "run.status", runId: this.#runId, state: "running" },
+        });
+      }
+      return;
+    }
+    if (event.type === "span.model_request_end") this.#streamed.clear();
+    const produced: RunStreamEvent[] = [];
+    this.#mapper.map(event, produced);
+    let n = 0;
+    for (const mapped of produced) {
+      let sourceId: string | undefined;
+      if (mapped.type === "message.delta") {
+        const target = event.kind === "delta" ? event.eventId : id;
+        if (target === undefined) continue;
+        const offset = this.#streamed.get(target) ?? 0;
+        this.#streamed.set(target, offset + mapped.text.length);
+        sourceId = `${target}#d${offset}`;
+      } else {
+        if (id === undefined) continue;
+        sourceId = n === 0 ? id : `${id}#${n}`;
+        n++;
+        if (
+          mapped.type === "run.completed" || mapped.type === "run.failed" ||
+          mapped.type === "run.cancelled"
+        ) this.#position = "ended";
+        else if (mapped.type === "run.status" && mapped.state === "requires_action") {
+          this.#position = "waiting";
+        }
+      }
+      out.push({ sourceId, at, event: mapped });
+    }
+    if (event.kind === "message" && id !== undefined) this.#streamed.delete(id);
+  }
+}

@@ -1,0 +1,403 @@
+/**
+ * Run tails: exactly one replica follows each active run's provider session and appends its
+ * events to the run's log in the store.
+ *
+ * A replica tails a run only while it holds the run's lease in the store (renewed every 5 s,
+ * lapsing 15 s after the last renewal). A tail, in order:
+ *
+ * 1. opens the provider's event stream (with text deltas), so nothing emitted from now on is
+ *    missed;
+ * 2. re-lists the session's whole history and feeds it through the mapping (`_tail_mapper.ts`),
+ *    appending in batches: the store skips provider event ids the log already holds, so only
+ *    what an earlier tail missed is appended;
+ * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
+ * 4. after each append, updates the run record (`state`, `stopReason`, `usage`, `lastEventSeq`,
+ *    `endedAt`; a terminal state frees the run's active slot in the same store write);
+ * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
+ *    released; a follow-up message wakes the run again;
+ * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
+ *
+ * Runs reach a tail three ways: the routes notify {@linkcode RunActivity} (start, message,
+ * cancel) and this replica tries the lease at once; every replica scans the active runs every
+ * 5 s and takes any whose lease is free or lapsed (a replica that died is replaced within 20 s,
+ * and runs started before a restart resume); and a tail whose lease renewal is refused stops.
+ *
+ * @module
+ */
+import type { ProviderManagedAgentClient } from "../../client/mod.ts";
+import type { RuntimeLogger } from "../log.ts";
+import {
+  ACTIVE_RUN_STATES,
+  type RunEventEntry,
+  type RunEventInput,
+  type RunRecord,
+  type RunState,
+  type Store,
+} from "../store/types.ts";
+import type { RunActivity } from "./activity.ts";
+
+/** Default lease length: a lease not renewed for 15 s lapses. */
+export const DEFAULT_RUN_LEASE_MS = 15_000;
+
+/** Options of {@linkcode RunTails}. */
+export interface RunTailsOptions {
+  /** The store holding the logs, leases and run records. */
+  store: Store;
+  /** Log sink. */
+  logger: RuntimeLogger;
+  /** The provider client, loaded on first use. */
+  client: () => Promise<ProviderManagedAgentClient>;
+  /** Activity of this replica's routes. */
+  activity: RunActivity;
+  /**
+   * Lease length in ms (default 15000). Renewal and the scan for runs to take run every third
+   * of it (5 s by default), so a lapsed lease is taken within `leaseMs + leaseMs / 3`.
+   */
+  leaseMs?: number;
+  /** Told after each append that added entries (this replica's subscribers wake at once). */
+  onAppend?: (runId: string) => void;
+}
+
+/** Entries per append while re-listing the history. */
+const APPEND_BATCH = 100;
+/** Active runs looked at per scan, per state. */
+const SCAN_LIMIT = 1_000;
+
+interface Tail {
+  controller: AbortController;
+  /** Set when the routes told of news while the tail ran: it must not stop at a stale end. */
+  poked: boolean;
+  done: Promise<void>;
+}
+
+type Mapping = typeof import("./_tail_mapper.ts");
+
+/** The tails this replica runs, and the scan that finds runs needing one. */
+export class RunTails {
+  readonly #store: Store;
+  readonly #logger: RuntimeLogger;
+  readonly #client: () => Promise<ProviderManagedAgentClient>;
+  readonly #leaseMs: number;
+  readonly #renewMs: number;
+  readonly #onAppend: (runId: string) => void;
+  /** This replica's lease holder id. */
+  readonly holder: string = crypto.randomUUID();
+  readonly #tails = new Map<string, Tail>();
+  readonly #unsubscribe: () => void;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #scanning: Promise<void> | null = null;
+  #closed = false;
+  #mapping: Promise<Mapping> | null = null;
+
+  /** Creates the tails; {@linkcode RunTails.start} begins the scan. */
+  constructor(options: RunTailsOptions) {
+    this.#store = options.store;
+    this.#logger = options.logger;
+    this.#client = options.client;
+    this.#leaseMs = options.leaseMs ?? DEFAULT_RUN_LEASE_MS;
+    this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
+    this.#onAppend = options.onAppend ?? (() => {});
+    this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
+  }
+
+  /** How many runs this replica tails now. */
+  get size(): number {
+    return this.#tails.size;
+  }
+
+  /** Starts the periodic scan (the first one at once). */
+  start(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setInterval(() => this.scan(), this.#renewMs);
+    this.scan();
+  }
+
+  /** A run has news: wake its tail here, or try to take its lease. */
+  wake(runId: string): void {
+    if (this.#closed) return;
+    const tail = this.#tails.get(runId);
+    if (tail !== undefined) {
+      tail.poked = true;
+      return;
+    }
+    this.#tryTail(runId).catch(() => {});
+  }
+
+  /** Looks for active runs without a live lease and takes them. */
+  scan(): Promise<void> {
+    this.#scanning ??= this.#scan().catch((error) => {
+      this.#logger.error("run tail scan failed", { errorName: error?.name });
+    }).finally(() => this.#scanning = null);
+    return this.#scanning;
+  }
+
+  async #scan(): Promise<void> {
+    for (const state of ACTIVE_RUN_STATES) {
+      let cursor: string | undefined;
+      let seen = 0;
+      do {
+        if (this.#closed) return;
+        const page = await this.#store.listRuns({
+          state,
+          limit: 100,
+          ...(cursor !== undefined ? { cursor } : {}),
+        });
+        for (const run of page.runs) {
+          if (!this.#tails.has(run.runId)) await this.#tryTail(run.runId).catch(() => {});
+        }
+        seen += page.runs.length;
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined && seen < SCAN_LIMIT);
+    }
+  }
+
+  async #tryTail(runId: string): Promise<void> {
+    if (this.#closed || this.#tails.has(runId)) return;
+    const acquired = await this.#store.acquireRunLease({
+      runId,
+      holder: this.holder,
+      now: Date.now(),
+      ttlMs: this.#leaseMs,
+    });
+    if (!acquired || this.#closed) {
+      if (acquired) await this.#store.releaseRunLease(runId, this.holder).catch(() => {});
+      return;
+    }
+    if (this.#tails.has(runId)) return;
+    this.#logger.info("run tail started", { runId });
+    const controller = new AbortController();
+    const tail: Tail = { controller, poked: false, done: Promise.resolve() };
+    this.#tails.set(runId, tail);
+    let failed = false;
+    tail.done = this.#follow(runId, tail).catch((error) => {
+      failed = true;
+      if (!controller.signal.aborted) {
+        this.#logger.error("run tail failed", { runId, errorName: error?.name });
+      }
+    }).finally(async () => {
+      this.#tails.delete(runId);
+      await this.#store.releaseRunLease(runId, this.holder).catch(() => {});
+      // A failed tail is retried by the next scan, not at once (no tight loop on a bad store).
+      if (this.#closed || controller.signal.aborted || failed) return;
+      // News that came while the tail was ending (a follow-up message) gets a fresh tail.
+      const record = await this.#store.getRun(runId).catch(() => null);
+      if (record !== null && ACTIVE_RUN_STATES.has(record.state) && !record.cancelRequested) {
+        this.wake(runId);
+      }
+    });
+  }
+
+  /** Steps 1 to 6 of the module doc, while the lease holds. */
+  async #follow(runId: string, tail: Tail): Promise<void> {
+    const signal = tail.controller.signal;
+    const renew = setInterval(() => {
+      this.#store.acquireRunLease({
+        runId,
+        holder: this.holder,
+        now: Date.now(),
+        ttlMs: this.#leaseMs,
+      }).then((held) => {
+        if (!held) tail.controller.abort(new Error("lease lost"));
+      }, () => {});
+    }, this.#renewMs);
+    try {
+      const mapping = await (this.#mapping ??= import("./_tail_mapper.ts"));
+      const client = await this.#client();
+      let backoff = 500;
+      while (!signal.aborted) {
+        tail.poked = false;
+        try {
+          if (await this.#connect(runId, client, mapping, tail)) return;
+          backoff = 500;
+        } catch (error) {
+          if (signal.aborted) return;
+          if (await this.#sessionGone(runId, error)) return;
+          this.#logger.info("run tail reconnecting", { runId, errorName: (error as Error)?.name });
+          await sleep(backoff, signal);
+          backoff = Math.min(backoff * 2, 5_000);
+        }
+      }
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** One connection: steps 1 to 5. Returns true when the run's turn ended. */
+  async #connect(
+    runId: string,
+    client: ProviderManagedAgentClient,
+    mapping: Mapping,
+    tail: Tail,
+  ): Promise<boolean> {
+    const signal = tail.controller.signal;
+    const stream = await client.openEventStream(runId, signal, { deltas: true });
+    try {
+      const mapper = new mapping.TailMapper(runId);
+      const pending: RunEventInput[] = [];
+      // The turn of each pending entry (the user messages fed before it).
+      const turns = new Map<string, number>();
+      const feed = (event: Parameters<typeof mapper.feed>[0]) => {
+        const from = pending.length;
+        mapper.feed(event, pending);
+        for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
+      };
+      const flush = async () => {
+        await this.#append(runId, pending.splice(0), turns);
+        turns.clear();
+      };
+      for await (const raw of client.iterateEvents(runId, { signal, limit: 100 })) {
+        const event = mapping.parseSessionEvent(raw);
+        if (event !== null) feed(event);
+        if (pending.length >= APPEND_BATCH) await flush();
+      }
+      await flush();
+      if (mapper.position === "ended" && !tail.poked) return true;
+      for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
+        for (const event of batch) feed(event);
+        await flush();
+        if (mapper.position === "ended" && !tail.poked) return true;
+      }
+      return false;
+    } finally {
+      await stream.cancel().catch(() => {});
+    }
+  }
+
+  /** Appends and brings the run record up to date (step 4). */
+  async #append(
+    runId: string,
+    events: RunEventInput[],
+    turns: ReadonlyMap<string, number> = new Map(),
+  ): Promise<void> {
+    if (events.length === 0) return;
+    const appended = await this.#store.appendRunEvents(runId, events);
+    if (appended.length === 0) return;
+    try {
+      await this.#record(runId, appended, turns);
+    } finally {
+      // Subscribers here wake once the record shows what they are about to read, so a client
+      // that answers a terminal event with a follow-up message finds the run ended.
+      this.#onAppend(runId);
+    }
+  }
+
+  /** Writes what appended entries say into the run record (step 4). */
+  async #record(
+    runId: string,
+    appended: readonly RunEventEntry[],
+    turns: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const turnOf = (entry: RunEventEntry) => turns.get(entry.sourceId);
+    let newest = 0;
+    for (const entry of appended) newest = Math.max(newest, turnOf(entry) ?? 0);
+    // Entries of a turn the record does not count yet: the follow-up that started it is still
+    // being recorded by the route (the provider echoed it first). Wait for that write (up to 1 s)
+    // rather than write the record read before it back over it.
+    for (let attempt = 0;; attempt++) {
+      const record = await this.#store.getRun(runId);
+      if (record === null) return;
+      if (record.turns === undefined || record.turns >= newest || attempt >= 20) {
+        await this.#store.updateRun(applyEntries(record, appended, turnOf));
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Whether the provider says the session is gone (404): the run then ends as failed. */
+  async #sessionGone(runId: string, error: unknown): Promise<boolean> {
+    if ((error as { status?: unknown })?.status !== 404) return false;
+    const gone: RunEventInput = {
+      sourceId: "session.gone",
+      at: new Date().toISOString(),
+      event: {
+        type: "run.failed",
+        runId,
+        error: { type: "session_deleted", message: "The session no longer exists" },
+      },
+    };
+    await this.#append(runId, [gone]);
+    return true;
+  }
+
+  /** Stops every tail and the scan, releasing this replica's leases. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    const tails = [...this.#tails.values()];
+    for (const tail of tails) tail.controller.abort(new Error("closing"));
+    await Promise.all(tails.map((tail) => tail.done));
+    await this.#scanning;
+  }
+}
+
+/**
+ * The run record after appended entries (step 4): the last state-bearing entry decides, except
+ * that an entry never makes a finished run active again (only a follow-up message does), and an
+ * entry of an earlier turn than the record's (`turnOf` below `record.turns`: a follow-up was sent
+ * after it) changes no state.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { applyEntries } from "./tail.ts";
+ * const record = applyEntries({
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "running",
+ *   lastEventSeq: 0, createdAt: "t", updatedAt: "t",
+ * }, [{ seq: 1, sourceId: "x", at: "2026-01-01T00:00:00Z", event: {
+ *   type: "run.completed", runId: "sesn_1", stopReason: "end_turn",
+ * } }]);
+ * assert.equal(record.state, "completed");
+ * assert.equal(record.lastEventSeq, 1);
+ * assert.equal(record.endedAt, "2026-01-01T00:00:00Z");
+ * ```
+ */
+export function applyEntries(
+  record: RunRecord,
+  entries: readonly RunEventEntry[],
+  turnOf: (entry: RunEventEntry) => number | undefined = () => undefined,
+): RunRecord {
+  let updated: RunRecord = { ...record };
+  for (const entry of entries) {
+    const event = entry.event;
+    updated.lastEventSeq = Math.max(updated.lastEventSeq, entry.seq);
+    const turn = turnOf(entry);
+    if (turn !== undefined && turn < (record.turns ?? 0)) continue;
+    let state: RunState | null = null;
+    if (event.type === "run.status") state = event.state;
+    else if (event.type === "run.completed") state = "completed";
+    else if (event.type === "run.failed") state = "failed";
+    else if (event.type === "run.cancelled") state = "cancelled";
+    if (state === null) continue;
+    if (ACTIVE_RUN_STATES.has(state)) {
+      // Only a follow-up message (the route) makes a finished run active again: an entry of the
+      // turn that already ended there (a cancel, a refresh from the provider) must not, or it
+      // would take the run's slot back.
+      if (!ACTIVE_RUN_STATES.has(updated.state)) continue;
+      updated = { ...updated, state };
+      continue;
+    }
+    if (state === "completed" && updated.cancelRequested === true) state = "cancelled";
+    updated.state = state;
+    updated.endedAt = entry.at;
+    if (event.type === "run.completed") {
+      if (event.stopReason !== undefined) updated.stopReason = event.stopReason;
+      if (event.usage !== undefined) updated.usage = event.usage as Record<string, number>;
+    }
+  }
+  updated.updatedAt = new Date().toISOString();
+  return updated;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

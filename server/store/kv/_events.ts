@@ -1,0 +1,211 @@
+/**
+ * The run event logs and tail leases in Deno KV. Keys, below the store's namespace root:
+ *
+ * - `["run-event", runId, seq]` → {@linkcode RunEventEntry}
+ * - `["run-event-source", runId, sourceId]` → seq (the dedupe index)
+ * - `["run-event-head", runId]` → the last seq (watched for wake-ups)
+ * - `["run-lease", runId]` → {@linkcode LeaseEntry}
+ *
+ * An append reads the head and the source index, then commits the new entries, their index keys
+ * and the new head in one atomic operation checked against the head's versionstamp: a concurrent
+ * append to the same run moves the head, so one of the two retries on the fresh head. No gap, no
+ * duplicate.
+ *
+ * @module
+ */
+import { ACTIVE_RUN_STATES, type RunRecord } from "../run_types.ts";
+import type {
+  RunEventEntry,
+  RunEventInput,
+  RunEventStore,
+  RunLeaseParams,
+} from "../run_event_types.ts";
+import { StoreUnavailableError } from "../types.ts";
+
+/** A tail lease. */
+interface LeaseEntry {
+  holder: string;
+  leaseUntil: number;
+}
+
+const MAX_ATTEMPTS = 64;
+/** Entries per atomic commit: 2 mutations each, far inside KV's 1000 mutations and 800 KiB. */
+const MAX_APPEND_GROUP = 100;
+
+function fail(error: unknown): Error {
+  if (error instanceof StoreUnavailableError) return error;
+  return new StoreUnavailableError("The KV store failed", { cause: error });
+}
+
+/** The event part of the KV store; the store delegates to it. */
+export class KvRunEventStore implements RunEventStore {
+  #kv: Deno.Kv;
+  #root: Deno.KvKey;
+
+  constructor(kv: Deno.Kv, root: Deno.KvKey) {
+    this.#kv = kv;
+    this.#root = root;
+  }
+
+  #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
+    return [...this.#root, ...parts];
+  }
+
+  async appendRunEvents(
+    runId: string,
+    events: readonly RunEventInput[],
+  ): Promise<RunEventEntry[]> {
+    try {
+      const appended: RunEventEntry[] = [];
+      for (let start = 0; start < events.length; start += MAX_APPEND_GROUP) {
+        appended.push(
+          ...await this.#appendGroup(runId, events.slice(start, start + MAX_APPEND_GROUP)),
+        );
+      }
+      return appended;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async #appendGroup(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    const headKey = this.#key("run-event-head", runId);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const head = await this.#kv.get<number>(headKey);
+      const known = new Set<string>();
+      const sources = [...new Set(events.map((event) => event.sourceId))];
+      for (let i = 0; i < sources.length; i += 10) {
+        const slice = sources.slice(i, i + 10);
+        const found = await this.#kv.getMany(
+          slice.map((sourceId) => this.#key("run-event-source", runId, sourceId)),
+        );
+        found.forEach((entry, index) => {
+          if (entry.value !== null) known.add(slice[index]);
+        });
+      }
+      let seq = head.value ?? 0;
+      const entries: RunEventEntry[] = [];
+      for (const event of events) {
+        if (known.has(event.sourceId)) continue;
+        known.add(event.sourceId);
+        seq++;
+        entries.push({ seq, ...event });
+      }
+      if (entries.length === 0) return [];
+      const operation = this.#kv.atomic().check(head).set(headKey, seq);
+      for (const entry of entries) {
+        operation
+          .set(this.#key("run-event", runId, entry.seq), entry)
+          .set(this.#key("run-event-source", runId, entry.sourceId), entry.seq);
+      }
+      if ((await operation.commit()).ok) return entries;
+    }
+    throw new StoreUnavailableError("The KV store is too contended to commit");
+  }
+
+  async listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    try {
+      const prefix = this.#key("run-event", runId);
+      const entries: RunEventEntry[] = [];
+      const iterator = this.#kv.list<RunEventEntry>(
+        { prefix, start: [...prefix, after + 1] },
+        { limit, batchSize: Math.min(limit, 500) },
+      );
+      for await (const entry of iterator) entries.push(entry.value);
+      return entries;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    try {
+      const key = this.#key("run-lease", params.runId);
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const current = await this.#kv.get<LeaseEntry>(key);
+        const lease = current.value;
+        if (lease !== null && lease.holder !== params.holder && lease.leaseUntil > params.now) {
+          return false;
+        }
+        const result = await this.#kv.atomic().check(current).set(
+          key,
+          {
+            holder: params.holder,
+            leaseUntil: params.now + params.ttlMs,
+          } satisfies LeaseEntry,
+        ).commit();
+        if (result.ok) return true;
+      }
+      return false;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  async releaseRunLease(runId: string, holder: string): Promise<void> {
+    try {
+      const key = this.#key("run-lease", runId);
+      const current = await this.#kv.get<LeaseEntry>(key);
+      if (current.value?.holder !== holder) return;
+      await this.#kv.atomic().check(current).delete(key).commit();
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    const stream = this.#kv.watch([this.#key("run-event-head", runId)]);
+    const reader = stream.getReader();
+    let stopped = false;
+    (async () => {
+      try {
+        while (!stopped) {
+          const { done } = await reader.read();
+          if (done) return;
+          if (!stopped) listener();
+        }
+      } catch {
+        // A closed store or a broken watch: the watchers' poll still covers the run.
+      }
+    })();
+    return () => {
+      stopped = true;
+      reader.cancel().catch(() => {});
+    };
+  }
+
+  async purgeRunEvents(endedBefore: string): Promise<number> {
+    try {
+      let deleted = 0;
+      for await (const entry of this.#kv.list<RunRecord>({ prefix: this.#key("run") })) {
+        const record = entry.value;
+        if (
+          ACTIVE_RUN_STATES.has(record.state) || record.endedAt === undefined ||
+          record.endedAt >= endedBefore
+        ) continue;
+        const runId = record.runId;
+        for (const part of ["run-event", "run-event-source"]) {
+          let operation = this.#kv.atomic();
+          let pending = 0;
+          for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
+            operation.delete(item.key);
+            if (part === "run-event") deleted++;
+            if (++pending === 500) {
+              await operation.commit();
+              operation = this.#kv.atomic();
+              pending = 0;
+            }
+          }
+          if (pending > 0) await operation.commit();
+        }
+        await this.#kv.atomic()
+          .delete(this.#key("run-event-head", runId))
+          .delete(this.#key("run-lease", runId))
+          .commit();
+      }
+      return deleted;
+    } catch (error) {
+      throw fail(error);
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The run event logs and tail leases in PostgreSQL (tables of migration `005_events.ts`). An
+ * append is one call of `automation_runtime_append_run_events`, which serializes appends to one
+ * run with a transaction-scoped advisory lock and notifies the channel
+ * `automation_runtime_run_events` with `"<namespace> <runId>"`. Watchers share one `LISTEN`
+ * connection per store, started by the first watcher.
+ *
+ * @module
+ */
+import type postgres from "postgres";
+import type { RunStreamEvent } from "../../../client/contract.ts";
+import type {
+  RunEventEntry,
+  RunEventInput,
+  RunEventStore,
+  RunLeaseParams,
+} from "../run_event_types.ts";
+import type { PostgresRunner } from "./_runs.ts";
+
+/** The channel appends notify. */
+const CHANNEL = "automation_runtime_run_events";
+
+interface EventRow {
+  seq: string;
+  source_id: string;
+  at: string;
+  event: RunStreamEvent;
+}
+
+function toEntry(row: EventRow): RunEventEntry {
+  return { seq: Number(row.seq), sourceId: row.source_id, at: row.at, event: row.event };
+}
+
+/** The event part of the PostgreSQL store; the store delegates to it. */
+export class PostgresRunEventStore implements RunEventStore {
+  #run: PostgresRunner;
+  #ns: string;
+  #pool: () => postgres.Sql;
+  #watchers = new Map<string, Set<() => void>>();
+  #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
+
+  constructor(run: PostgresRunner, namespace: string, pool: () => postgres.Sql) {
+    this.#run = run;
+    this.#ns = namespace;
+    this.#pool = pool;
+  }
+
+  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return this.#run(async (sql) => {
+      const rows = await sql<EventRow[]>`
+        SELECT seq, source_id, at, event FROM automation_runtime_append_run_events(
+          ${this.#ns}, ${runId}, ${sql.json(events as unknown as postgres.JSONValue)})`;
+      return rows.map(toEntry);
+    });
+  }
+
+  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#run(async (sql) => {
+      const rows = await sql<EventRow[]>`
+        SELECT seq, source_id, at, event FROM automation_runtime_run_events
+        WHERE namespace = ${this.#ns} AND run_id = ${runId} AND seq > ${String(after)}
+        ORDER BY seq LIMIT ${limit}`;
+      return rows.map(toEntry);
+    });
+  }
+
+  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#run(async (sql) => {
+      const rows = await sql`
+        INSERT INTO automation_runtime_run_leases AS lease (namespace, run_id, holder, lease_until)
+        VALUES (${this.#ns}, ${params.runId}, ${params.holder},
+                ${String(params.now + params.ttlMs)})
+        ON CONFLICT (namespace, run_id) DO UPDATE
+          SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
+          WHERE lease.holder = EXCLUDED.holder OR lease.lease_until <= ${String(params.now)}
+        RETURNING holder`;
+      return rows.length === 1;
+    });
+  }
+
+  releaseRunLease(runId: string, holder: string): Promise<void> {
+    return this.#run(async (sql) => {
+      await sql`
+        DELETE FROM automation_runtime_run_leases
+        WHERE namespace = ${this.#ns} AND run_id = ${runId} AND holder = ${holder}`;
+    });
+  }
+
+  watchRunEvents(runId: string, listener: () => void): () => void {
+    let set = this.#watchers.get(runId);
+    if (set === undefined) this.#watchers.set(runId, set = new Set());
+    // A fresh function per watch, so the same listener may watch twice.
+    const entry = () => listener();
+    set.add(entry);
+    this.#listening ??= this.#pool().listen(CHANNEL, (payload) => this.#notified(payload))
+      .catch(() => {
+        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their poll.
+        this.#listening = null;
+        return null;
+      });
+    return () => {
+      const current = this.#watchers.get(runId);
+      current?.delete(entry);
+      if (current?.size === 0) this.#watchers.delete(runId);
+    };
+  }
+
+  #notified(payload: string): void {
+    const space = payload.indexOf(" ");
+    if (space === -1 || payload.slice(0, space) !== this.#ns) return;
+    const watchers = this.#watchers.get(payload.slice(space + 1));
+    if (watchers === undefined) return;
+    for (const watcher of watchers) {
+      try {
+        watcher();
+      } catch {
+        // One watcher's failure is its own.
+      }
+    }
+  }
+
+  /** Stops listening (the store is closing). */
+  async close(): Promise<void> {
+    const listening = this.#listening;
+    this.#listening = null;
+    this.#watchers.clear();
+    const meta = await listening?.catch(() => null);
+    await meta?.unlisten().catch(() => {});
+  }
+
+  purgeRunEvents(endedBefore: string): Promise<number> {
+    return this.#run(async (sql) => {
+      const deleted = await sql`
+        WITH ended AS (
+          SELECT run_id FROM automation_runtime_runs
+          WHERE namespace = ${this.#ns} AND state IN ('completed', 'failed', 'cancelled')
+            AND record->>'endedAt' < ${endedBefore}
+        ), leases AS (
+          DELETE FROM automation_runtime_run_leases
+          WHERE namespace = ${this.#ns} AND run_id IN (SELECT run_id FROM ended)
+        )
+        DELETE FROM automation_runtime_run_events
+        WHERE namespace = ${this.#ns} AND run_id IN (SELECT run_id FROM ended)`;
+      return deleted.count;
+    });
+  }
+}
