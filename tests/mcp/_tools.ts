@@ -11,9 +11,7 @@
  * POST /v1/runs/{runId}/tool-confirmations, POST /v1/runs/{runId}/custom-tool-results; empty
  * this list once they are merged.
  */
-export const AWAITING_ROUTES: readonly string[] = [
-  "run_events",
-];
+export const AWAITING_ROUTES: readonly string[] = [];
 
 const BY_CAPABILITY: Readonly<Record<string, readonly string[]>> = {
   "session:read": ["runtime_info", "run_list", "run_get", "run_events", "run_pending"],

@@ -9,6 +9,7 @@ import postgres from "postgres";
 import { openPostgresStore } from "../../server/store/postgres.ts";
 import {
   driverCrashesCaught,
+  isDriverSocketReset,
   isDriverWriteCrash,
 } from "../../server/store/postgres/_driver_guard.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
@@ -32,6 +33,25 @@ Deno.test("postgres driver guard recognises only the null-socket write crash", (
   driverLike.stack =
     `TypeError: ${driverLike.message}\n    at nextWrite (file:///cache/npm/postgres/3.4.9/src/connection.js:255:22)`;
   assert.equal(isDriverWriteCrash(driverLike), true);
+});
+
+Deno.test("postgres driver guard recognises only a reset socket's error from the socket layer", () => {
+  const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+  reset.stack = `Error: read ECONNRESET\n    at TCPWrap.onStreamRead [as onread] ` +
+    `(ext:deno_node/internal/stream_base_commons.ts:1:3690)`;
+  assert.equal(isDriverSocketReset(reset), true);
+  const pipe = Object.assign(new Error("write EPIPE"), { code: "EPIPE", stack: reset.stack });
+  assert.equal(isDriverSocketReset(pipe), true);
+  // The same code thrown by other code, or another code from the socket layer: left alone.
+  assert.equal(
+    isDriverSocketReset(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" })),
+    false,
+  );
+  assert.equal(
+    isDriverSocketReset(Object.assign(new Error("x"), { code: "ENOENT", stack: reset.stack })),
+    false,
+  );
+  assert.equal(isDriverSocketReset("ECONNRESET"), false);
 });
 
 Deno.test({
