@@ -236,8 +236,8 @@ const PROVIDER_ERROR_TYPE = /^[a-z0-9_]{1,64}$/;
 
 /**
  * Every metric of one runtime process. The server updates the request metrics at its one dispatch
- * point; the event streams and the run tails update their gauges through
- * {@linkcode RuntimeMetrics.eventStreams} and {@linkcode RuntimeMetrics.tailsHeld}.
+ * point and samples the open event streams and the tails it holds at each scrape
+ * ({@linkcode RuntimeMetrics.sampleOnScrape}).
  *
  * @example
  * ```ts
@@ -261,9 +261,9 @@ export class RuntimeMetrics {
   );
   /** Requests being answered. */
   readonly inFlight: Gauge = new Gauge();
-  /** Open `GET /v1/runs/{runId}/events` streams: the event stream code calls `inc()`/`dec()`. */
+  /** Open `GET /v1/runs/{runId}/events` streams (the server samples them at each scrape). */
   readonly eventStreams: Gauge = new Gauge();
-  /** Provider event tails this process holds: the tail code calls `inc()`/`dec()`. */
+  /** Provider event tails this process holds (the server samples them at each scrape). */
   readonly tailsHeld: Gauge = new Gauge();
   /** Provider failures by type (the provider's error type, or `connection`, `timeout`...). */
   readonly providerErrors: LabeledCounter = new LabeledCounter(["type"]);
@@ -273,6 +273,7 @@ export class RuntimeMetrics {
     STORE_BUCKETS,
   );
   #activeRuns: (() => Promise<number>) | undefined;
+  readonly #samplers: (() => void)[] = [];
 
   /** Creates the metrics. */
   constructor(options: RuntimeMetricsOptions = {}) {
@@ -282,6 +283,14 @@ export class RuntimeMetrics {
   /** Sets where the active-run count comes from (the server does, from its store). */
   set activeRuns(read: (() => Promise<number>) | undefined) {
     this.#activeRuns = read;
+  }
+
+  /**
+   * Adds a function run at the start of every scrape, to set gauges that are cheaper to read
+   * then than to keep current (open streams, tails held).
+   */
+  sampleOnScrape(sample: () => void): void {
+    this.#samplers.push(sample);
   }
 
   /** Counts one answered request. `route` is the path pattern, or null when none matched. */
@@ -298,6 +307,7 @@ export class RuntimeMetrics {
 
   /** The metrics in the Prometheus text format. */
   async render(): Promise<string> {
+    for (const sample of this.#samplers) sample();
     let activeRuns = Number.NaN;
     if (this.#activeRuns !== undefined) {
       try {

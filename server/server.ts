@@ -308,6 +308,10 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     })
     : null;
   tails?.start();
+  metrics?.sampleOnScrape(() => {
+    metrics.eventStreams.set(events.openStreams);
+    metrics.tailsHeld.set(tails?.size ?? 0);
+  });
 
   const router = new Router<Chain<RequestContext>>();
   // The MCP tools run their HTTP twins from this table, read on the first MCP request.

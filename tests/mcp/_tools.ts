@@ -5,14 +5,6 @@
  * @module
  */
 
-/**
- * Tools whose twin routes are not on this branch yet, so they are not offered.
- * enabled at merge: needs GET /v1/runs/{runId}/events (JSON page), GET /v1/runs/{runId}/pending,
- * POST /v1/runs/{runId}/tool-confirmations, POST /v1/runs/{runId}/custom-tool-results; empty
- * this list once they are merged.
- */
-export const AWAITING_ROUTES: readonly string[] = [];
-
 const BY_CAPABILITY: Readonly<Record<string, readonly string[]>> = {
   "session:read": ["runtime_info", "run_list", "run_get", "run_events", "run_pending"],
   "session:write": ["run_start", "run_cancel", "run_send", "run_respond_custom_tool"],
@@ -40,5 +32,5 @@ const ORDER = [
 /** The tools a holder of `capabilities` is listed, in order. */
 export function toolsFor(capabilities: readonly string[]): string[] {
   const allowed = new Set(capabilities.flatMap((capability) => BY_CAPABILITY[capability] ?? []));
-  return ORDER.filter((name) => allowed.has(name) && !AWAITING_ROUTES.includes(name));
+  return ORDER.filter((name) => allowed.has(name));
 }

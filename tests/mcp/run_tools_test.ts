@@ -179,10 +179,6 @@ Deno.test("mcp run tools: listed by capability, each one running its HTTP twin",
 
 Deno.test({
   name: "mcp run tools: events paged to the terminal one, an approval, 409 on a second answer",
-  // enabled at merge: needs GET /v1/runs/{runId}/events (JSON page), GET /v1/runs/{runId}/pending,
-  // POST /v1/runs/{runId}/tool-confirmations and POST /v1/runs/{runId}/custom-tool-results.
-  // Without those routes the tools are not offered and every call below fails (never skips).
-  ignore: true,
   async fn() {
     const gateway = await startGateway();
     const listener = listen((request) => gateway.server.handler(request));

@@ -9,7 +9,7 @@ import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { RuntimeMetrics } from "../../server/metrics.ts";
 import { startGateway } from "../gateway/_harness.ts";
 import { call } from "./_http.ts";
-import { startServer } from "../support/server.ts";
+import { sharedHeaders, startServer } from "../support/server.ts";
 
 interface Family {
   name: string;
@@ -185,11 +185,33 @@ Deno.test("provider errors are counted by type and active runs read from the sto
       1,
     );
     assert.ok(!text.includes(gateway.providerKey));
-    metrics.eventStreams.inc();
-    metrics.tailsHeld.inc(2);
-    const gauges = parse(await metrics.render());
+    // An open event stream on the started run, and the run's tail held by this process: both
+    // gauges are sampled at the scrape.
+    const runId = started.json.runId as string;
+    const stream = await gateway.server.handler(
+      new Request(`http://gateway.test/v1/runs/${runId}/events`, {
+        headers: sharedHeaders(writer.bearer, { accept: "text/event-stream" }),
+      }),
+    );
+    assert.equal(stream.status, 200);
+    const reader = stream.body!.getReader();
+    await reader.read(); // `retry:` and the first events: the stream is open
+    let gauges = parse(await metrics.render());
+    for (let waited = 0; waited < 5_000; waited += 50) {
+      if (value(gauges.get("automation_runtime_run_tails_held")) >= 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      gauges = parse(await metrics.render());
+    }
     assert.equal(value(gauges.get("automation_runtime_event_streams_open")), 1);
-    assert.equal(value(gauges.get("automation_runtime_run_tails_held")), 2);
+    assert.equal(value(gauges.get("automation_runtime_run_tails_held")), 1);
+    await reader.cancel();
+    gauges = parse(await metrics.render());
+    for (let waited = 0; waited < 2_000; waited += 50) {
+      if (value(gauges.get("automation_runtime_event_streams_open")) === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      gauges = parse(await metrics.render());
+    }
+    assert.equal(value(gauges.get("automation_runtime_event_streams_open")), 0, "a closed stream");
   } finally {
     await gateway.close();
   }
