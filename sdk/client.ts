@@ -2,6 +2,10 @@
  * {@linkcode RuntimeServiceClient}: the TypeScript client of the runtime service. Web standards
  * only (fetch, AbortSignal, WebCrypto), so it runs in Deno, Node 20+ and browsers.
  *
+ * One file because it is one concept: the client's single request path (shared headers,
+ * deadline, retries, idempotency keys) and the principal calls built directly on it; runs and audit
+ * live in their own files.
+ *
  * @module
  */
 import { AuditApi } from "./audit.ts";

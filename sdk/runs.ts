@@ -24,6 +24,9 @@
  * their 409 `alreadyAnswered` (someone answered first) is final. Pass your own `idempotencyKey` to make a retry by a
  * later process (a rerun script) safe as well.
  *
+ * One file because it is one concept: `client.runs`, every call of the runs API in one place
+ * (event streaming and tool requests are delegated to `run_events.ts` and `tool_requests.ts`).
+ *
  * @module
  */
 import type { RuntimeRunInput, RuntimeRunState, RuntimeUsage } from "../client/contract.ts";

@@ -6,6 +6,9 @@
  * terminal event is never missed; text and tool events match the dotted form only, so an echoed
  * `user.message` is never taken for agent output.
  *
+ * One file because it is one concept: the parsed session-event model and its one parser; every
+ * kind's shape sits beside the rule that builds it.
+ *
  * @module
  */
 import { isObject, objectOr as obj, stringOr as str } from "../_guards.ts";

@@ -9,6 +9,9 @@
  * the agents (members first, then coordinators) and returns their ids, which callers persist and
  * reference when creating sessions.
  *
+ * One file because it is one concept: manifest validation, the plan and its provisioning, which
+ * share one data model.
+ *
  * @module
  */
 import { isObject } from "../_guards.ts";

@@ -3,6 +3,9 @@
  * Client parameter names are camelCase; the wire is snake_case (see `client.ts`). Records keep
  * unknown fields, since the provider may send more than is listed here.
  *
+ * One file because it is one concept: the wire records and parameters of the managed-agents API,
+ * which the resource-group files share.
+ *
  * @module
  */
 

@@ -22,6 +22,9 @@
  * more); a terminal state frees its slot. A cancel marks the run `cancelled` at once (the provider's interrupt is graceful),
  * and a follow-up message wakes a finished run after reserving a slot again.
  *
+ * One file because it is one concept: the run lifecycle (start, read, list, cancel, message)
+ * and its quota; tails, events, answers and webhooks live in their own files.
+ *
  * @module
  */
 import { RunActivity } from "./activity.ts";

@@ -18,6 +18,9 @@
  * - `["retired", namespace]` → when a namespace stopped being current (kept after its purge, so
  *   an old bootstrap cannot claim the store back)
  *
+ * One file because it is one concept: the Deno KV backend of the one `Store` interface; the run,
+ * answer, event and authority records are delegated to `kv/*.ts` and `_kv_authority.ts`.
+ *
  * @module
  */
 import { KvRunStore } from "./kv/_runs.ts";

@@ -11,6 +11,10 @@
  * - Connectivity failures surface as {@linkcode StoreUnavailableError} (503 `storeUnavailable`);
  *   the pool reconnects by itself once the database is back. No message ever contains the URL.
  *
+ * One file because it is one concept: the PostgreSQL backend of the one `Store` interface (its
+ * pool, outage handling and principal and idempotency statements); the run, answer, event and
+ * authority records are delegated to `postgres/*.ts`.
+ *
  * @module
  */
 import type postgres from "postgres";
