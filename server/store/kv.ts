@@ -23,20 +23,11 @@
  *
  * @module
  */
+import { GatewayRecords } from "./_gateway_records.ts";
 import { KvRunStore } from "./kv/_runs.ts";
 import { KvAnswerStore } from "./kv/_answers.ts";
-import type {
-  ToolAnswerClaim,
-  ToolAnswerClaimParams,
-  ToolAnswerRecord,
-  ToolAnswerResult,
-} from "./answer_types.ts";
 import { KvRunEventStore } from "./kv/_events.ts";
-import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
-  type AuditEntry,
-  type AuditEntryInput,
-  type AuditPage,
   type AuthorityState,
   type CreatePrincipalResult,
   type IdempotencyClaim,
@@ -45,8 +36,6 @@ import {
   type IdempotencyKeyUsed,
   IdempotencyLeaseLostError,
   type IdempotencyRecording,
-  type ListAuditParams,
-  type ListRunsParams,
   type PrincipalPageOptions,
   type PrincipalRecord,
   type PrincipalRecordPage,
@@ -54,10 +43,6 @@ import {
   type PurgeReport,
   type RecordedCreateResult,
   type RevokePrincipalResult,
-  type RunPage,
-  type RunRecord,
-  type RunSlotReservation,
-  type RunSlotResult,
   type Store,
   type StoredResponse,
   StoreUnavailableError,
@@ -135,7 +120,9 @@ function usedState(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { openKvStore } from "./kv.ts";
+ * import {
+  openKvStore,
+} from "./kv.ts";
  * const store = await openKvStore({ path: ":memory:", namespace: "0".repeat(32) });
  * assert.equal(store.kind, "kv");
  * await store.close();
@@ -165,102 +152,26 @@ interface QueuedCreate {
  */
 const MAX_GROUP = 16;
 
-class KvStore implements Store {
+class KvStore extends GatewayRecords implements Store {
   readonly kind = "kv";
   #kv: Deno.Kv;
   #root: Deno.KvKey;
   #closed = false;
   #queue: QueuedCreate[] = [];
   #committing = false;
-  #runs: KvRunStore;
-  #answers: KvAnswerStore;
-  #events: KvRunEventStore;
 
   #namespace: string;
 
   constructor(kv: Deno.Kv, namespace: string) {
+    const root: Deno.KvKey = [ROOT, namespace];
+    super({
+      runs: new KvRunStore(kv, root),
+      answers: new KvAnswerStore(kv, root),
+      events: new KvRunEventStore(kv, root),
+    });
     this.#kv = kv;
     this.#namespace = namespace;
-    this.#root = [ROOT, namespace];
-    this.#runs = new KvRunStore(kv, this.#root);
-    this.#answers = new KvAnswerStore(kv, this.#root);
-    this.#events = new KvRunEventStore(kv, this.#root);
-  }
-
-  // The run gateway's records live in `kv/_runs.ts`.
-  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
-    return this.#runs.reserveRunSlot(params);
-  }
-  releaseRunSlot(principalId: string, slotId: string): Promise<void> {
-    return this.#runs.releaseRunSlot(principalId, slotId);
-  }
-  createRun(record: RunRecord, slotId: string): Promise<void> {
-    return this.#runs.createRun(record, slotId);
-  }
-  getRun(runId: string): Promise<RunRecord | null> {
-    return this.#runs.getRun(runId);
-  }
-  updateRun(record: RunRecord): Promise<void> {
-    return this.#runs.updateRun(record);
-  }
-  listRuns(params: ListRunsParams): Promise<RunPage> {
-    return this.#runs.listRuns(params);
-  }
-  countRunSlots(principalId: string | null, now: number): Promise<number> {
-    return this.#runs.countRunSlots(principalId, now);
-  }
-  appendAudit(entry: AuditEntryInput): Promise<AuditEntry> {
-    return this.#runs.appendAudit(entry);
-  }
-  listAudit(params: ListAuditParams): Promise<AuditPage> {
-    return this.#runs.listAudit(params);
-  }
-  // Tool answers and webhook delivery ids live in `kv/_answers.ts`.
-  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
-    return this.#answers.claimToolAnswer(params);
-  }
-  completeToolAnswer(
-    runId: string,
-    toolUseId: string,
-    token: string,
-    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
-  ): Promise<boolean> {
-    return this.#answers.completeToolAnswer(runId, toolUseId, token, final);
-  }
-  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
-    return this.#answers.releaseToolAnswer(runId, toolUseId, token);
-  }
-  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
-    return this.#answers.getToolAnswer(runId, toolUseId);
-  }
-  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
-    return this.#answers.listToolAnswers(runId);
-  }
-  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#answers.recordWebhookDelivery(id, now, ttlMs);
-  }
-  purgeAnswers(now: number): Promise<number> {
-    return this.#answers.purgeAnswers(now);
-  }
-
-  // The run event logs and tail leases live in `kv/_events.ts`.
-  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
-    return this.#events.appendRunEvents(runId, events);
-  }
-  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
-    return this.#events.listRunEvents(runId, after, limit);
-  }
-  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
-    return this.#events.acquireRunLease(params);
-  }
-  releaseRunLease(runId: string, holder: string): Promise<void> {
-    return this.#events.releaseRunLease(runId, holder);
-  }
-  watchRunEvents(runId: string, listener: () => void): () => void {
-    return this.#events.watchRunEvents(runId, listener);
-  }
-  purgeRunEvents(endedBefore: string): Promise<number> {
-    return this.#events.purgeRunEvents(endedBefore);
+    this.#root = root;
   }
 
   #principalKey(principalId: string): Deno.KvKey {

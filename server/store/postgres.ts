@@ -19,9 +19,6 @@
  */
 import type postgres from "postgres";
 import type {
-  AuditEntry,
-  AuditEntryInput,
-  AuditPage,
   AuthorityState,
   CreatePrincipalResult,
   IdempotencyClaim,
@@ -29,8 +26,6 @@ import type {
   IdempotencyCompletion,
   IdempotencyKeyUsed,
   IdempotencyRecording,
-  ListAuditParams,
-  ListRunsParams,
   PrincipalPageOptions,
   PrincipalRecord,
   PrincipalRecordPage,
@@ -38,10 +33,6 @@ import type {
   PurgeReport,
   RecordedCreateResult,
   RevokePrincipalResult,
-  RunPage,
-  RunRecord,
-  RunSlotReservation,
-  RunSlotResult,
   Store,
 } from "./types.ts";
 import { type Capability, IdempotencyLeaseLostError, StoreUnavailableError } from "./types.ts";
@@ -49,16 +40,10 @@ import { type ConnectOptions, connectPostgres } from "./postgres/_connect.ts";
 import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
+import { GatewayRecords } from "./_gateway_records.ts";
 import { PostgresRunStore } from "./postgres/_runs.ts";
 import { PostgresAnswerStore } from "./postgres/_answers.ts";
-import type {
-  ToolAnswerClaim,
-  ToolAnswerClaimParams,
-  ToolAnswerRecord,
-  ToolAnswerResult,
-} from "./answer_types.ts";
 import { PostgresRunEventStore } from "./postgres/_events.ts";
-import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
 import {
   claimAuthority,
   principalPageRows,
@@ -203,7 +188,7 @@ interface PostgresStoreInit {
  * pool gets one second to finish what runs on it; anything still hanging there then fails and
  * is answered 503.
  */
-class PostgresStore implements Store {
+class PostgresStore extends GatewayRecords implements Store {
   /** Backend name. */
   readonly kind: string = "postgres";
   #sql: postgres.Sql;
@@ -214,121 +199,28 @@ class PostgresStore implements Store {
   #lastRefresh = Number.NEGATIVE_INFINITY;
   #retiring = new Set<Promise<void>>();
   #unguard: () => void;
-  #runs: PostgresRunStore;
-  #answers: PostgresAnswerStore;
+  /** The event part, whose LISTEN connection `close()` ends. */
   #events: PostgresRunEventStore;
 
   constructor(init: PostgresStoreInit) {
+    // The parts run their statements through this store's pool and outage handling; the store
+    // exists only once `super` returns, hence the late-bound `self`.
+    let self: PostgresStore | null = null;
+    const run = <T>(operation: (sql: postgres.Sql) => Promise<T>): Promise<T> =>
+      self!.#run(operation);
+    const events = new PostgresRunEventStore(run, init.namespace, () => self!.#sql);
+    super({
+      runs: new PostgresRunStore(run, init.namespace),
+      answers: new PostgresAnswerStore(run, init.namespace),
+      events,
+    });
+    self = this;
+    this.#events = events;
     this.#sql = init.sql;
     this.#connect = init.connect;
     this.#ns = init.namespace;
     this.#batch = init.deleteBatchSize ?? 500;
     this.#unguard = guardDriverCrash(() => this.#refresh());
-    this.#runs = new PostgresRunStore((operation) => this.#run(operation), init.namespace);
-    this.#answers = new PostgresAnswerStore((operation) => this.#run(operation), init.namespace);
-    this.#events = new PostgresRunEventStore(
-      (operation) => this.#run(operation),
-      init.namespace,
-      () => this.#sql,
-    );
-  }
-
-  // The run gateway's records live in `postgres/_runs.ts`.
-  /** Takes an active-run slot against both quotas. */
-  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
-    return this.#runs.reserveRunSlot(params);
-  }
-  /** Drops a reservation. */
-  releaseRunSlot(principalId: string, slotId: string): Promise<void> {
-    return this.#runs.releaseRunSlot(principalId, slotId);
-  }
-  /** Records a new run, turning its reservation into the run's slot. */
-  createRun(record: RunRecord, slotId: string): Promise<void> {
-    return this.#runs.createRun(record, slotId);
-  }
-  /** Reads one run. */
-  getRun(runId: string): Promise<RunRecord | null> {
-    return this.#runs.getRun(runId);
-  }
-  /** Replaces a run's record, freeing or keeping its slot by state. */
-  updateRun(record: RunRecord): Promise<void> {
-    return this.#runs.updateRun(record);
-  }
-  /** Lists runs newest first. */
-  listRuns(params: ListRunsParams): Promise<RunPage> {
-    return this.#runs.listRuns(params);
-  }
-  /** Counts live slots of a principal, or of the service. */
-  countRunSlots(principalId: string | null, now: number): Promise<number> {
-    return this.#runs.countRunSlots(principalId, now);
-  }
-  /** Appends an audit entry. */
-  appendAudit(entry: AuditEntryInput): Promise<AuditEntry> {
-    return this.#runs.appendAudit(entry);
-  }
-  /** Lists audit entries newest first. */
-  listAudit(params: ListAuditParams): Promise<AuditPage> {
-    return this.#runs.listAudit(params);
-  }
-  // Tool answers and webhook delivery ids live in `postgres/_answers.ts`.
-  /** Claims a tool answer. */
-  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
-    return this.#answers.claimToolAnswer(params);
-  }
-  /** Records a claimed tool answer as given. */
-  completeToolAnswer(
-    runId: string,
-    toolUseId: string,
-    token: string,
-    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
-  ): Promise<boolean> {
-    return this.#answers.completeToolAnswer(runId, toolUseId, token, final);
-  }
-  /** Releases a tool-answer claim. */
-  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
-    return this.#answers.releaseToolAnswer(runId, toolUseId, token);
-  }
-  /** Reads one tool answer. */
-  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
-    return this.#answers.getToolAnswer(runId, toolUseId);
-  }
-  /** Lists a run's tool answers. */
-  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
-    return this.#answers.listToolAnswers(runId);
-  }
-  /** Records a webhook delivery id; false for a repeat. */
-  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#answers.recordWebhookDelivery(id, now, ttlMs);
-  }
-  /** Deletes answers and webhook ids past their retention. */
-  purgeAnswers(now: number): Promise<number> {
-    return this.#answers.purgeAnswers(now);
-  }
-
-  // The run event logs and tail leases live in `postgres/_events.ts`.
-  /** Appends the run events not in the log yet. */
-  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
-    return this.#events.appendRunEvents(runId, events);
-  }
-  /** Reads a run's log after a seq. */
-  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
-    return this.#events.listRunEvents(runId, after, limit);
-  }
-  /** Takes or renews a run's tail lease. */
-  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
-    return this.#events.acquireRunLease(params);
-  }
-  /** Drops a run's tail lease held by `holder`. */
-  releaseRunLease(runId: string, holder: string): Promise<void> {
-    return this.#events.releaseRunLease(runId, holder);
-  }
-  /** Watches a run's log (LISTEN/NOTIFY). */
-  watchRunEvents(runId: string, listener: () => void): () => void {
-    return this.#events.watchRunEvents(runId, listener);
-  }
-  /** Deletes the logs of runs that ended before the cutoff. */
-  purgeRunEvents(endedBefore: string): Promise<number> {
-    return this.#events.purgeRunEvents(endedBefore);
   }
 
   #refresh(): void {
@@ -721,7 +613,9 @@ class PostgresStore implements Store {
  *
  * @example
  * ```ts ignore
- * import { openPostgresStore } from "./postgres.ts";
+ * import {
+  openPostgresStore,
+} from "./postgres.ts";
  * const store = await openPostgresStore({
  *   url: Deno.env.get("AUTOMATION_RUNTIME_STORE")!,
  *   namespace: "0123456789abcdef0123456789abcdef",
