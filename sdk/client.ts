@@ -508,14 +508,7 @@ export class RuntimeServiceClient {
       signal?.removeEventListener("abort", onAbort);
       if (signal?.aborted) throw signal.reason;
       if (timedOut) throw deadlineError(correlationId);
-      throw new RuntimeServiceError({
-        status: 0,
-        code: "connectionFailed",
-        layer: "transport",
-        message: `Cannot reach the runtime service at ${url.origin}`,
-        correlationId,
-        cause: error,
-      });
+      throw connectionFailed(url, correlationId, error);
     } finally {
       clearTimeout(timer);
     }
@@ -567,16 +560,7 @@ export class RuntimeServiceClient {
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       if (timedOut) throw deadlineError(correlationId);
-      throw new RetryableFailure(
-        new RuntimeServiceError({
-          status: 0,
-          code: "connectionFailed",
-          layer: "transport",
-          message: `Cannot reach the runtime service at ${url.origin}`,
-          correlationId,
-          cause: error,
-        }),
-      );
+      throw new RetryableFailure(connectionFailed(url, correlationId, error));
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -625,6 +609,18 @@ function toServiceError(answer: Answer, correlationId: string): RuntimeServiceEr
     correlationId: typeof reported === "string" ? reported : echoed,
     details,
     retryAfterMs: parseRetryAfter(answer.headers.get("retry-after")) ?? undefined,
+  });
+}
+
+/** The service could not be reached (status 0, `connectionFailed`). */
+function connectionFailed(url: URL, correlationId: string, cause: unknown): RuntimeServiceError {
+  return new RuntimeServiceError({
+    status: 0,
+    code: "connectionFailed",
+    layer: "transport",
+    message: `Cannot reach the runtime service at ${url.origin}`,
+    correlationId,
+    cause,
   });
 }
 
