@@ -120,9 +120,7 @@ function usedState(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import {
-  openKvStore,
-} from "./kv.ts";
+ * import { openKvStore } from "./kv.ts";
  * const store = await openKvStore({ path: ":memory:", namespace: "0".repeat(32) });
  * assert.equal(store.kind, "kv");
  * await store.close();

@@ -613,9 +613,7 @@ class PostgresStore extends GatewayRecords implements Store {
  *
  * @example
  * ```ts ignore
- * import {
-  openPostgresStore,
-} from "./postgres.ts";
+ * import { openPostgresStore } from "./postgres.ts";
  * const store = await openPostgresStore({
  *   url: Deno.env.get("AUTOMATION_RUNTIME_STORE")!,
  *   namespace: "0123456789abcdef0123456789abcdef",
