@@ -21,7 +21,7 @@ import type { RunStreamEvent } from "../../client/contract.ts";
 
 /** An event to append: the run event, its provider event id and the time. */
 export interface RunEventInput {
-  /** The provider event it came from (unique within the run; see `docs/gateway.md`). */
+  /** The provider event it came from (unique within the run; see `docs/runs.md`). */
   sourceId: string;
   /** RFC 3339 time of the append. */
   at: string;
