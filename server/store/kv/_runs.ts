@@ -62,6 +62,26 @@ interface QueuedAudit {
 const MAX_AUDIT_GROUP = 64;
 
 /** The run part of the KV store; the store delegates to it. */
+/**
+ * Adds to `operation` the run's own slot (kept while the run is active) and moves both active-run
+ * counters by `delta`, never below zero.
+ */
+function setRunSlot(
+  operation: Deno.AtomicOperation,
+  keys: { runSlotKey: Deno.KvKey; countKey: Deno.KvKey; allKey: Deno.KvKey },
+  active: boolean,
+  delta: number,
+  count: Deno.KvEntryMaybe<number>,
+  all: Deno.KvEntryMaybe<number>,
+): void {
+  if (active) operation.set(keys.runSlotKey, { leaseUntil: null } satisfies SlotEntry);
+  else operation.delete(keys.runSlotKey);
+  if (delta === 0) return;
+  operation
+    .set(keys.countKey, Math.max((count.value ?? 0) + delta, 0))
+    .set(keys.allKey, Math.max((all.value ?? 0) + delta, 0));
+}
+
 export class KvRunStore implements RunStore {
   #kv: Deno.Kv;
   #root: Deno.KvKey;
@@ -193,13 +213,7 @@ export class KvRunStore implements RunStore {
           )
           .set(this.#key("run-by-time", record.createdAt, record.runId), record.principalId)
           .delete(reservationKey);
-        if (active) operation.set(runSlotKey, { leaseUntil: null } satisfies SlotEntry);
-        else operation.delete(runSlotKey);
-        if (delta !== 0) {
-          operation
-            .set(countKey, Math.max((count.value ?? 0) + delta, 0))
-            .set(allKey, Math.max((all.value ?? 0) + delta, 0));
-        }
+        setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
         if ((await operation.commit()).ok) return;
       }
       throw contention();
@@ -232,13 +246,7 @@ export class KvRunStore implements RunStore {
         const operation = this.#kv.atomic()
           .check(runSlot, count, all)
           .set(this.#key("run", record.runId), record);
-        if (active) operation.set(runSlotKey, { leaseUntil: null } satisfies SlotEntry);
-        else operation.delete(runSlotKey);
-        if (delta !== 0) {
-          operation
-            .set(countKey, Math.max((count.value ?? 0) + delta, 0))
-            .set(allKey, Math.max((all.value ?? 0) + delta, 0));
-        }
+        setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
         if ((await operation.commit()).ok) return;
       }
       throw contention();
