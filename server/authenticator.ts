@@ -3,7 +3,7 @@
  * looked up by the SHA-256 digest of the bearer, with an optional in-process principal cache.
  *
  * Revocation is immediate on every process sharing the store: each authenticated request first
- * reads the store's authority state ({@linkcode Store.readAuthorityState}, one read) and
+ * makes sure it holds the store's current authority state, then
  *
  * 1. refuses every bearer, its own bootstrap included, when another bootstrap has claimed the
  *    store (`init --force` and a restart elsewhere): this process must be restarted with the
@@ -13,9 +13,16 @@
  * 3. answers from the cache, else reads the principal and caches it only when the epoch is still
  *    the one read in step 1 (a revocation racing the read cannot leave a stale entry).
  *
- * Expiry needs no read: it is checked against the cached expiry on every request. The read costs
- * one store round trip per request (about 40 µs on Deno KV); the cache saves the two reads of a
- * principal lookup. See `docs/deployment.md` for the measurement behind this choice.
+ * "Current" means read after the request arrived, or proven unchanged since: the store's
+ * {@linkcode Store.changeMarker} (a Deno KV file's commit counter, read in 1 µs with no round trip)
+ * is equal to the marker taken just before the last authority read began, so nothing was
+ * committed by any process since. Then a cached principal is answered synchronously. Otherwise
+ * (the marker moved, or the backend has none: PostgreSQL, remote or in-memory KV) the request
+ * waits for {@linkcode Store.readAuthorityState}, one round trip shared by the requests that
+ * arrive together.
+ *
+ * Expiry needs no read: it is checked against the cached expiry on every request. See
+ * `docs/deployment.md` for the measurements behind this design.
  *
  * @module
  */
@@ -140,6 +147,8 @@ export class Authenticator {
   #cacheSize: number;
   /** The revocation epoch the cache's entries were read under. */
   #epoch: string | null = null;
+  /** The last authority state read, with the store's change marker taken before the read. */
+  #known: { marker: number; state: AuthorityState } | null = null;
   /** The authority read running now, if any. */
   #running: Promise<AuthorityState> | null = null;
   /** The read that starts once the running one settles, shared by the requests waiting for it. */
@@ -176,7 +185,9 @@ export class Authenticator {
 
   /**
    * Authenticates an `Authorization` header value at time `now` (ms). A malformed header is
-   * refused synchronously; anything else reads the store's authority state first.
+   * refused synchronously (it throws); so is any bearer while the store's change marker proves
+   * the last authority state current, and a cached principal or the bootstrap is then answered
+   * synchronously. Anything else returns a promise (see the module doc).
    *
    * @example
    * ```ts ignore
@@ -186,7 +197,7 @@ export class Authenticator {
   authenticate(
     authorization: string | null,
     now: number,
-  ): Promise<AuthenticatedPrincipal> {
+  ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
     if (authorization === null) throw authenticationFailed("Authorization header is required");
     const token = bearerToken(authorization);
     if (token === null) throw authenticationFailed(MALFORMED);
@@ -194,18 +205,30 @@ export class Authenticator {
     const digest = sha256Ascii(token, DIGEST);
     const isBootstrap = constantTimeEqual(digest, this.#bootstrapDigest);
     const hex = isBootstrap ? "" : toHex(DIGEST);
-    return this.#readAuthority().then((state) => {
-      this.#observe(state);
-      if (isBootstrap) {
-        if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
-        return this.#bootstrap;
-      }
-      const cached = this.#cache?.get(hex);
-      if (cached !== undefined) return checkExpiry(cached, now);
-      return this.#store.findPrincipalByDigest(hex).then((record) =>
-        this.#admit(hex, record, now, state.epoch)
-      );
-    });
+    const known = this.#known;
+    if (known !== null && known.marker === this.#store.changeMarker()) {
+      return this.#decide(known.state, isBootstrap, hex, now);
+    }
+    return this.#readAuthority().then((state) => this.#decide(state, isBootstrap, hex, now));
+  }
+
+  /** Steps 1 to 3 of the module doc under a current authority state. */
+  #decide(
+    state: AuthorityState,
+    isBootstrap: boolean,
+    hex: string,
+    now: number,
+  ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
+    this.#observe(state);
+    if (isBootstrap) {
+      if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
+      return this.#bootstrap;
+    }
+    const cached = this.#cache?.get(hex);
+    if (cached !== undefined) return checkExpiry(cached, now);
+    return this.#store.findPrincipalByDigest(hex).then((record) =>
+      this.#admit(hex, record, now, state.epoch)
+    );
   }
 
   /**
@@ -225,12 +248,18 @@ export class Authenticator {
   }
 
   #startRead(): Promise<AuthorityState> {
+    // Taken before the read: a commit racing the read moves the marker, so the next request
+    // reads again rather than trusting a state that may predate it.
+    const marker = this.#store.changeMarker();
     const read = this.#store.readAuthorityState();
     this.#running = read;
     const settled = () => {
       if (this.#running === read) this.#running = null;
     };
-    read.then(settled, settled);
+    read.then((state) => {
+      this.#known = marker === null ? null : { marker, state };
+      settled();
+    }, settled);
     return read;
   }
 

@@ -27,6 +27,7 @@ import { GatewayRecords } from "./_gateway_records.ts";
 import { KvRunStore } from "./kv/_runs.ts";
 import { KvAnswerStore } from "./kv/_answers.ts";
 import { KvRunEventStore } from "./kv/_events.ts";
+import { type ChangeMarker, openChangeMarker } from "./kv/_change_marker.ts";
 import {
   type AuthorityState,
   type CreatePrincipalResult,
@@ -134,7 +135,8 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     const where = options.path === undefined ? "the default KV store" : options.path;
     throw new StoreUnavailableError(`Cannot open ${where}`, { cause: error });
   }
-  return new KvStore(kv, options.namespace);
+  const marker = options.path === undefined ? null : openChangeMarker(options.path);
+  return new KvStore(kv, options.namespace, marker);
 }
 
 /** A recorded creation waiting for the next group commit. */
@@ -159,8 +161,9 @@ class KvStore extends GatewayRecords implements Store {
   #committing = false;
 
   #namespace: string;
+  #marker: ChangeMarker | null;
 
-  constructor(kv: Deno.Kv, namespace: string) {
+  constructor(kv: Deno.Kv, namespace: string, marker: ChangeMarker | null) {
     const root: Deno.KvKey = [ROOT, namespace];
     super({
       runs: new KvRunStore(kv, root),
@@ -170,6 +173,7 @@ class KvStore extends GatewayRecords implements Store {
     this.#kv = kv;
     this.#namespace = namespace;
     this.#root = root;
+    this.#marker = marker;
   }
 
   #principalKey(principalId: string): Deno.KvKey {
@@ -542,6 +546,11 @@ class KvStore extends GatewayRecords implements Store {
     }
   }
 
+  /** The KV file's WAL-index commit counter (see `kv/_change_marker.ts`); null in memory. */
+  changeMarker(): number | null {
+    return this.#closed || this.#marker === null ? null : this.#marker.read();
+  }
+
   async listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
     return pageOf(await this.listPrincipals(), options);
   }
@@ -557,6 +566,7 @@ class KvStore extends GatewayRecords implements Store {
   close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      this.#marker?.close();
       this.#kv.close();
     }
     return Promise.resolve();

@@ -571,6 +571,11 @@ class PostgresStore extends GatewayRecords implements Store {
     return this.#run((sql) => readAuthorityState(sql, this.#ns));
   }
 
+  /** Null: another replica's commit cannot be seen without a round trip. */
+  changeMarker(): null {
+    return null;
+  }
+
   /** A keyset page, in the order of {@linkcode PostgresStore.listPrincipals}. */
   listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage> {
     return this.#run(async (sql) => {

@@ -283,6 +283,14 @@ export interface Store extends RunStore, AnswerStore, RunEventStore {
    * Every authenticated request reads it first (see `server/authenticator.ts`).
    */
   readAuthorityState(): Promise<AuthorityState>;
+  /**
+   * A marker read synchronously, without a round trip, that is equal on two calls only when no
+   * process committed anything to the store in between; null when the backend cannot tell that
+   * without a round trip (remote and in-memory KV, PostgreSQL). While it stays equal, an
+   * authority state read after the first call is still current, and the authenticator does not
+   * read it again.
+   */
+  changeMarker(): number | null;
   /** One page of the namespace's principals, oldest first (by `createdAt`, then id). */
   listPrincipalPage(options: PrincipalPageOptions): Promise<PrincipalRecordPage>;
   /**

@@ -60,7 +60,9 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     assert.equal(reads.length, 2);
     // ... then the principal is revoked elsewhere, and three more requests arrive.
     await kv.revokePrincipal(record.principalId, new Date().toISOString());
-    const after = [1, 2, 3].map(() => authenticator.authenticate(header, Date.now()));
+    const after = [1, 2, 3].map(() =>
+      Promise.resolve(authenticator.authenticate(header, Date.now()))
+    );
     await tick();
     assert.equal(reads.length, 2, "no request of the three joins the read already running");
     // The running read answers with the old epoch: only the request that started it uses it.
@@ -76,10 +78,101 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     }
     assert.equal(reads.length, 3);
     // A claim by another bootstrap refuses every bearer, this process's bootstrap included.
-    const superseded = authenticator.authenticate(`Bearer ${"art_" + "b".repeat(43)}`, Date.now());
+    const superseded = Promise.resolve(
+      authenticator.authenticate(`Bearer ${"art_" + "b".repeat(43)}`, Date.now()),
+    );
     reads[3].resolve({ current: false, epoch: "e3" });
     await assert.rejects(superseded, /newer bootstrap/);
   } finally {
     await kv.close();
+  }
+});
+
+Deno.test("on a Deno KV file, nothing committed means no authority read; another process's revocation is seen by the next request", async () => {
+  const bootstrap = deriveBootstrapCredential({
+    token: "art_" + "c".repeat(43),
+    principalId: crypto.randomUUID(),
+    capabilities: ["session:read", "authority:admin"],
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    source: "environment",
+  });
+  const directory = await Deno.makeTempDir({ prefix: "authority-marker-" });
+  const path = `${directory}/store.kv`;
+  const kv = await openKvStore({ path, namespace: bootstrap.namespace });
+  const bearer = "art_" + "q".repeat(43);
+  const record: PrincipalRecord = {
+    principalId: crypto.randomUUID(),
+    bearerDigest: bearerDigest(bearer),
+    capabilities: ["session:read"],
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    issuerId: bootstrap.principalId,
+    createdAt: new Date().toISOString(),
+    revokedAt: null,
+    nonce: "n",
+  };
+  await kv.claimAuthority(Date.now());
+  await kv.createPrincipal(record);
+  let reads = 0;
+  const store = new Proxy(kv, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (property === "readAuthorityState") reads++;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as Store;
+  const authenticator = new Authenticator({ bootstrap, store });
+  const header = `Bearer ${bearer}`;
+  try {
+    assert.equal(
+      (await authenticator.authenticate(header, Date.now())).principalId,
+      record.principalId,
+    );
+    assert.equal(reads, 1);
+    // Nothing committed since that read began: answered at once, from memory.
+    for (let i = 0; i < 100; i++) {
+      const answer = authenticator.authenticate(header, Date.now());
+      assert.ok(!(answer instanceof Promise), "a cached principal is answered synchronously");
+      assert.equal(answer.principalId, record.principalId);
+    }
+    assert.equal(reads, 1);
+
+    // Another process revokes the principal in the same file.
+    const script = `
+      import { openKvStore } from ${
+      JSON.stringify(new URL("../../server/store/kv.ts", import.meta.url).href)
+    };
+      const store = await openKvStore({ path: Deno.args[0], namespace: Deno.args[1] });
+      const result = await store.revokePrincipal(Deno.args[2], new Date().toISOString());
+      await store.close();
+      if (result !== "revoked") Deno.exit(3);
+    `;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        "--unstable-kv",
+        script,
+        path,
+        bootstrap.namespace,
+        record.principalId,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+
+    const next = authenticator.authenticate(header, Date.now());
+    assert.ok(next instanceof Promise, "the marker moved: the request waits for a read");
+    await assert.rejects(next, (error: InterfaceError) => error.code === "authenticationFailed");
+    assert.equal(reads, 2);
+    // The refusal holds with no further authority read while nothing else is committed (the
+    // principal itself is read again: refusals are not cached).
+    await assert.rejects(
+      Promise.resolve(authenticator.authenticate(header, Date.now())),
+      (error: InterfaceError) => error.code === "authenticationFailed",
+    );
+    assert.equal(reads, 2);
+  } finally {
+    await kv.close();
+    await Deno.remove(directory, { recursive: true });
   }
 });

@@ -116,9 +116,10 @@ Deno.test("serve --metrics-port exposes request, latency and gauge metrics in Pr
     assert.ok(families.has("automation_runtime_provider_errors_total"));
     const store = "automation_runtime_store_operation_duration_seconds";
     assert.equal(families.get(store)?.type, "HISTOGRAM");
-    // Every authenticated request reads the revocation epoch from the store.
+    // The first authenticated request reads the authority state from the store; later ones
+    // read it again only when something was committed since.
     const reads = histogramSeries(text, store, 'operation="readAuthorityState",outcome="ok"');
-    assert.ok(Number(reads.count) >= 4, "store calls are timed");
+    assert.ok(Number(reads.count) >= 1, "store calls are timed");
 
     const elsewhere = await fetch(url.replace("/metrics", "/other"));
     await elsewhere.body?.cancel();

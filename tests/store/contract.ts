@@ -687,6 +687,29 @@ export function runStoreContract(
     assert.equal((await store.readAuthorityState()).epoch, revoked.epoch);
   });
 
+  testTwo(
+    "changeMarker is null, or stays equal until anything is committed by any handle",
+    async (a, b) => {
+      const marker = a.changeMarker();
+      if (marker === null) return;
+      assert.equal(a.changeMarker(), marker, "nothing committed: the marker holds");
+      await a.getPrincipal(crypto.randomUUID());
+      assert.equal(a.changeMarker(), marker, "a read commits nothing");
+      // Another handle (another connection, as another process has) commits: even an unrelated
+      // write in another namespace moves the marker.
+      assert.equal(await b.createPrincipal(testPrincipal()), "created");
+      const moved = a.changeMarker();
+      assert.notEqual(moved, marker);
+      const record = testPrincipal();
+      assert.equal(await a.createPrincipal(record), "created");
+      const own = a.changeMarker();
+      assert.notEqual(own, moved, "this handle's own commits move it too");
+      assert.equal(await b.revokePrincipal(crypto.randomUUID(), record.createdAt), "notFound");
+      await b.claimAuthority(Date.now());
+      assert.notEqual(a.changeMarker(), own, "a claim by another handle moves it");
+    },
+  );
+
   test("listPrincipalPage pages oldest first with no gap or repeat", async (store) => {
     const base = Date.now() - DAY;
     const records: PrincipalRecord[] = [];

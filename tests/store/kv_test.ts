@@ -47,3 +47,31 @@ Deno.test("openStore opens KV at a path, creating its directory, and refuses unk
 Deno.test("kv store: remove the temporary directory", () => {
   Deno.removeSync(directory, { recursive: true });
 });
+
+Deno.test("kv store: the change marker moves with every commit of another connection, across WAL checkpoints", async () => {
+  const file = `${directory}/marker.kv`;
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const store = await openKvStore({ path: file, namespace });
+  const other = await Deno.openKv(file);
+  try {
+    await store.getPrincipal(crypto.randomUUID());
+    let before = store.changeMarker();
+    assert.equal(typeof before, "number");
+    // 4 KiB a commit: 1,500 commits pass SQLite's automatic checkpoint (1,000 pages) several
+    // times, so the WAL restarts from its start while the marker is being read.
+    const value = "x".repeat(4096);
+    let unchangedReads = 0;
+    for (let i = 0; i < 1500; i++) {
+      await other.set(["filler", i % 50], value);
+      const after = store.changeMarker();
+      // Null is allowed (it means "read the store"); equal to the value before the commit is not.
+      assert.notEqual(after, before, `commit ${i} left the marker at ${before}`);
+      if (after !== null && after === store.changeMarker()) unchangedReads++;
+      before = after;
+    }
+    assert.ok(unchangedReads > 1400, "with no commit in between, the marker holds");
+  } finally {
+    other.close();
+    await store.close();
+  }
+});
