@@ -49,7 +49,8 @@ Deno.test("kv store: remove the temporary directory", () => {
 });
 
 Deno.test("kv store: the change marker moves with every commit of another connection, across WAL checkpoints", async () => {
-  const file = `${directory}/marker.kv`;
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-marker-" });
+  const file = `${own}/marker.kv`;
   const namespace = crypto.randomUUID().replaceAll("-", "");
   const store = await openKvStore({ path: file, namespace });
   const other = await Deno.openKv(file);
@@ -73,5 +74,6 @@ Deno.test("kv store: the change marker moves with every commit of another connec
   } finally {
     other.close();
     await store.close();
+    await Deno.remove(own, { recursive: true });
   }
 });
