@@ -29,7 +29,7 @@ import type {
   StoredResponse,
 } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
-import { audit } from "../runs/audit.ts";
+import { audit, auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
 
 /** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
@@ -233,9 +233,15 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       maxActiveRuns: policy.maxActiveRuns,
     };
     const key = context.idempotency;
+    // Written with the principal, in the same atomic step: an issuance is never unaudited.
+    const issued = auditEntry(context, {
+      action: "principal.issued",
+      subjectId: body.principalId,
+      outcome: "ok",
+    });
     let result: CreatePrincipalResult;
     if (key === null) {
-      result = await store.createPrincipal(record);
+      result = await store.createPrincipal(record, undefined, issued);
     } else if (key.token === null) {
       // One atomic write: the principal, its digest index and the recorded answer.
       const outcome = await store.createPrincipal(record, {
@@ -244,7 +250,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         now,
         response: { status: 201, body: JSON.stringify(publicBody) },
         expiresAt: key.expiresAt,
-      });
+      }, issued);
       if (typeof outcome !== "string") return await key.used(outcome);
       result = outcome;
     } else {
@@ -253,15 +259,10 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         token: key.token,
         response: { status: 201, body: JSON.stringify(publicBody) },
         expiresAt: key.expiresAt,
-      });
+      }, issued);
     }
     if (result === "exists") throw principalExists();
     key?.recorded();
-    await audit(store, services.logger, context, {
-      action: "principal.issued",
-      subjectId: body.principalId,
-      outcome: "ok",
-    });
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
   }
 

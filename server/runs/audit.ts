@@ -8,7 +8,7 @@
  */
 import type { RequestContext } from "../context.ts";
 import type { RuntimeLogger } from "../log.ts";
-import type { AuditAction, Store } from "../store/types.ts";
+import type { AuditAction, AuditEntryInput, Store } from "../store/types.ts";
 
 /** What one audit call records beside the request's own actor and correlation id. */
 export interface AuditFacts {
@@ -20,6 +20,32 @@ export interface AuditFacts {
   runId?: string;
   /** `ok` or a stable error code. */
   outcome: string;
+}
+
+/**
+ * The audit entry of the request in `context`, for a store write that appends it in the same
+ * atomic step as its effect (`Store.createPrincipal`); undefined without an authenticated actor.
+ *
+ * @example
+ * ```ts ignore
+ * await store.createPrincipal(record, recording, auditEntry(context, facts));
+ * ```
+ */
+export function auditEntry(
+  context: RequestContext,
+  facts: AuditFacts,
+): AuditEntryInput | undefined {
+  const actorId = context.principal?.principalId;
+  if (actorId === undefined) return undefined;
+  return {
+    at: new Date(context.receivedAt).toISOString(),
+    action: facts.action,
+    actorId,
+    ...(facts.subjectId !== undefined ? { subjectId: facts.subjectId } : {}),
+    ...(facts.runId !== undefined ? { runId: facts.runId } : {}),
+    correlationId: context.responseCorrelationId,
+    outcome: facts.outcome,
+  };
 }
 
 /**
@@ -36,18 +62,10 @@ export async function audit(
   context: RequestContext,
   facts: AuditFacts,
 ): Promise<void> {
-  const actorId = context.principal?.principalId;
-  if (actorId === undefined) return;
+  const entry = auditEntry(context, facts);
+  if (entry === undefined) return;
   try {
-    await store.appendAudit({
-      at: new Date(context.receivedAt).toISOString(),
-      action: facts.action,
-      actorId,
-      ...(facts.subjectId !== undefined ? { subjectId: facts.subjectId } : {}),
-      ...(facts.runId !== undefined ? { runId: facts.runId } : {}),
-      correlationId: context.responseCorrelationId,
-      outcome: facts.outcome,
-    });
+    await store.appendAudit(entry);
   } catch (error) {
     logger.error("audit append failed", {
       errorName: error instanceof Error ? error.name : typeof error,

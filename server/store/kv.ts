@@ -24,10 +24,11 @@
  * @module
  */
 import { GatewayRecords } from "./_gateway_records.ts";
-import { KvRunStore } from "./kv/_runs.ts";
+import { addAuditEntries, auditSeqKey, KvRunStore } from "./kv/_runs.ts";
 import { KvAnswerStore } from "./kv/_answers.ts";
 import { KvRunEventStore } from "./kv/_events.ts";
 import { type ChangeMarker, openChangeMarker } from "./kv/_change_marker.ts";
+import type { AuditEntryInput } from "./run_types.ts";
 import {
   type AuthorityState,
   type CreatePrincipalResult,
@@ -143,11 +144,12 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
 interface QueuedCreate {
   record: PrincipalRecord;
   recording: IdempotencyRecording;
+  audit: AuditEntryInput | undefined;
   done: PromiseWithResolvers<RecordedCreateResult>;
 }
 
 /**
- * Most creations in one group commit: 3 checks and 4 mutations each stay far inside Deno KV's
+ * Most creations in one group commit: 3 checks and 5 mutations each (with an audit entry) stay far inside Deno KV's
  * limits of one atomic operation (100 checks, 1000 mutations, 80 KiB of keys, 800 KiB in all).
  */
 const MAX_GROUP = 16;
@@ -239,18 +241,21 @@ class KvStore extends GatewayRecords implements Store {
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
+    audit?: AuditEntryInput,
   ): Promise<CreatePrincipalResult>;
   createPrincipal(
     record: PrincipalRecord,
     recording: IdempotencyRecording,
+    audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult>;
   async createPrincipal(
     record: PrincipalRecord,
     idempotency?: IdempotencyCompletion | IdempotencyRecording,
+    audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult> {
     try {
       if (idempotency !== undefined && "requestDigest" in idempotency) {
-        return await this.#createRecorded(record, idempotency);
+        return await this.#createRecorded(record, idempotency, audit);
       }
       const idKey = this.#principalKey(record.principalId);
       const digestKey = this.#digestKey(record.bearerDigest);
@@ -260,6 +265,7 @@ class KvStore extends GatewayRecords implements Store {
           .check({ key: digestKey, versionstamp: null })
           .set(idKey, record)
           .set(digestKey, record.principalId);
+        if (audit !== undefined) await this.#addAudit(operation, [audit]);
         if (idempotency !== undefined && !(await this.#addCompletion(operation, idempotency))) {
           // Like PostgreSQL: a claim taken over meanwhile belongs to another request now.
           throw leaseLost();
@@ -268,7 +274,7 @@ class KvStore extends GatewayRecords implements Store {
         if (result.ok) return "created";
         const [byId, byDigest] = await this.#kv.getMany([idKey, digestKey]);
         if (byId.versionstamp !== null || byDigest.versionstamp !== null) return "exists";
-        // The idempotency claim changed underneath: build the operation again.
+        // The idempotency claim or the audit seq changed underneath: build the operation again.
       }
       throw contention();
     } catch (error) {
@@ -290,9 +296,10 @@ class KvStore extends GatewayRecords implements Store {
   #createRecorded(
     record: PrincipalRecord,
     recording: IdempotencyRecording,
+    audit: AuditEntryInput | undefined,
   ): Promise<RecordedCreateResult> {
     const done = Promise.withResolvers<RecordedCreateResult>();
-    this.#queue.push({ record, recording, done });
+    this.#queue.push({ record, recording, audit, done });
     if (!this.#committing) this.#commitGroups();
     return done.promise;
   }
@@ -307,6 +314,7 @@ class KvStore extends GatewayRecords implements Store {
         try {
           const operation = this.#kv.atomic();
           for (const item of group) this.#addRecorded(operation, item.record, item.recording, null);
+          await this.#addAudit(operation, group.flatMap((item) => item.audit ?? []));
           committed = (await operation.commit()).ok;
         } catch (error) {
           if (group.length === 1) {
@@ -320,7 +328,7 @@ class KvStore extends GatewayRecords implements Store {
           continue;
         }
         for (const item of group) {
-          this.#createAlone(item.record, item.recording, group.length === 1).then(
+          this.#createAlone(item, group.length === 1).then(
             item.done.resolve,
             (error) => item.done.reject(unavailable(error)),
           );
@@ -349,6 +357,19 @@ class KvStore extends GatewayRecords implements Store {
     }
     this.#queue = rest;
     return group;
+  }
+
+  /**
+   * Adds audit entries to `operation` after reading the last audit seq (nothing is read when
+   * there are none): a commit that finds the seq moved fails, and its caller tries again.
+   */
+  async #addAudit(
+    operation: Deno.AtomicOperation,
+    inputs: readonly AuditEntryInput[],
+  ): Promise<void> {
+    if (inputs.length === 0) return;
+    const last = await this.#kv.get<number>(auditSeqKey(this.#root));
+    addAuditEntries(operation, this.#root, last, inputs);
   }
 
   /**
@@ -393,11 +414,8 @@ class KvStore extends GatewayRecords implements Store {
    * and the digest once to tell why, and commits again only when the key may be taken over or
    * what failed the check is gone.
    */
-  async #createAlone(
-    record: PrincipalRecord,
-    recording: IdempotencyRecording,
-    failed: boolean,
-  ): Promise<RecordedCreateResult> {
+  async #createAlone(item: QueuedCreate, failed: boolean): Promise<RecordedCreateResult> {
+    const { record, recording, audit } = item;
     const keys: [Deno.KvKey, Deno.KvKey, Deno.KvKey] = [
       this.#idempotencyKey(recording.scope),
       this.#principalKey(record.principalId),
@@ -408,6 +426,7 @@ class KvStore extends GatewayRecords implements Store {
       if (attempt > 0 || !failed) {
         const operation = this.#kv.atomic();
         this.#addRecorded(operation, record, recording, seen);
+        if (audit !== undefined) await this.#addAudit(operation, [audit]);
         if ((await operation.commit()).ok) return "created";
       }
       const [current, byId, byDigest] = await this.#kv.getMany<

@@ -41,7 +41,8 @@ import { migratePostgres } from "./postgres/_migrate.ts";
 import { toStartupError, toStoreError } from "./postgres/_errors.ts";
 import { guardDriverCrash } from "./postgres/_driver_guard.ts";
 import { GatewayRecords } from "./_gateway_records.ts";
-import { PostgresRunStore } from "./postgres/_runs.ts";
+import { auditInsert, PostgresRunStore } from "./postgres/_runs.ts";
+import type { AuditEntryInput } from "./run_types.ts";
 import { PostgresAnswerStore } from "./postgres/_answers.ts";
 import { PostgresRunEventStore } from "./postgres/_events.ts";
 import {
@@ -294,6 +295,7 @@ class PostgresStore extends GatewayRecords implements Store {
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
+    audit?: AuditEntryInput,
   ): Promise<CreatePrincipalResult>;
   /**
    * Creates a principal and records the answer under an unclaimed idempotency key, in one
@@ -302,21 +304,26 @@ class PostgresStore extends GatewayRecords implements Store {
   createPrincipal(
     record: PrincipalRecord,
     recording: IdempotencyRecording,
+    audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult>;
   createPrincipal(
     record: PrincipalRecord,
     idempotency?: IdempotencyCompletion | IdempotencyRecording,
+    audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult> {
     if (idempotency !== undefined && "requestDigest" in idempotency) {
-      return this.#createRecorded(record, idempotency);
+      return this.#createRecorded(record, idempotency, audit);
     }
     const completion = idempotency;
     return this.#run(async (sql) => {
       if (completion === undefined) {
         const inserted = await sql`
-          ${this.#principalInsert(sql, record)}
-          ON CONFLICT DO NOTHING
-          RETURNING 1`;
+          WITH inserted AS (
+            ${this.#principalInsert(sql, record)}
+            ON CONFLICT DO NOTHING
+            RETURNING 1
+          )${this.#auditAfter(sql, audit, "inserted")}
+          SELECT 1 FROM inserted`;
         return inserted.count === 0 ? "exists" : "created";
       }
       const [row] = await sql<{ owned: number; created: number; completed: number }[]>`
@@ -339,7 +346,7 @@ class PostgresStore extends GatewayRecords implements Store {
             AND token = ${completion.token} AND NOT completed
             AND EXISTS (SELECT 1 FROM inserted)
           RETURNING 1
-        )
+        )${this.#auditAfter(sql, audit, "completed")}
         SELECT (SELECT count(*) FROM claim)::int AS owned,
                (SELECT count(*) FROM inserted)::int AS created,
                (SELECT count(*) FROM completed)::int AS completed`;
@@ -352,6 +359,22 @@ class PostgresStore extends GatewayRecords implements Store {
       if (row.completed === 0) throw new Error("The idempotency claim was not completed");
       return "created";
     });
+  }
+
+  /**
+   * The CTE `, audited AS (…)` appending `audit` when the CTE named `after` returned a row, so a
+   * creation and its audit entry commit in one statement, both or neither; nothing without one.
+   */
+  #auditAfter(
+    sql: postgres.Sql,
+    audit: AuditEntryInput | undefined,
+    after: "inserted" | "completed",
+  ): postgres.PendingQuery<postgres.Row[]> {
+    if (audit === undefined) return sql``;
+    return sql`, audited AS (
+      ${auditInsert(sql, this.#ns, audit)}
+      WHERE EXISTS (SELECT 1 FROM ${sql(after)})
+    )`;
   }
 
   /**
@@ -387,6 +410,7 @@ class PostgresStore extends GatewayRecords implements Store {
   #createRecorded(
     record: PrincipalRecord,
     recording: IdempotencyRecording,
+    audit: AuditEntryInput | undefined,
   ): Promise<RecordedCreateResult> {
     return this.#run(async (sql) => {
       const now = ms(recording.now);
@@ -425,7 +449,7 @@ class PostgresStore extends GatewayRecords implements Store {
               ${this.#principalInsert(sql, record)}
               WHERE EXISTS (SELECT 1 FROM recorded)
               RETURNING 1
-            )
+            )${this.#auditAfter(sql, audit, "inserted")}
             SELECT (SELECT count(*) FROM inserted)::int AS created,
                    (SELECT count(*) FROM taken)::int AS taken,
                    prior.request_digest, prior.completed, prior.lease_until, prior.expires_at,

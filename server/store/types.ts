@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { RunStore } from "./run_types.ts";
+import type { AuditEntryInput, RunStore } from "./run_types.ts";
 import type { AnswerStore } from "./answer_types.ts";
 import type { RunEventStore } from "./run_event_types.ts";
 
@@ -243,11 +243,13 @@ export interface Store extends RunStore, AnswerStore, RunEventStore {
    * idempotency record is completed in the same atomic step, so an acknowledged creation is
    * never left with an unfinished claim; when `completion.token` no longer owns the claim (its
    * lease ran out and another request took it over), nothing is written and
-   * {@linkcode IdempotencyLeaseLostError} is thrown.
+   * {@linkcode IdempotencyLeaseLostError} is thrown. `audit`, when given, is appended to the
+   * audit log in the same atomic step: a creation and its audit entry are stored both or neither.
    */
   createPrincipal(
     record: PrincipalRecord,
     completion?: IdempotencyCompletion,
+    audit?: AuditEntryInput,
   ): Promise<CreatePrincipalResult>;
   /**
    * Creates a principal and records `recording.response` under an unclaimed idempotency key in
@@ -255,10 +257,12 @@ export interface Store extends RunStore, AnswerStore, RunEventStore {
    * returned) or the id or digest exists (`exists`, the key left as it was); either way nothing
    * is written then. A record that expired, or an unfinished claim of the same body whose lease
    * ran out, counts as unused. Of concurrent calls on one key or one id, exactly one creates.
+   * `audit`, when given, is appended in the same atomic step (both or neither).
    */
   createPrincipal(
     record: PrincipalRecord,
     recording: IdempotencyRecording,
+    audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult>;
   /** Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. */
   revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult>;

@@ -172,6 +172,85 @@ export function runStoreContract(
     assert.equal(listed[1].revokedAt, new Date(base + 3_000).toISOString());
   });
 
+  test("createPrincipal appends its audit entry in the same step, and none when nothing is created", async (store) => {
+    const now = Date.now();
+    const entry = (subjectId: string) => ({
+      at: new Date(now).toISOString(),
+      action: "principal.issued" as const,
+      actorId: crypto.randomUUID(),
+      subjectId,
+      correlationId: crypto.randomUUID(),
+      outcome: "ok",
+    });
+    const issued = async () =>
+      (await store.listAudit({ limit: 100, action: "principal.issued" })).entries;
+    // Without an idempotency key.
+    const plain = testPrincipal();
+    assert.equal(
+      await store.createPrincipal(plain, undefined, entry(plain.principalId)),
+      "created",
+    );
+    assert.equal(
+      await store.createPrincipal(
+        { ...testPrincipal(), principalId: plain.principalId },
+        undefined,
+        entry(plain.principalId),
+      ),
+      "exists",
+    );
+    // Recorded under an unclaimed key, sixteen at once (a group commit), then a repeat.
+    const recording = () => ({
+      scope: randomHex(),
+      requestDigest: randomHex(),
+      now,
+      response: { status: 201, body: "{}" },
+      expiresAt: now + DAY,
+    });
+    const many = Array.from({ length: 16 }, () => testPrincipal());
+    // Racing appends of other entries, which share the log's seq.
+    const others = Array.from(
+      { length: 8 },
+      () => store.appendAudit({ ...entry(crypto.randomUUID()), action: "run.started" }),
+    );
+    const results = await Promise.all(
+      many.map((record) => store.createPrincipal(record, recording(), entry(record.principalId))),
+    );
+    assert.deepEqual(results, many.map(() => "created"));
+    await Promise.all(others);
+    const used = recording();
+    const first = testPrincipal();
+    assert.equal(await store.createPrincipal(first, used, entry(first.principalId)), "created");
+    const repeat = await store.createPrincipal(testPrincipal(), used, entry("repeat"));
+    assert.notEqual(repeat, "created");
+    // Completing a claim.
+    const scope = randomHex();
+    const claim = await store.claimIdempotency({
+      scope,
+      requestDigest: randomHex(),
+      now,
+      leaseMs: 60_000,
+      expiresAt: now + DAY,
+    });
+    assert.ok(claim.state === "claimed");
+    const claimed = testPrincipal();
+    assert.equal(
+      await store.createPrincipal(claimed, {
+        scope,
+        token: claim.token,
+        response: { status: 201, body: "{}" },
+        expiresAt: now + DAY,
+      }, entry(claimed.principalId)),
+      "created",
+    );
+    const entries = await issued();
+    const subjects = entries.map((item) => item.subjectId).sort();
+    const expected = [plain, ...many, first, claimed].map((record) => record.principalId).sort();
+    assert.deepEqual(subjects, expected, "one entry per creation, none for a refused one");
+    const all = (await store.listAudit({ limit: 100 })).entries;
+    assert.equal(all.length, entries.length + 8);
+    assert.equal(new Set(all.map((item) => item.seq)).size, all.length, "no two share a seq");
+  });
+
   test("a claim blocks the same key (inFlight) and refuses another body (conflict)", async (store) => {
     const now = Date.now();
     const params = { scope: randomHex(), requestDigest: randomHex(), now, leaseMs: 60_000 };

@@ -52,6 +52,32 @@ function live(slot: SlotEntry | null, now: number): boolean {
   return slot !== null && (slot.leaseUntil === null || slot.leaseUntil > now);
 }
 
+/** The key of the last audit seq below `root`. */
+export function auditSeqKey(root: Deno.KvKey): Deno.KvKey {
+  return [...root, "audit-seq"];
+}
+
+/**
+ * Adds audit entries numbered after `last` (the entry of {@linkcode auditSeqKey}, read by the
+ * caller) to `operation`, checked against it so that two appends can never number alike: the one
+ * committing second fails and reads again. Returns the entries as they will be stored. Every
+ * audit write of the KV store goes through here.
+ */
+export function addAuditEntries(
+  operation: Deno.AtomicOperation,
+  root: Deno.KvKey,
+  last: Deno.KvEntryMaybe<number>,
+  inputs: readonly AuditEntryInput[],
+): AuditEntry[] {
+  const first = (last.value ?? 0) + 1;
+  const entries = inputs.map((input, index): AuditEntry => ({ seq: first + index, ...input }));
+  operation.check(last).set(auditSeqKey(root), first + inputs.length - 1);
+  for (const entry of entries) {
+    operation.set([...root, "audit", entry.seq], entry, { expireIn: AUDIT_TTL_MS });
+  }
+  return entries;
+}
+
 /** An audit entry waiting for the next group commit. */
 interface QueuedAudit {
   input: AuditEntryInput;
@@ -334,15 +360,11 @@ export class KvRunStore implements RunStore {
   }
 
   async #appendGroup(inputs: AuditEntryInput[]): Promise<AuditEntry[]> {
-    const seqKey = this.#key("audit-seq");
+    const seqKey = auditSeqKey(this.#root);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const last = await this.#kv.get<number>(seqKey);
-      const first = (last.value ?? 0) + 1;
-      const entries = inputs.map((input, index): AuditEntry => ({ seq: first + index, ...input }));
-      const operation = this.#kv.atomic().check(last).set(seqKey, first + inputs.length - 1);
-      for (const entry of entries) {
-        operation.set(this.#key("audit", entry.seq), entry, { expireIn: AUDIT_TTL_MS });
-      }
+      const operation = this.#kv.atomic();
+      const entries = addAuditEntries(operation, this.#root, last, inputs);
       if ((await operation.commit()).ok) return entries;
     }
     throw contention();

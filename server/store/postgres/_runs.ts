@@ -52,6 +52,24 @@ function toAuditEntry(row: AuditRow): AuditEntry {
   return entry;
 }
 
+/**
+ * The `INSERT … SELECT` of one audit row, shared by every statement that appends to the audit
+ * log; callers may append a `WHERE` (to write it only with another write of the same statement)
+ * and `RETURNING`.
+ */
+export function auditInsert(
+  sql: postgres.Sql,
+  namespace: string,
+  input: AuditEntryInput,
+): postgres.PendingQuery<postgres.Row[]> {
+  return sql`
+    INSERT INTO automation_runtime_audit
+      (namespace, at, action, actor_id, subject_id, run_id, correlation_id, outcome)
+    SELECT ${namespace}, ${input.at}, ${input.action}, ${input.actorId},
+           ${input.subjectId ?? null}, ${input.runId ?? null}, ${input.correlationId},
+           ${input.outcome}`;
+}
+
 /** The run part of the PostgreSQL store; the store delegates to it. */
 export class PostgresRunStore implements RunStore {
   #run: PostgresRunner;
@@ -176,13 +194,9 @@ export class PostgresRunStore implements RunStore {
 
   appendAudit(input: AuditEntryInput): Promise<AuditEntry> {
     return this.#run(async (sql) => {
-      const [row] = await sql<{ seq: string }[]>`
-        INSERT INTO automation_runtime_audit
-          (namespace, at, action, actor_id, subject_id, run_id, correlation_id, outcome)
-        VALUES (${this.#ns}, ${input.at}, ${input.action}, ${input.actorId},
-                ${input.subjectId ?? null}, ${input.runId ?? null}, ${input.correlationId},
-                ${input.outcome})
-        RETURNING seq`;
+      const [row] = await sql<{ seq: string }[]>`${
+        auditInsert(sql, this.#ns, input)
+      } RETURNING seq`;
       return { seq: Number(row.seq), ...input };
     });
   }
