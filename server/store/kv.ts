@@ -285,7 +285,8 @@ class KvStore extends GatewayRecords implements Store {
   /**
    * A recorded creation is ONE atomic commit checking that the key, the id and the digest are
    * all unused, then writing the principal, its digest index and the finished idempotency record
-   * (with its purge index). It reads nothing first: a fresh key is the common case.
+   * (with its purge index), and the creation's audit entry. It reads nothing first but the audit
+   * log's last seq: a fresh key is the common case.
    *
    * Creations are group-committed: while one commit is running, the creations that arrive queue
    * up, and the next commit carries all of them (up to {@linkcode MAX_GROUP}, none sharing a key
