@@ -10,16 +10,15 @@ import type { InterfaceError } from "../../server/errors.ts";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { AuthorityState, PrincipalRecord, Store } from "../../server/store/types.ts";
 
-Deno.test("a request waits for an authority read that started after it arrived; waiting requests share one", async () => {
+/** A bootstrap credential whose token repeats `letter`, and a principal it issued with `bearer`. */
+function fixture(letter: string, bearer: string) {
   const bootstrap = deriveBootstrapCredential({
-    token: "art_" + "b".repeat(43),
+    token: "art_" + letter.repeat(43),
     principalId: crypto.randomUUID(),
     capabilities: ["session:read", "authority:admin"],
     expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
     source: "environment",
   });
-  const kv = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
-  const bearer = "art_" + "p".repeat(43);
   const record: PrincipalRecord = {
     principalId: crypto.randomUUID(),
     bearerDigest: bearerDigest(bearer),
@@ -30,6 +29,13 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     revokedAt: null,
     nonce: "n",
   };
+  return { bootstrap, record };
+}
+
+Deno.test("a request waits for an authority read that started after it arrived; waiting requests share one", async () => {
+  const bearer = "art_" + "p".repeat(43);
+  const { bootstrap, record } = fixture("b", bearer);
+  const kv = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
   await kv.createPrincipal(record);
   const reads: PromiseWithResolvers<AuthorityState>[] = [];
   const store = new Proxy(kv, {
@@ -89,27 +95,11 @@ Deno.test("a request waits for an authority read that started after it arrived; 
 });
 
 Deno.test("on a Deno KV file, nothing committed means no authority read; another process's revocation is seen by the next request", async () => {
-  const bootstrap = deriveBootstrapCredential({
-    token: "art_" + "c".repeat(43),
-    principalId: crypto.randomUUID(),
-    capabilities: ["session:read", "authority:admin"],
-    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-    source: "environment",
-  });
+  const bearer = "art_" + "q".repeat(43);
+  const { bootstrap, record } = fixture("c", bearer);
   const directory = await Deno.makeTempDir({ prefix: "authority-marker-" });
   const path = `${directory}/store.kv`;
   const kv = await openKvStore({ path, namespace: bootstrap.namespace });
-  const bearer = "art_" + "q".repeat(43);
-  const record: PrincipalRecord = {
-    principalId: crypto.randomUUID(),
-    bearerDigest: bearerDigest(bearer),
-    capabilities: ["session:read"],
-    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-    issuerId: bootstrap.principalId,
-    createdAt: new Date().toISOString(),
-    revokedAt: null,
-    nonce: "n",
-  };
   await kv.claimAuthority(Date.now());
   await kv.createPrincipal(record);
   let reads = 0;
