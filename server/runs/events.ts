@@ -283,7 +283,10 @@ export class RunEventHub {
   }
 
   /** The whole answer when the window (or the resume point) settles it, else null. */
-  async #completeBody(feed: RunFeed, options: EventStreamOptions): Promise<Uint8Array<ArrayBuffer> | null> {
+  async #completeBody(
+    feed: RunFeed,
+    options: EventStreamOptions,
+  ): Promise<Uint8Array<ArrayBuffer> | null> {
     if (await this.#resumesAfterEnd(feed, options)) return RETRY.slice();
     const slice = feed.ready ? feed.window.after(options.after) : null;
     if (slice === null || !slice.terminal) return null;
