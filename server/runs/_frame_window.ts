@@ -17,6 +17,9 @@
  * 2. `encodeInto` straight into the buffer: no per-frame `Uint8Array`, so no garbage per entry.
  * 3. Terminal entries are indexed apart (`#terminals`): finding where a stream ends is a walk over
  *    a few turn ends, not over every entry of the window.
+ * 4. Complete answers are kept by resume point ({@linkcode FrameWindow.answer}): subscribers
+ *    replaying the same finished turn share one body, so each costs one copy (the one `Response`
+ *    makes of a byte body) instead of an allocation and two copies.
  *
  * @module
  */
@@ -24,6 +27,8 @@ import type { RunEventEntry } from "../store/types.ts";
 
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const ENCODER = new TextEncoder();
+/** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
+const MAX_ANSWERS = 4;
 /** First buffer size: 64 KiB holds a few hundred typical frames. */
 const INITIAL_BYTES = 64 * 1024;
 
@@ -60,6 +65,9 @@ export class FrameWindow {
   #terminals: number[] = [];
   /** The seq of frame 0 (the next entry's seq while the window is empty). */
   #first = 1;
+  /** Complete answers by resume point (see {@linkcode FrameWindow.answer}), at most a few. */
+  #answers = new Map<number, Uint8Array<ArrayBuffer>>();
+  #answerBytes = 0;
 
   /** A window of at most about `max` entries. */
   constructor(max: number, initialBytes: number = INITIAL_BYTES) {
@@ -77,9 +85,10 @@ export class FrameWindow {
     return this.#first + this.count - 1;
   }
 
-  /** The bytes the window holds on to (its buffer and index). */
+  /** The bytes the window holds on to (its buffer, index and kept answers). */
   get byteLength(): number {
-    return this.#buffer.byteLength + 8 * (this.#offsets.length + this.#terminals.length);
+    return this.#buffer.byteLength + 8 * (this.#offsets.length + this.#terminals.length) +
+      this.#answerBytes;
   }
 
   /** Empties the window; the next entry it takes is `after + 1`. */
@@ -87,6 +96,8 @@ export class FrameWindow {
     this.#offsets = [0];
     this.#terminals = [];
     this.#first = after + 1;
+    this.#answers.clear();
+    this.#answerBytes = 0;
   }
 
   /**
@@ -138,6 +149,8 @@ export class FrameWindow {
     buffer.set(this.#buffer.subarray(start, end));
     this.#buffer = buffer;
     if (from > 0) {
+      this.#answers.clear();
+      this.#answerBytes = 0;
       this.#offsets = this.#offsets.slice(from);
       this.#terminals = this.#terminals.filter((index) => index >= from).map((i) => i - from);
       this.#first += from;
@@ -181,5 +194,29 @@ export class FrameWindow {
       last: this.#first + to - 1,
       terminal,
     };
+  }
+
+  /**
+   * `prefix` and the frames after `after` up to and including the first terminal entry, as one
+   * body, when the window holds all of them (null otherwise). The bytes are shared between
+   * callers: hand them to something that copies them (a `Response`), never write to them. Log
+   * entries never change, so a kept answer stays right; the last {@linkcode MAX_ANSWERS} are kept.
+   */
+  answer(after: number, prefix: Uint8Array): Uint8Array<ArrayBuffer> | null {
+    const kept = this.#answers.get(after);
+    if (kept !== undefined) return kept;
+    const slice = this.after(after);
+    if (slice === null || !slice.terminal) return null;
+    const body = new Uint8Array(prefix.length + slice.bytes.length);
+    body.set(prefix);
+    body.set(slice.bytes, prefix.length);
+    if (this.#answers.size >= MAX_ANSWERS) {
+      const [oldest, bytes] = this.#answers.entries().next().value!;
+      this.#answers.delete(oldest);
+      this.#answerBytes -= bytes.byteLength;
+    }
+    this.#answers.set(after, body);
+    this.#answerBytes += body.byteLength;
+    return body;
   }
 }

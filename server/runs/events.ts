@@ -58,7 +58,7 @@ export const MAX_LINGERING_FEEDS = 1_000;
 export const MAX_LINGERING_BYTES = 64 * 1024 * 1024;
 
 const ENCODER = new TextEncoder();
-const RETRY = ENCODER.encode("retry: 2000\n\n");
+const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode("retry: 2000\n\n");
 const HEARTBEAT = ENCODER.encode(": keep-alive\n\n");
 
 /** The public form of a log entry: the run event with its `seq` and `at`. */
@@ -138,7 +138,8 @@ export interface EventStreamOptions {
 
 /**
  * The body of an event stream answer: the whole answer as bytes when it is known already (see
- * the module doc), else a stream.
+ * the module doc), else a stream. The bytes may be shared with other answers: read them or hand
+ * them to a `Response` (which copies them), never write to them.
  */
 export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
 
@@ -246,7 +247,7 @@ export class RunEventHub {
     this.#refuseWhenClosed();
     const { runId, signal } = options;
     // A caller that has gone already gets what a stream would give it: the `retry` line.
-    if (signal?.aborted) return RETRY.slice();
+    if (signal?.aborted) return RETRY;
     // The one dispatch point: a known answer is one byte body, anything else a stream.
     const known = this.#feeds.get(runId);
     const checked = known?.ready === true;
@@ -282,18 +283,16 @@ export class RunEventHub {
     return this.#open(feed, options);
   }
 
-  /** The whole answer when the window (or the resume point) settles it, else null. */
+  /**
+   * The whole answer when the window (or the resume point) settles it, else null. The bytes may
+   * be shared with other answers: `Response` copies them.
+   */
   async #completeBody(
     feed: RunFeed,
     options: EventStreamOptions,
   ): Promise<Uint8Array<ArrayBuffer> | null> {
-    if (await this.#resumesAfterEnd(feed, options)) return RETRY.slice();
-    const slice = feed.ready ? feed.window.after(options.after) : null;
-    if (slice === null || !slice.terminal) return null;
-    const body = new Uint8Array(RETRY.length + slice.bytes.length);
-    body.set(RETRY);
-    body.set(slice.bytes, RETRY.length);
-    return body;
+    if (await this.#resumesAfterEnd(feed, options)) return RETRY;
+    return feed.ready ? feed.window.answer(options.after, RETRY) : null;
   }
 
   /** A stream of a subscribed feed (the subscription is the stream's from now on). */
