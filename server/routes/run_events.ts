@@ -84,7 +84,7 @@ export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefi
     }
     const record = await gateway.readableRun(context, context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
-      const page = await hub.page(record.runId, after, query.limit);
+      const page = await hub.page(record.runId, after, query.limit, record);
       return context.json(JSON.stringify(page), 200);
     }
     // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,

@@ -191,13 +191,20 @@ export class RunEventHub {
     return this.#lingering.size;
   }
 
-  /** A JSON page: up to `limit` entries after `after`. */
-  async page(runId: string, after: number, limit: number): Promise<EventPage> {
+  /**
+   * A JSON page: up to `limit` entries after `after`. `record`, the run's record as read for
+   * this request, saves reading it again.
+   */
+  async page(runId: string, after: number, limit: number, record?: RunRecord): Promise<EventPage> {
     const entries = await this.#store.listRunEvents(runId, after, limit);
     let terminal = false;
     if (entries.length < limit) {
       const last = entries.at(-1) ?? (after > 0 ? await this.#entryAt(runId, after) : undefined);
-      if (isTerminalEntry(last)) terminal = await this.#runEnded(runId);
+      if (isTerminalEntry(last)) {
+        terminal = record !== undefined
+          ? !ACTIVE_RUN_STATES.has(record.state)
+          : await this.#runEnded(runId);
+      }
     }
     return {
       events: entries.map(publicEvent),
