@@ -435,3 +435,36 @@ Deno.test("hub: lingering feeds are evicted least recently used first, by count,
     raw.close();
   }
 });
+
+Deno.test("hub: a subscriber resuming before the window reads the store until it catches up", async () => {
+  const { store, raw, calls } = await instrumented();
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_f", [
+      ...turn("run_f", true, "run.failed"),
+      ...turn("run_f", false),
+    ]);
+    // A record whose end lies a window's length past seq 4: the feed's window starts after 4.
+    const far = { ...record("run_f", "running"), lastEventSeq: 1_004 };
+    const from = (after: number): EventStreamOptions => ({
+      runId: "run_f",
+      after,
+      authorization: null,
+      record: far,
+    });
+    const late = await hub.stream(from(4));
+    assert.ok(late instanceof Uint8Array, "the window holds the second turn whole");
+    assert.deepEqual(ids(late), [5, 6, 7]);
+    const before = calls.listRunEvents;
+    const early = new Collector(await hub.stream(from(1)));
+    const bytes = await early.rest();
+    assert.deepEqual(ids(bytes), [2, 3, 4], "the first turn, read from the store, ends there");
+    assert.ok(calls.listRunEvents > before, "read from the store");
+    assert.equal(hub.openStreams, 0);
+    const whole = new Collector(await hub.stream(from(0)));
+    assert.deepEqual(ids(await whole.rest()), [1, 2, 3, 4]);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
