@@ -28,10 +28,11 @@
  *
  * **Lingering feeds.** A feed whose last subscriber left stays for 30 s (its watch and poll
  * stopped; a publish still extends its window), so the next subscriber of a finished run is
- * answered without a store read, and one of a live run resumes the watch and reads only what was
- * appended meanwhile. Budget across all lingering feeds: at most 1,000 feeds and 64 MiB of
- * windows (a window holds at most 1,250 frames); past either, the least recently used goes first.
- * Feeds with subscribers are not counted (they are bounded by the stream limit).
+ * answered without reading the log, and one of a live run resumes the watch and reads only what was
+ * appended meanwhile. Budget across all lingering feeds: at most 1,000 feeds and 64 MiB of windows
+ * (a window holds at most 1,250 frames and its last 4 whole answers); past either, the least
+ * recently used goes first. Feeds with subscribers are not counted (they are bounded by the stream
+ * limit).
  *
  * @module
  */
