@@ -304,7 +304,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       client: () => runs.providerClient(),
       activity: runs.activity,
       leaseMs: options.runLeaseMs,
-      onAppend: (runId) => events.wake(runId),
+      onAppend: (runId, entries) => events.publish(runId, entries),
     })
     : null;
   tails?.start();

@@ -4,11 +4,11 @@
  *
  * | request | answer |
  * |---|---|
- * | `Accept: text/event-stream`, `Last-Event-ID` or `?after=<seq>` | 200 SSE stream (see `runs/events.ts`) |
+ * | `Accept: text/event-stream`, `Last-Event-ID` or `?after=<seq>` | 200 SSE stream, or its whole bytes when already known (see `runs/events.ts`) |
  * | otherwise (`Accept: application/json`), `?after=<seq>&limit=1..500` (100) | 200 `{events, nextAfter, terminal}` |
  * | `Last-Event-ID` not a whole number | 400 `invalidHeader` (+`header`) |
  * | `after` or `limit` malformed | 422 `invalidRequest` (+`details`) |
- * | more open streams than `--max-event-streams` on this replica | 503 `resourceExhausted` |
+ * | more open streams than `--max-event-streams` on this replica (a known answer takes no slot) | 503 `resourceExhausted` |
  *
  * `Last-Event-ID` wins over `?after`. The stream's answer (status, common headers, log line) is
  * settled when it starts: the log line's duration is the time to the first byte, not the
@@ -84,15 +84,17 @@ export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefi
     }
     const record = await gateway.readableRun(context, context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
-      const page = await hub.page(record.runId, after, query.limit);
+      const page = await hub.page(record.runId, after, query.limit, record);
       return context.json(JSON.stringify(page), 200);
     }
     // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,
     // which would break the one-JSON-object-a-line log. A client that goes cancels the body.
+    // Bytes when the whole answer is known already, else a stream: the hub decides.
     const body = await hub.stream({
       runId: record.runId,
       after,
       authorization: context.authorization,
+      record,
     });
     return new Response(body, {
       status: 200,

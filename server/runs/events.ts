@@ -1,10 +1,13 @@
 /**
  * Run event delivery on one replica: SSE streams and JSON pages of a run's event log.
  *
- * Every subscriber of a run on this replica shares one {@linkcode RunFeed}: one store watch
- * (PostgreSQL `LISTEN/NOTIFY`, Deno KV `watch`), one 1 s poll as the fallback, one read of the
- * new entries per wake-up, and each entry's SSE frame encoded once. A subscriber that resumes
- * further back than the feed's window reads the store directly until it catches up.
+ * Every subscriber of a run on this replica shares one feed (`_run_feed.ts`): one store watch
+ * (PostgreSQL `LISTEN/NOTIFY`, Deno KV `watch`), one 1 s poll as the fallback, one read of the new
+ * entries per wake-up, and a window of the latest 1,000 entries as SSE frames encoded once, in one
+ * buffer (`_frame_window.ts`). This replica's tail hands the feed what it appends
+ * ({@linkcode RunEventHub.publish}), so its subscribers get it without a store read; other
+ * replicas' appends arrive through the watch or the poll. A subscriber that resumes further back
+ * than the window reads the store directly until it catches up.
  *
  * A stream, in order: `retry: 2000`; the entries after the resume point, one frame each
  * (`id: <seq>`, `event: <type>`, `data: <JSON>`); a comment every 15 s while idle. It ends after a
@@ -15,29 +18,48 @@
  * cancelled, or the caller's `AbortSignal` fires). Ending always releases the stream's slot and
  * its subscription.
  *
+ * **Complete answers.** When the whole answer is known when the request comes (the window holds
+ * every entry after the resume point up to a terminal event, or the stream resumed after the
+ * terminal event of a finished run), {@linkcode RunEventHub.stream} returns those bytes as one
+ * `Uint8Array` instead of a stream: the same bytes, ending at the same place. Such an answer holds
+ * nothing once written, so it takes no `--max-event-streams` slot (it is served even when the
+ * replica has as many open streams as it allows) and is not re-checked for revocation. The
+ * decision is made in one place, {@linkcode RunEventHub.stream}.
+ *
+ * **Lingering feeds.** A feed whose last subscriber left stays for 30 s (its watch and poll
+ * stopped; a publish still extends its window), so the next subscriber of a finished run is
+ * answered without reading the log, and one of a live run resumes the watch and reads only what was
+ * appended meanwhile. Budget across all lingering feeds: at most 1,000 feeds and 64 MiB of windows
+ * (a window holds at most 1,250 frames and its last 4 whole answers); past either, the least
+ * recently used goes first. Feeds with subscribers are not counted (they are bounded by the stream
+ * limit).
+ *
  * @module
  */
 import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
-import type { RunEventEntry, Store } from "../store/types.ts";
+import type { RunEventEntry, RunRecord, Store } from "../store/types.ts";
 import { ACTIVE_RUN_STATES } from "../store/types.ts";
+import { type FrameSlice, FrameWindow, isTerminalType } from "./_frame_window.ts";
+import { READ_BATCH, RunFeed, WINDOW } from "./_run_feed.ts";
+
+export { POLL_MS } from "./_run_feed.ts";
 
 /** Default open event streams per replica (`--max-event-streams`). */
 export const DEFAULT_MAX_EVENT_STREAMS = 10_000;
 /** Idle time after which a stream gets a comment line, in ms. */
 export const HEARTBEAT_MS = 15_000;
-/** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
-export const POLL_MS = 1_000;
 /** How often open streams re-check their principal, in ms: a revocation ends them within 1 s. */
 export const PRINCIPAL_CHECK_MS = 500;
-/** Entries kept in a feed's window for subscribers to share. */
-const WINDOW = 1_000;
-/** Entries read from the store at once. */
-const READ_BATCH = 500;
+/** How long a feed without subscribers is kept, in ms. */
+export const LINGER_MS = 30_000;
+/** Most feeds kept without subscribers. */
+export const MAX_LINGERING_FEEDS = 1_000;
+/** Most bytes of windows kept in feeds without subscribers. */
+export const MAX_LINGERING_BYTES = 64 * 1024 * 1024;
 
-const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const ENCODER = new TextEncoder();
-const RETRY = ENCODER.encode("retry: 2000\n\n");
+const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode("retry: 2000\n\n");
 const HEARTBEAT = ENCODER.encode(": keep-alive\n\n");
 
 /** The public form of a log entry: the run event with its `seq` and `at`. */
@@ -63,157 +85,15 @@ export function publicEvent(entry: RunEventEntry): PublicRunEvent {
 
 /** Whether an entry ends a turn. */
 export function isTerminalEntry(entry: RunEventEntry | undefined): boolean {
-  return entry !== undefined && TERMINAL.has(entry.event.type);
+  return entry !== undefined && isTerminalType(entry.event.type);
 }
 
-/** An entry with its SSE frame, encoded once for every subscriber. */
-interface Framed {
-  entry: RunEventEntry;
-  frame: Uint8Array;
-}
-
-function frame(entry: RunEventEntry): Framed {
-  const data = JSON.stringify(publicEvent(entry));
-  return {
-    entry,
-    frame: ENCODER.encode(`id: ${entry.seq}\nevent: ${entry.event.type}\ndata: ${data}\n\n`),
-  };
-}
-
-/**
- * The frames of a batch as one chunk: one write to the socket instead of one per event (a
- * 303-event replay to 100 subscribers went from about 10,000 to far more events/s, see
- * `bench/events_bench.ts`).
- */
-function joinFrames(batch: readonly Framed[]): Uint8Array {
-  if (batch.length === 1) return batch[0].frame;
-  let length = 0;
-  for (const item of batch) length += item.frame.length;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const item of batch) {
-    out.set(item.frame, offset);
-    offset += item.frame.length;
-  }
-  return out;
-}
-
-/** The shared reader of one run's log on this replica. */
-class RunFeed {
-  readonly #store: Store;
-  readonly runId: string;
-  /** The latest entries, in order, at most {@linkcode WINDOW}. */
-  #window: Framed[] = [];
-  /** The last seq read from the store. */
-  #last = -1;
-  #waiters: (() => void)[] = [];
-  #reading: Promise<void> | null = null;
-  #again = false;
-  #stopped = false;
-  #stopWatch: () => void;
-  #timer: ReturnType<typeof setInterval>;
-  subscribers = 0;
-
-  constructor(store: Store, runId: string) {
-    this.#store = store;
-    this.runId = runId;
-    this.#stopWatch = store.watchRunEvents(runId, () => this.refresh());
-    this.#timer = setInterval(() => this.refresh(), POLL_MS);
-  }
-
-  /**
-   * Reads what the log gained since the last read, then wakes the subscribers. A call during a
-   * read makes one more read after it (the read under way may have started before the append).
-   */
-  refresh(): Promise<void> {
-    if (this.#reading !== null) {
-      this.#again = true;
-      return this.#reading;
-    }
-    this.#reading = (async () => {
-      do {
-        this.#again = false;
-        try {
-          await this.#read();
-        } catch {
-          // A store hiccup: the next wake-up or poll tries again.
-        }
-        const waiters = this.#waiters;
-        this.#waiters = [];
-        for (const wake of waiters) wake();
-      } while (this.#again && !this.#stopped);
-      this.#reading = null;
-    })();
-    return this.#reading;
-  }
-
-  async #read(): Promise<void> {
-    if (this.#last < 0) {
-      // First read: start the window at the log's current end (subscribers behind it read the
-      // store themselves).
-      let after = 0;
-      for (;;) {
-        const page = await this.#store.listRunEvents(this.runId, after, READ_BATCH);
-        if (page.length < READ_BATCH) {
-          this.#push(page.map(frame));
-          this.#last = page.at(-1)?.seq ?? after;
-          return;
-        }
-        after = page.at(-1)!.seq;
-      }
-    }
-    for (;;) {
-      const page = await this.#store.listRunEvents(this.runId, this.#last, READ_BATCH);
-      if (page.length === 0) return;
-      this.#push(page.map(frame));
-      this.#last = page.at(-1)!.seq;
-      if (page.length < READ_BATCH) return;
-    }
-  }
-
-  #push(framed: Framed[]): void {
-    if (framed.length === 0) return;
-    this.#window.push(...framed);
-    if (this.#window.length > WINDOW) this.#window = this.#window.slice(-WINDOW);
-  }
-
-  /** Whether the feed has read the log at least once. */
-  get ready(): boolean {
-    return this.#last >= 0;
-  }
-
-  /**
-   * The window's entries after `after`, or null when `after` lies before the window (read the
-   * store instead).
-   */
-  after(after: number): Framed[] | null {
-    const window = this.#window;
-    if (window.length === 0) return after >= this.#last ? [] : null;
-    const first = window[0].entry.seq;
-    if (after < first - 1) return null;
-    return window.slice(Math.max(after - first + 1, 0));
-  }
-
-  /** Resolves at the next read's end (a wake-up, the poll) or when `signal` fires. */
-  next(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      this.#waiters.push(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-
-  stop(): void {
-    this.#stopped = true;
-    this.#stopWatch();
-    clearInterval(this.#timer);
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const wake of waiters) wake();
-  }
+/** The store entries after `after` (one read) as frames, up to the first terminal entry. */
+async function readFrames(store: Store, runId: string, after: number): Promise<FrameSlice> {
+  const page = new FrameWindow(READ_BATCH);
+  page.reset(after);
+  page.append(await store.listRunEvents(runId, after, READ_BATCH));
+  return page.after(after)!;
 }
 
 /** Options of {@linkcode RunEventHub}. */
@@ -224,6 +104,11 @@ export interface RunEventHubOptions {
   authenticator: Authenticator;
   /** Open streams allowed on this replica (default 10000). */
   maxStreams?: number;
+  /**
+   * How feeds without subscribers are kept (defaults: {@linkcode LINGER_MS},
+   * {@linkcode MAX_LINGERING_FEEDS}, {@linkcode MAX_LINGERING_BYTES}); `ms: 0` drops them at once.
+   */
+  linger?: { ms?: number; maxFeeds?: number; maxBytes?: number };
 }
 
 /** What an open stream needs to re-check its principal. */
@@ -241,11 +126,23 @@ export interface EventStreamOptions {
   /** The request's `Authorization`, re-checked twice a second. */
   authorization: string | null;
   /**
+   * The run's record as read for this request (its visibility check): saves the hub reading it
+   * again. Without it, the hub reads the record when it needs it.
+   */
+  record?: RunRecord;
+  /**
    * Ends the stream when it fires (in-process callers). Behind `Deno.serve`, a client that goes
    * cancels the response body, which ends and releases the stream the same way.
    */
   signal?: AbortSignal;
 }
+
+/**
+ * The body of an event stream answer: the whole answer as bytes when it is known already (see
+ * the module doc), else a stream. The bytes may be shared with other answers: read them or hand
+ * them to a `Response` (which copies them), never write to them.
+ */
+export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
 
 /** A JSON page of a run's log. */
 export interface EventPage {
@@ -262,7 +159,14 @@ export class RunEventHub {
   readonly #store: Store;
   readonly #authenticator: Authenticator;
   readonly #maxStreams: number;
+  readonly #lingerMs: number;
+  readonly #maxLingering: number;
+  readonly #maxLingeringBytes: number;
+  /** Every feed, with or without subscribers. */
   readonly #feeds = new Map<string, RunFeed>();
+  /** Feeds without subscribers, least recently used first, with when each expires. */
+  readonly #lingering = new Map<RunFeed, number>();
+  #sweeper: ReturnType<typeof setTimeout> | undefined;
   readonly #streams = new Set<OpenStream>();
   #checker: ReturnType<typeof setInterval> | undefined;
   #checking = false;
@@ -273,6 +177,9 @@ export class RunEventHub {
     this.#store = options.store;
     this.#authenticator = options.authenticator;
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+    this.#lingerMs = options.linger?.ms ?? LINGER_MS;
+    this.#maxLingering = options.linger?.maxFeeds ?? MAX_LINGERING_FEEDS;
+    this.#maxLingeringBytes = options.linger?.maxBytes ?? MAX_LINGERING_BYTES;
   }
 
   /** Open streams on this replica. */
@@ -280,13 +187,25 @@ export class RunEventHub {
     return this.#streams.size;
   }
 
-  /** A JSON page: up to `limit` entries after `after`. */
-  async page(runId: string, after: number, limit: number): Promise<EventPage> {
+  /** Feeds kept without subscribers (see the module doc). */
+  get lingeringFeeds(): number {
+    return this.#lingering.size;
+  }
+
+  /**
+   * A JSON page: up to `limit` entries after `after`. `record`, the run's record as read for
+   * this request, saves reading it again.
+   */
+  async page(runId: string, after: number, limit: number, record?: RunRecord): Promise<EventPage> {
     const entries = await this.#store.listRunEvents(runId, after, limit);
     let terminal = false;
     if (entries.length < limit) {
       const last = entries.at(-1) ?? (after > 0 ? await this.#entryAt(runId, after) : undefined);
-      if (isTerminalEntry(last)) terminal = await this.#runEnded(runId);
+      if (isTerminalEntry(last)) {
+        terminal = record !== undefined
+          ? !ACTIVE_RUN_STATES.has(record.state)
+          : await this.#runEnded(runId);
+      }
     }
     return {
       events: entries.map(publicEvent),
@@ -304,29 +223,91 @@ export class RunEventHub {
     return record !== null && !ACTIVE_RUN_STATES.has(record.state);
   }
 
-  /** Opens an SSE stream (see the module doc); 503 `resourceExhausted` past the limit. */
-  async stream(options: EventStreamOptions): Promise<ReadableStream<Uint8Array>> {
+  /**
+   * Whether a stream resuming after `after` has nothing to wait for: the entry there is terminal
+   * (the window answers when it holds it; log entries never change) and the run is still finished.
+   */
+  async #resumesAfterEnd(
+    feed: RunFeed | undefined,
+    options: EventStreamOptions,
+  ): Promise<boolean> {
+    const { runId, after, record } = options;
+    if (after <= 0) return false;
+    let terminal = feed?.ready ? feed.window.isTerminal(after) : undefined;
+    terminal ??= isTerminalEntry(await this.#entryAt(runId, after));
+    if (!terminal) return false;
+    return record !== undefined ? !ACTIVE_RUN_STATES.has(record.state) : this.#runEnded(runId);
+  }
+
+  #refuseWhenClosed(): void {
     if (this.#closed) {
       throw new InterfaceError("shuttingDown", "The runtime is shutting down", {
         headers: { "retry-after": "1" },
       });
     }
-    if (this.#streams.size >= this.#maxStreams) {
-      throw new InterfaceError(
-        "resourceExhausted",
-        "This replica has as many open event streams as it allows",
-        { status: 503, headers: { "retry-after": "1" } },
-      );
+  }
+
+  /**
+   * Answers an SSE request (see the module doc): the whole answer as bytes when it is known now,
+   * else a stream; 503 `resourceExhausted` when a stream would pass the limit.
+   */
+  async stream(options: EventStreamOptions): Promise<EventStreamBody> {
+    this.#refuseWhenClosed();
+    const { runId, signal } = options;
+    // A caller that has gone already gets what a stream would give it: the `retry` line.
+    if (signal?.aborted) return RETRY;
+    // The one dispatch point: a known answer is one byte body, anything else a stream.
+    const known = this.#feeds.get(runId);
+    const checked = known?.ready === true;
+    if (checked) {
+      const body = await this.#completeBody(known!, options);
+      if (body !== null) {
+        this.#touch(known!);
+        return body;
+      }
     }
+    const feed = this.#subscribe(runId, options.record);
+    try {
+      if (!checked) {
+        await feed.firstRead();
+        const body = await this.#completeBody(feed, options);
+        if (body !== null) {
+          this.#unsubscribe(feed);
+          return body;
+        }
+      }
+      this.#refuseWhenClosed();
+      if (this.#streams.size >= this.#maxStreams) {
+        throw new InterfaceError(
+          "resourceExhausted",
+          "This replica has as many open event streams as it allows",
+          { status: 503, headers: { "retry-after": "1" } },
+        );
+      }
+    } catch (error) {
+      this.#unsubscribe(feed);
+      throw error;
+    }
+    return this.#open(feed, options);
+  }
+
+  /**
+   * The whole answer when the window (or the resume point) settles it, else null. The bytes may
+   * be shared with other answers: `Response` copies them.
+   */
+  async #completeBody(
+    feed: RunFeed,
+    options: EventStreamOptions,
+  ): Promise<Uint8Array<ArrayBuffer> | null> {
+    if (await this.#resumesAfterEnd(feed, options)) return RETRY;
+    return feed.ready ? feed.window.answer(options.after, RETRY) : null;
+  }
+
+  /** A stream of a subscribed feed (the subscription is the stream's from now on). */
+  #open(feed: RunFeed, options: EventStreamOptions): ReadableStream<Uint8Array> {
     const { runId, signal } = options;
     let after = options.after;
-    // Resuming after the terminal event of a run that is still finished: nothing will come.
-    let finished = false;
-    if (after > 0 && isTerminalEntry(await this.#entryAt(runId, after))) {
-      finished = await this.#runEnded(runId);
-    }
     const stop = new AbortController();
-    const feed = this.#subscribe(runId);
     let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
     let closed = false;
     let released = false;
@@ -359,29 +340,20 @@ export class RunEventHub {
       start(controller) {
         controllerRef = controller;
         controller.enqueue(RETRY);
-        if (finished || signal?.aborted || stop.signal.aborted) finish();
+        if (signal?.aborted || stop.signal.aborted) finish();
       },
       async pull(controller) {
         try {
           while (!closed) {
-            let batch = feed.ready ? feed.after(after) : [];
-            if (batch === null) {
-              batch = (await store.listRunEvents(runId, after, READ_BATCH)).map(frame);
-            }
+            let slice = feed.ready ? feed.window.after(after) : null;
+            if (slice === null && feed.ready) slice = await readFrames(store, runId, after);
             if (closed) return;
-            if (batch.length > 0) {
-              let end = -1;
-              for (let i = 0; i < batch.length; i++) {
-                if (TERMINAL.has(batch[i].entry.event.type)) {
-                  end = i;
-                  break;
-                }
-              }
-              const chunk = end === -1 ? batch : batch.slice(0, end + 1);
-              controller.enqueue(joinFrames(chunk));
-              after = chunk.at(-1)!.entry.seq;
+            if (slice !== null && slice.bytes.length > 0) {
+              // A view of the window's buffer, which never rewrites bytes it handed out.
+              controller.enqueue(slice.bytes);
+              after = slice.last;
               idleSince = Date.now();
-              if (end !== -1) finish();
+              if (slice.terminal) finish();
               return;
             }
             if (Date.now() - idleSince >= HEARTBEAT_MS) {
@@ -406,23 +378,71 @@ export class RunEventHub {
     }, { highWaterMark: 1 });
   }
 
-  #subscribe(runId: string): RunFeed {
+  #subscribe(runId: string, record: RunRecord | undefined): RunFeed {
     let feed = this.#feeds.get(runId);
     if (feed === undefined) {
-      feed = new RunFeed(this.#store, runId);
+      // Start the window a window's length before the record's end: the first read then skips
+      // older entries (a subscriber resuming before the window reads the store).
+      feed = new RunFeed(this.#store, runId, (record?.lastEventSeq ?? 0) - WINDOW);
       this.#feeds.set(runId, feed);
-      feed.refresh();
     }
+    this.#lingering.delete(feed);
     feed.subscribers++;
+    feed.resume();
     return feed;
   }
 
   #unsubscribe(feed: RunFeed): void {
     feed.subscribers--;
-    if (feed.subscribers === 0 && this.#feeds.get(feed.runId) === feed) {
-      this.#feeds.delete(feed.runId);
-      feed.stop();
+    if (feed.subscribers > 0) return;
+    if (this.#closed || this.#lingerMs <= 0 || this.#feeds.get(feed.runId) !== feed) {
+      this.#drop(feed);
+      return;
     }
+    feed.pause();
+    this.#lingering.set(feed, Date.now() + this.#lingerMs);
+    this.#scheduleSweep();
+    this.#enforceBudget();
+  }
+
+  /** A lingering feed just answered a request: it becomes the most recently used. */
+  #touch(feed: RunFeed): void {
+    if (!this.#lingering.has(feed)) return;
+    this.#lingering.delete(feed);
+    this.#lingering.set(feed, Date.now() + this.#lingerMs);
+  }
+
+  #drop(feed: RunFeed): void {
+    this.#lingering.delete(feed);
+    if (this.#feeds.get(feed.runId) === feed) this.#feeds.delete(feed.runId);
+    feed.stop();
+  }
+
+  /** Evicts the least recently used lingering feeds until the budget holds. */
+  #enforceBudget(): void {
+    let bytes = 0;
+    for (const feed of this.#lingering.keys()) bytes += feed.window.byteLength;
+    for (const feed of this.#lingering.keys()) {
+      if (this.#lingering.size <= this.#maxLingering && bytes <= this.#maxLingeringBytes) return;
+      bytes -= feed.window.byteLength;
+      this.#drop(feed);
+    }
+  }
+
+  /** One timer for every lingering feed: it fires when the least recently used expires. */
+  #scheduleSweep(): void {
+    if (this.#sweeper !== undefined) return;
+    const first = this.#lingering.values().next();
+    if (first.done) return;
+    this.#sweeper = setTimeout(() => {
+      this.#sweeper = undefined;
+      const now = Date.now();
+      for (const [feed, until] of this.#lingering) {
+        if (until > now) break;
+        this.#drop(feed);
+      }
+      this.#scheduleSweep();
+    }, Math.max(first.value - Date.now(), 0));
   }
 
   /** Re-checks every open stream's principal once a second while streams are open. */
@@ -463,18 +483,24 @@ export class RunEventHub {
   }
 
   /**
-   * This replica appended to a run's log: its subscribers here read at once, without waiting for
-   * the store's notification (which wakes the other replicas).
+   * This replica appended `entries` to a run's log: its feed here takes them as they are, without
+   * a store read (other replicas learn of them through the store's notification or their poll).
    */
-  wake(runId: string): void {
-    this.#feeds.get(runId)?.refresh();
+  publish(runId: string, entries: readonly RunEventEntry[]): void {
+    const feed = this.#feeds.get(runId);
+    if (feed === undefined || entries.length === 0) return;
+    feed.publish(entries);
+    if (feed.subscribers === 0) this.#enforceBudget();
   }
 
-  /** Ends every open stream and refuses new ones (drain, close). */
+  /** Ends every open stream, drops every feed and refuses new streams (drain, close). */
   close(): void {
     this.#closed = true;
     for (const open of [...this.#streams]) open.end();
     if (this.#checker !== undefined) clearInterval(this.#checker);
     this.#checker = undefined;
+    for (const feed of [...this.#lingering.keys()]) this.#drop(feed);
+    clearTimeout(this.#sweeper);
+    this.#sweeper = undefined;
   }
 }

@@ -12,7 +12,9 @@
  *    what an earlier tail missed is appended;
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
  * 4. after each append, updates the run record (`state`, `stopReason`, `usage`, `lastEventSeq`,
- *    `endedAt`; a terminal state frees the run's active slot in the same store write);
+ *    `endedAt`; a terminal state frees the run's active slot in the same store write) and hands
+ *    the appended entries to this replica's subscribers (`onAppend`): at once, or, when the batch
+ *    holds a `run.status` or terminal entry, once the record shows it;
  * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
  * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
@@ -54,8 +56,12 @@ export interface RunTailsOptions {
    * of it (5 s by default), so a lapsed lease is taken within `leaseMs + leaseMs / 3`.
    */
   leaseMs?: number;
-  /** Told after each append that added entries (this replica's subscribers wake at once). */
-  onAppend?: (runId: string) => void;
+  /**
+   * Told of the entries each append added (this replica's subscribers get them at once): right
+   * after the append, or, for a batch with a `run.status` or terminal entry, after the run record
+   * shows it (step 4).
+   */
+  onAppend?: (runId: string, entries: readonly RunEventEntry[]) => void;
 }
 
 /** Entries per append while re-listing the history. */
@@ -79,7 +85,7 @@ export class RunTails {
   readonly #client: () => Promise<ProviderManagedAgentClient>;
   readonly #leaseMs: number;
   readonly #renewMs: number;
-  readonly #onAppend: (runId: string) => void;
+  readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
   /** This replica's lease holder id. */
   readonly holder: string = crypto.randomUUID();
   readonly #tails = new Map<string, Tail>();
@@ -272,12 +278,18 @@ export class RunTails {
     if (events.length === 0) return;
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
+    if (!appended.some(bearsState)) {
+      // Nothing the record will say differently: subscribers here get it without waiting.
+      this.#onAppend(runId, appended);
+      await this.#record(runId, appended, turns);
+      return;
+    }
     try {
       await this.#record(runId, appended, turns);
     } finally {
-      // Subscribers here wake once the record shows what they are about to read, so a client
-      // that answers a terminal event with a follow-up message finds the run ended.
-      this.#onAppend(runId);
+      // Subscribers here get a state change once the record shows it, so a client that answers
+      // a terminal event with a follow-up message finds the run ended.
+      this.#onAppend(runId, appended);
     }
   }
 
@@ -388,6 +400,13 @@ export function applyEntries(
   }
   updated.updatedAt = new Date().toISOString();
   return updated;
+}
+
+/** Whether an entry changes the run's state (`run.status` or a terminal event). */
+function bearsState(entry: RunEventEntry): boolean {
+  const type = entry.event.type;
+  return type === "run.status" || type === "run.completed" || type === "run.failed" ||
+    type === "run.cancelled";
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

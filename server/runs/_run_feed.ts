@@ -1,0 +1,168 @@
+/**
+ * The shared reader of one run's log on this replica (see `events.ts` for how the hub uses it).
+ *
+ * A feed holds a {@linkcode FrameWindow} of the log's latest entries. It learns of new entries
+ * two ways: this replica's tail hands it what it appended ({@linkcode RunFeed.publish}, no store
+ * read), and, while it has subscribers, a store watch and a 1 s poll make it read what the log
+ * gained (how other replicas' appends arrive). Both go through the window's seq check, so a
+ * publish racing a store read appends each entry once, in order; a publish with a gap before it
+ * makes the feed read the store instead.
+ *
+ * A paused feed (no subscribers: it lingers in the hub) keeps its window but neither watches nor
+ * polls; publishes still extend it. {@linkcode RunFeed.resume} restarts both and reads what it
+ * missed.
+ *
+ * @module
+ */
+import type { RunEventEntry, Store } from "../store/types.ts";
+import { FrameWindow } from "./_frame_window.ts";
+
+/** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
+export const POLL_MS = 1_000;
+/** Entries kept in a feed's window for subscribers to share. */
+export const WINDOW = 1_000;
+/** Entries read from the store at once. */
+export const READ_BATCH = 500;
+
+/** The shared reader of one run's log on this replica. */
+export class RunFeed {
+  readonly #store: Store;
+  readonly runId: string;
+  /** The latest entries as frames. */
+  readonly window: FrameWindow = new FrameWindow(WINDOW);
+  #ready = false;
+  #readyWaiters: (() => void)[] = [];
+  #waiters: (() => void)[] = [];
+  #reading: Promise<void> | null = null;
+  #again = false;
+  #stopped = false;
+  #stopWatch: (() => void) | null = null;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  /** Open streams reading this feed. */
+  subscribers = 0;
+
+  /**
+   * A feed whose window starts after `startAfter` (a hint, such as the run record's
+   * `lastEventSeq` minus the window: the first read then skips the older entries).
+   */
+  constructor(store: Store, runId: string, startAfter = 0) {
+    this.#store = store;
+    this.runId = runId;
+    this.window.reset(Math.max(startAfter, 0));
+  }
+
+  /** Whether the feed has read the log at least once. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /** Whether the feed watches and polls the store (it has subscribers). */
+  get watching(): boolean {
+    return this.#stopWatch !== null;
+  }
+
+  /** Resolves once the first read ended (whether or not it succeeded). */
+  firstRead(): Promise<void> {
+    if (this.#ready || this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => this.#readyWaiters.push(resolve));
+  }
+
+  /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
+  resume(): void {
+    if (this.#stopped || this.#stopWatch !== null) return;
+    this.#stopWatch = this.#store.watchRunEvents(this.runId, () => this.refresh());
+    this.#timer = setInterval(() => this.refresh(), POLL_MS);
+    this.refresh();
+  }
+
+  /** Stops watching and polling (no subscribers); the window stays. */
+  pause(): void {
+    this.#stopWatch?.();
+    this.#stopWatch = null;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /**
+   * Entries this replica just appended. Appended to the window when they follow its last entry
+   * (those it holds already are skipped); after a gap, a watching feed reads the store.
+   */
+  publish(entries: readonly RunEventEntry[]): void {
+    if (this.#stopped) return;
+    if (this.#ready && this.window.append(entries)) {
+      this.#wake();
+      return;
+    }
+    if (this.#stopWatch !== null) this.refresh();
+  }
+
+  /**
+   * Reads what the log gained since the window's last entry, then wakes the subscribers. A call
+   * during a read makes one more read after it (the read under way may have started before the
+   * append).
+   */
+  refresh(): Promise<void> {
+    if (this.#reading !== null) {
+      this.#again = true;
+      return this.#reading;
+    }
+    this.#reading = (async () => {
+      do {
+        this.#again = false;
+        try {
+          await this.#read();
+          this.#ready = true;
+        } catch {
+          // A store hiccup: the next wake-up or poll tries again.
+        }
+        const ready = this.#readyWaiters;
+        this.#readyWaiters = [];
+        for (const resolve of ready) resolve();
+        this.#wake();
+      } while (this.#again && !this.#stopped);
+      this.#reading = null;
+    })();
+    return this.#reading;
+  }
+
+  async #read(): Promise<void> {
+    for (;;) {
+      const page = await this.#store.listRunEvents(this.runId, this.window.last, READ_BATCH);
+      // Entries a publish appended meanwhile are skipped. A page starts right after the window
+      // (the log has no gaps); were it not so, the window restarts there rather than loop.
+      if (!this.window.append(page)) {
+        this.window.reset(page[0].seq - 1);
+        this.window.append(page);
+      }
+      if (page.length < READ_BATCH) return;
+    }
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves at the window's next change or read (a publish, a wake-up, the poll), or on abort. */
+  next(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#waiters.push(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Stops for good: no watch, no poll, every waiter woken. */
+  stop(): void {
+    this.#stopped = true;
+    this.pause();
+    this.#wake();
+    const ready = this.#readyWaiters;
+    this.#readyWaiters = [];
+    for (const resolve of ready) resolve();
+  }
+}

@@ -1,0 +1,470 @@
+/**
+ * The event hub on its own (a Deno KV store in memory, its calls counted): lingering feeds answer
+ * without a store read and are evicted under their budget; entries the tail publishes reach
+ * subscribers without a store read, and a publish racing a store read delivers no duplicate and
+ * no gap; a complete answer is one byte body, the same bytes as the stream, and takes no stream
+ * slot.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { Authenticator } from "../../server/authenticator.ts";
+import { InterfaceError } from "../../server/errors.ts";
+import {
+  type EventStreamBody,
+  type EventStreamOptions,
+  RunEventHub,
+  type RunEventHubOptions,
+} from "../../server/runs/events.ts";
+import { openKvStore } from "../../server/store/kv.ts";
+import type {
+  RunEventEntry,
+  RunEventInput,
+  RunRecord,
+  RunState,
+  Store,
+} from "../../server/store/types.ts";
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+/** Store calls by method name, and replacements for some methods. */
+interface Instrumented {
+  /** The store the hub gets. */
+  store: Store;
+  /** The store underneath (its calls are not counted). */
+  raw: Store;
+  calls: Record<string, number>;
+  // deno-lint-ignore no-explicit-any
+  replace: Partial<Record<keyof Store, (...args: any[]) => unknown>>;
+}
+
+async function instrumented(): Promise<Instrumented> {
+  const raw = await openKvStore({ path: ":memory:", namespace: "hub-test" });
+  const calls: Record<string, number> = {};
+  const replace: Instrumented["replace"] = {};
+  const store = new Proxy(raw, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const name = String(property);
+        calls[name] = (calls[name] ?? 0) + 1;
+        const replacement = replace[property as keyof Store];
+        return replacement !== undefined ? replacement(...args) : value.apply(target, args);
+      };
+    },
+  });
+  return { store, raw, calls, replace };
+}
+
+/** A hub whose authenticator accepts every credential. */
+function hubOver(store: Store, options: Partial<RunEventHubOptions> = {}): RunEventHub {
+  const authenticator = { authenticate: () => Promise.resolve({}) } as unknown as Authenticator;
+  return new RunEventHub({ store, authenticator, ...options });
+}
+
+function record(runId: string, state: RunState): RunRecord {
+  return {
+    runId,
+    principalId: "p",
+    agentId: "a",
+    environmentId: "e",
+    state,
+    lastEventSeq: 0,
+    createdAt: "2026-01-01T00:00:00Z",
+    updatedAt: "2026-01-01T00:00:00Z",
+  };
+}
+
+let sources = 0;
+function input(runId: string, type: string, extra: Record<string, unknown> = {}): RunEventInput {
+  return {
+    sourceId: `sevt_${++sources}`,
+    at: new Date().toISOString(),
+    event: { type, runId, ...extra } as RunEventInput["event"],
+  };
+}
+
+/** A turn: started (first turn only), running, a message, and its end. */
+function turn(runId: string, first: boolean, end = "run.completed"): RunEventInput[] {
+  return [
+    ...(first ? [input(runId, "run.started")] : []),
+    input(runId, "run.status", { state: "running" }),
+    input(runId, "message.completed", { text: 'héllo ✓ "quoted"' }),
+    input(runId, end, end === "run.completed" ? { stopReason: "end_turn" } : {}),
+  ];
+}
+
+function ids(bytes: Uint8Array): number[] {
+  return [...new TextDecoder().decode(bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
+/** A stream read chunk by chunk, everything kept. */
+class Collector {
+  readonly chunks: Uint8Array[] = [];
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  ended = false;
+
+  constructor(body: EventStreamBody) {
+    assert.ok(body instanceof ReadableStream, "a stream, not a complete answer");
+    this.#reader = body.getReader();
+  }
+
+  get bytes(): Uint8Array {
+    return concat(this.chunks);
+  }
+
+  /** Reads until the frame `seq` came (or the stream ended); fails after `ms`. */
+  async until(seq: number, ms = 3_000): Promise<number[]> {
+    const deadline = Date.now() + ms;
+    while (!ids(this.bytes).includes(seq) && !this.ended) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), Math.max(deadline - Date.now(), 0));
+      });
+      const read = await Promise.race([this.#reader.read(), timeout]);
+      clearTimeout(timer);
+      if (read === "timeout") assert.fail(`frame ${seq} did not come within ${ms} ms`);
+      if (read.done) this.ended = true;
+      else this.chunks.push(read.value);
+    }
+    return ids(this.bytes);
+  }
+
+  async rest(): Promise<Uint8Array> {
+    for (;;) {
+      const read = await this.#reader.read();
+      if (read.done) break;
+      this.chunks.push(read.value);
+    }
+    this.ended = true;
+    return this.bytes;
+  }
+
+  cancel(): Promise<void> {
+    return this.#reader.cancel();
+  }
+}
+
+function options(runId: string, state: RunState, after = 0): EventStreamOptions {
+  return { runId, after, authorization: null, record: record(runId, state) };
+}
+
+/** A pending store read the test settles. */
+function deferred<T>(): PromiseWithResolvers<T> {
+  return Promise.withResolvers<T>();
+}
+
+Deno.test("hub: a lingering feed answers the next subscriber of a finished run without a store read", async () => {
+  const { store, raw, calls } = await instrumented();
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_a", turn("run_a", true));
+    const first = await hub.stream(options("run_a", "completed"));
+    assert.ok(first instanceof Uint8Array, "a finished run's log is answered whole");
+    assert.deepEqual(ids(first), [1, 2, 3, 4]);
+    assert.equal(hub.openStreams, 0);
+    assert.equal(hub.lingeringFeeds, 1);
+    const before = { ...calls };
+    for (let i = 0; i < 3; i++) {
+      const again = await hub.stream(options("run_a", "completed"));
+      assert.deepEqual(again, first);
+    }
+    // The same frames after a resume point, still without the store.
+    const resumed = await hub.stream(options("run_a", "completed", 2));
+    assert.deepEqual(ids(resumed as Uint8Array), [3, 4]);
+    assert.deepEqual(calls, before, "no store call for the later subscribers");
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: a lingering feed stops watching, and a new subscriber of a live run resumes it", async () => {
+  const { store, raw, replace } = await instrumented();
+  let watching = 0;
+  replace.watchRunEvents = () => {
+    watching++;
+    return () => watching--;
+  };
+  const reads: number[] = [];
+  replace.listRunEvents = (runId: string, after: number, limit: number) => {
+    reads.push(after);
+    return raw.listRunEvents(runId, after, limit);
+  };
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_b", turn("run_b", true).slice(0, 2));
+    const stream = new Collector(await hub.stream(options("run_b", "running")));
+    await stream.until(2);
+    assert.equal(watching, 1);
+    await stream.cancel();
+    assert.equal(watching, 0, "no watch while nobody listens");
+    assert.equal(hub.lingeringFeeds, 1);
+    // Appended while the feed lingered: the next subscriber reads only what it missed.
+    await raw.appendRunEvents("run_b", [input("run_b", "message.completed", { text: "late" })]);
+    reads.length = 0;
+    const next = new Collector(await hub.stream(options("run_b", "running")));
+    assert.deepEqual(await next.until(3), [1, 2, 3]);
+    assert.equal(watching, 1);
+    assert.equal(hub.lingeringFeeds, 0);
+    assert.deepEqual(reads, [2], "one read, of what the log gained");
+    await next.cancel();
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: entries the tail publishes reach subscribers without a store read", async () => {
+  const { store, raw, replace } = await instrumented();
+  replace.watchRunEvents = () => () => {};
+  const hub = hubOver(store);
+  const hanging: PromiseWithResolvers<RunEventEntry[]>[] = [];
+  try {
+    await raw.appendRunEvents("run_c", turn("run_c", true).slice(0, 2));
+    const stream = new Collector(await hub.stream(options("run_c", "running")));
+    await stream.until(2);
+    // From now on every store read of the log hangs: only a publish can deliver.
+    replace.listRunEvents = () => {
+      const read = deferred<RunEventEntry[]>();
+      hanging.push(read);
+      return read.promise;
+    };
+    const appended = await raw.appendRunEvents("run_c", [
+      input("run_c", "message.delta", { text: "hi" }),
+      input("run_c", "message.completed", { text: "hi" }),
+    ]);
+    hub.publish("run_c", appended);
+    assert.deepEqual(await stream.until(4), [1, 2, 3, 4]);
+    const more = await raw.appendRunEvents("run_c", [input("run_c", "run.completed")]);
+    hub.publish("run_c", more);
+    assert.deepEqual(await stream.until(5), [1, 2, 3, 4, 5]);
+    await stream.rest();
+    assert.equal(stream.ended, true, "the stream ends after the terminal event");
+  } finally {
+    for (const read of hanging) read.resolve([]);
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: a publish racing a store read delivers every entry once, in order", async () => {
+  const { store, raw, replace } = await instrumented();
+  let wake: () => void = () => {};
+  replace.watchRunEvents = (_runId: string, listener: () => void) => {
+    wake = listener;
+    return () => {};
+  };
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_d", turn("run_d", true).slice(0, 2));
+    const stream = new Collector(await hub.stream(options("run_d", "running")));
+    await stream.until(2);
+    const gate = (): PromiseWithResolvers<void> => {
+      const opened = deferred<void>();
+      replace.listRunEvents = async (...args: [string, number, number]) => {
+        await opened.promise;
+        return raw.listRunEvents(...args);
+      };
+      return opened;
+    };
+
+    // 1. The read starts first and ends last: it holds 3, 4, 5; the publish gave 3, 4.
+    let opened = gate();
+    const batch = await raw.appendRunEvents("run_d", [
+      input("run_d", "message.delta", { text: "a" }),
+      input("run_d", "message.completed", { text: "a" }),
+      input("run_d", "message.completed", { text: "b" }),
+    ]);
+    wake();
+    hub.publish("run_d", batch.slice(0, 2));
+    await stream.until(4);
+    opened.resolve();
+    assert.deepEqual(await stream.until(5), [1, 2, 3, 4, 5]);
+
+    // 2. The read ends first with 6 only; the publish then brings 6 and 7.
+    opened = gate();
+    const first = await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
+    wake();
+    opened.resolve();
+    await stream.until(6);
+    const second = await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
+    hub.publish("run_d", [...first, ...second]);
+    assert.deepEqual(await stream.until(7), [1, 2, 3, 4, 5, 6, 7]);
+
+    // 3. A publish with a gap before it (8 was never published): the feed reads the store.
+    delete replace.listRunEvents;
+    await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
+    const gapped = await raw.appendRunEvents("run_d", [input("run_d", "run.completed")]);
+    hub.publish("run_d", gapped);
+    await stream.rest();
+    assert.deepEqual(ids(stream.bytes), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: a complete answer is the stream's bytes as one body, ending at the first terminal event", async () => {
+  const { store, raw, calls } = await instrumented();
+  const hub = hubOver(store);
+  try {
+    const opening = await raw.appendRunEvents("run_e", turn("run_e", true).slice(0, 3));
+    assert.equal(opening.length, 3);
+    const live = new Collector(await hub.stream(options("run_e", "running")));
+    await live.until(3);
+    // The first turn ends, a second turn follows and ends too.
+    const rest = await raw.appendRunEvents("run_e", [
+      input("run_e", "run.completed", { stopReason: "end_turn" }),
+      ...turn("run_e", false, "run.failed"),
+    ]);
+    hub.publish("run_e", rest);
+    const streamed = await live.rest();
+    assert.deepEqual(ids(streamed), [1, 2, 3, 4]);
+    assert.match(new TextDecoder().decode(streamed), /^retry: 2000\n\n/);
+
+    const before = calls.listRunEvents;
+    const whole = await hub.stream(options("run_e", "completed"));
+    assert.ok(whole instanceof Uint8Array);
+    assert.deepEqual(whole, streamed, "the same bytes as the stream");
+    // Resuming after the first turn's end while the run is active again: the second turn.
+    const second = await hub.stream(options("run_e", "running", 4));
+    assert.ok(second instanceof Uint8Array);
+    assert.deepEqual(ids(second), [5, 6, 7]);
+    // After the terminal event of a run that is still finished: the retry line alone.
+    const done = await hub.stream(options("run_e", "failed", 7));
+    assert.equal(new TextDecoder().decode(done as Uint8Array), "retry: 2000\n\n");
+    assert.equal(calls.listRunEvents, before, "answered from the window");
+    // The frames of the second turn, as a stream would send them.
+    const text = new TextDecoder().decode(second);
+    const frames = text.split("\n\n").filter((frame) => frame.startsWith("id: "));
+    const data: Json[] = frames.map((frame) => JSON.parse(frame.split("\ndata: ")[1]));
+    assert.deepEqual(data.map((event) => event.type), [
+      "run.status",
+      "message.completed",
+      "run.failed",
+    ]);
+    assert.equal(data[1].text, 'héllo ✓ "quoted"');
+    assert.deepEqual(data.map((event) => event.seq), [5, 6, 7]);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: a complete answer takes no stream slot; a stream past the limit is refused", async () => {
+  const { store, raw } = await instrumented();
+  const hub = hubOver(store, { maxStreams: 1 });
+  try {
+    await raw.appendRunEvents("run_live", turn("run_live", true).slice(0, 2));
+    await raw.appendRunEvents("run_done", turn("run_done", true));
+    const live = new Collector(await hub.stream(options("run_live", "running")));
+    await live.until(2);
+    assert.equal(hub.openStreams, 1);
+    const done = await hub.stream(options("run_done", "completed"));
+    assert.deepEqual(ids(done as Uint8Array), [1, 2, 3, 4]);
+    await assert.rejects(
+      () => hub.stream(options("run_live", "running")),
+      (error: unknown) => error instanceof InterfaceError && error.code === "resourceExhausted",
+    );
+    assert.equal(hub.openStreams, 1);
+    await live.cancel();
+    assert.equal(hub.openStreams, 0);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: lingering feeds are evicted least recently used first, by count, bytes and age", async () => {
+  const { store, raw, calls, replace } = await instrumented();
+  // Deno KV's watch reports the current value at once: leave it out, count the hub's own reads.
+  replace.watchRunEvents = () => () => {};
+  for (const runId of ["run_1", "run_2", "run_3"]) {
+    await raw.appendRunEvents(runId, turn(runId, true));
+  }
+  const read = async (hub: RunEventHub, runId: string): Promise<number> => {
+    const before = calls.listRunEvents ?? 0;
+    const body = await hub.stream(options(runId, "completed"));
+    assert.deepEqual(ids(body as Uint8Array), [1, 2, 3, 4]);
+    return (calls.listRunEvents ?? 0) - before;
+  };
+  const byCount = hubOver(store, { linger: { maxFeeds: 2 } });
+  try {
+    assert.equal(await read(byCount, "run_1"), 1);
+    assert.equal(await read(byCount, "run_2"), 1);
+    assert.equal(await read(byCount, "run_1"), 0, "run_1 is now the most recently used");
+    assert.equal(await read(byCount, "run_3"), 1);
+    assert.equal(byCount.lingeringFeeds, 2);
+    assert.equal(await read(byCount, "run_1"), 0, "kept");
+    assert.equal(await read(byCount, "run_3"), 0, "kept");
+    assert.equal(await read(byCount, "run_2"), 1, "evicted: read again");
+  } finally {
+    byCount.close();
+  }
+  const byBytes = hubOver(store, { linger: { maxBytes: 1 } });
+  try {
+    assert.equal(await read(byBytes, "run_1"), 1);
+    assert.equal(byBytes.lingeringFeeds, 0, "a window over the byte budget is not kept");
+    assert.equal(await read(byBytes, "run_1"), 1);
+  } finally {
+    byBytes.close();
+  }
+  const byAge = hubOver(store, { linger: { ms: 50 } });
+  try {
+    assert.equal(await read(byAge, "run_1"), 1);
+    assert.equal(byAge.lingeringFeeds, 1);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(byAge.lingeringFeeds, 0, "gone after the linger time");
+    assert.equal(await read(byAge, "run_1"), 1);
+  } finally {
+    byAge.close();
+    assert.equal(byAge.lingeringFeeds, 0, "closing drops every feed");
+    raw.close();
+  }
+});
+
+Deno.test("hub: a subscriber resuming before the window reads the store until it catches up", async () => {
+  const { store, raw, calls } = await instrumented();
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_f", [
+      ...turn("run_f", true, "run.failed"),
+      ...turn("run_f", false),
+    ]);
+    // A record whose end lies a window's length past seq 4: the feed's window starts after 4.
+    const far = { ...record("run_f", "running"), lastEventSeq: 1_004 };
+    const from = (after: number): EventStreamOptions => ({
+      runId: "run_f",
+      after,
+      authorization: null,
+      record: far,
+    });
+    const late = await hub.stream(from(4));
+    assert.ok(late instanceof Uint8Array, "the window holds the second turn whole");
+    assert.deepEqual(ids(late), [5, 6, 7]);
+    const before = calls.listRunEvents;
+    const early = new Collector(await hub.stream(from(1)));
+    const bytes = await early.rest();
+    assert.deepEqual(ids(bytes), [2, 3, 4], "the first turn, read from the store, ends there");
+    assert.ok(calls.listRunEvents > before, "read from the store");
+    assert.equal(hub.openStreams, 0);
+    const whole = new Collector(await hub.stream(from(0)));
+    assert.deepEqual(ids(await whole.rest()), [1, 2, 3, 4]);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});

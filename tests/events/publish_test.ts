@@ -1,0 +1,163 @@
+/**
+ * The tail hands what it appends to this replica's subscribers: a batch without a state change
+ * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
+ * once the record shows it. Store reads of the log are held here, so only the hand-over can
+ * deliver.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { openKvStore } from "../../server/store/kv.ts";
+import type { RunRecord, Store } from "../../server/store/types.ts";
+import { startGateway } from "../gateway/_harness.ts";
+import { type Frame, openEvents } from "./_sse.ts";
+
+/** A store whose log reads and record writes the test can hold. */
+interface Held {
+  store: Store;
+  /** Log reads (`listRunEvents`) wait while set. */
+  holdReads: boolean;
+  /** Run record writes (`updateRun`) wait while set. */
+  holdRecords: boolean;
+  /** Record writes waiting now. */
+  heldRecords: { record: RunRecord; release: () => void }[];
+  /** Lets every held call go. */
+  releaseAll(): void;
+}
+
+function holding(raw: Store): Held {
+  const readers: (() => void)[] = [];
+  const held: Held = {
+    store: raw,
+    holdReads: false,
+    holdRecords: false,
+    heldRecords: [],
+    releaseAll() {
+      held.holdReads = false;
+      held.holdRecords = false;
+      for (const release of readers.splice(0)) release();
+      for (const { release } of held.heldRecords.splice(0)) release();
+    },
+  };
+  held.store = new Proxy(raw, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property === "watchRunEvents") return () => () => {};
+      if (property === "listRunEvents") {
+        return async (...args: [string, number, number]) => {
+          if (held.holdReads) await new Promise<void>((resolve) => readers.push(resolve));
+          return target.listRunEvents(...args);
+        };
+      }
+      if (property === "updateRun") {
+        return async (record: RunRecord) => {
+          if (held.holdRecords) {
+            await new Promise<void>((resolve) =>
+              held.heldRecords.push({ record, release: resolve })
+            );
+          }
+          return target.updateRun(record);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  return held;
+}
+
+/** The next frame, or "none" when none came within `ms`; the read goes on when none did. */
+async function within(
+  pending: Promise<Frame | null>,
+  ms: number,
+): Promise<Frame | null | "none"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const none = new Promise<"none">((resolve) => timer = setTimeout(() => resolve("none"), ms));
+  try {
+    return await Promise.race([pending, none]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !predicate(); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.ok(predicate(), what);
+}
+
+Deno.test("publish: a message reaches subscribers before the record write, a run's end only after it", async () => {
+  let held: Held | undefined;
+  const gateway = await startGateway({
+    store: async (namespace) => {
+      held = holding(await openKvStore({ path: ":memory:", namespace }));
+      return held.store;
+    },
+  });
+  try {
+    gateway.holdTurns(true);
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    const reader = await openEvents(
+      (request) => gateway.server.handler(request),
+      "http://127.0.0.1",
+      bearer,
+      runId,
+    );
+    assert.equal((await reader.nextEvent())?.event, "run.started");
+    assert.equal((await reader.nextEvent())?.event, "run.status");
+    const store = held!;
+    // The turn's start is recorded: from now on, no log read and no record write goes through.
+    for (let i = 0; i < 200 && (await store.store.getRun(runId))?.lastEventSeq !== 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal((await store.store.getRun(runId))?.lastEventSeq, 2);
+    store.holdReads = true;
+    store.holdRecords = true;
+
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "agent.message",
+      content: [{ type: "text", text: "first" }],
+    });
+    let frame = await within(reader.nextEvent(), 5_000);
+    assert.notEqual(frame, "none", "the message came while record writes were held");
+    assert.equal((frame as Frame).event, "message.delta");
+    // The tail writes the record after handing the batch over (its next batch waits for that).
+    while ((frame as Frame).event !== "message.completed") {
+      const pending = reader.nextEvent();
+      frame = await within(pending, 200);
+      if (frame === "none") {
+        for (const { release } of store.heldRecords.splice(0)) release();
+        frame = await within(pending, 5_000);
+      }
+      assert.notEqual(frame, "none");
+    }
+    assert.equal((frame as Frame).data.text, "first");
+    await until(() => store.heldRecords.length > 0, "the tail writes the record after it");
+
+    // The turn ends: its run.completed waits for the record that says so.
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "session.status_idle",
+      stop_reason: { type: "end_turn" },
+      stop_details: null,
+    });
+    await until(() => {
+      if (store.heldRecords.some(({ record }) => record.state === "completed")) return true;
+      for (const { release } of store.heldRecords.splice(0)) release();
+      return false;
+    }, "the tail writes the run's end");
+    const pending = reader.nextEvent();
+    assert.equal(await within(pending, 300), "none", "no terminal event before the record");
+    for (const { release } of store.heldRecords.splice(0)) release();
+    frame = await within(pending, 5_000);
+    assert.equal((frame as Frame).event, "run.completed");
+    assert.equal((await gateway.store.getRun(runId))?.state, "completed");
+    assert.equal(await reader.nextEvent(), null, "the stream ends after the terminal event");
+  } finally {
+    held?.releaseAll();
+    await gateway.close();
+  }
+});
