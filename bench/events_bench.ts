@@ -219,12 +219,17 @@ export async function runEventsBench(
     // 2. Added latency on a live run, 100 subscribers.
     const live = await start(`burst:${quick ? 40 : 100}:20`);
     const received: Record<string, number[]> = {};
+    let lastConnected = 0;
     await Promise.all(Array.from({ length: 100 }, async () => {
       const response = await open(live);
+      // Only the arrival time is taken while the stream runs; parsing waits for its end, so one
+      // subscriber's parsing does not delay the next one's timestamp (the bench is one thread).
+      const chunks: [number, Uint8Array][] = [];
+      for await (const chunk of response.body!) chunks.push([Date.now(), chunk]);
+      lastConnected = Math.max(lastConnected, chunks[0]?.[0] ?? 0);
       const decoder = new TextDecoder();
       let buffer = "";
-      for await (const chunk of response.body!) {
-        const now = Date.now();
+      for (const [time, chunk] of chunks) {
         buffer += decoder.decode(chunk, { stream: true });
         let end;
         while ((end = buffer.indexOf("\n\n")) !== -1) {
@@ -232,7 +237,7 @@ export async function runEventsBench(
           buffer = buffer.slice(end + 2);
           if (!frame.includes("event: message.completed")) continue;
           const data = JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
-          (received[data.text] ??= []).push(now);
+          (received[data.text] ??= []).push(time);
         }
       }
     }));
@@ -242,6 +247,12 @@ export async function runEventsBench(
     for (const [text, times] of Object.entries(received)) {
       const at = Date.parse(processed[text]);
       for (const time of times) latencies.push(time - at);
+    }
+    // Every subscriber must be connected before the first message, or its backlog would count
+    // as latency.
+    const first = Math.min(...Object.values(processed).map((at) => Date.parse(at)));
+    if (lastConnected >= first) {
+      throw new Error("a subscriber connected after the live run's first message");
     }
 
     // 3. Memory per idle subscriber.
