@@ -76,6 +76,38 @@ export function runEventContract(test: ContractCase): void {
     },
   );
 
+  test(
+    "events: appends taking turns between two handles, and batches of hundreds, stay gap-free",
+    async (store, openTwin) => {
+      const twin = await twinOf(store, openTwin);
+      try {
+        const runId = `sesn_${crypto.randomUUID()}`;
+        // Each handle's next append follows one by the other handle (a head it did not write),
+        // and repeats an id the other wrote.
+        let n = 0;
+        for (let round = 0; round < 4; round++) {
+          for (const handle of [store, twin]) {
+            const batch = [input(`t${n - 1}`), input(`t${n}`), input(`t${n + 1}`)];
+            n += 2;
+            await handle.appendRunEvents(runId, batch);
+          }
+        }
+        const big = Array.from({ length: 300 }, (_, i) => input(`big${i}`));
+        const appended = await store.appendRunEvents(runId, [...big, input("t0")]);
+        assert.equal(appended.length, 300);
+        const log = await all(store, runId);
+        assert.deepEqual(
+          log.map((e) => e.seq),
+          Array.from({ length: log.length }, (_, i) => i + 1),
+        );
+        assert.equal(new Set(log.map((e) => e.sourceId)).size, log.length);
+        assert.equal(log.length, 17 + 300);
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
   test("events: a watcher on another handle is woken by an append", async (store, openTwin) => {
     const twin = await twinOf(store, openTwin);
     const runId = `sesn_${crypto.randomUUID()}`;

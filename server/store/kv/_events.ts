@@ -11,6 +11,13 @@
  * append to the same run moves the head, so one of the two retries on the fresh head. No gap, no
  * duplicate.
  *
+ * The fast path, and why: a run has one appender at a time (its tail), so the head this store
+ * committed last is usually still the head. The append then reads nothing: it commits at once,
+ * checked against the remembered head's versionstamp and against the absence of every new
+ * source id, which is the same guarantee as the reads give. Any failed check falls back to the
+ * reads. One round trip to Deno KV's thread instead of three, the largest part of the time from
+ * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers, bench/events_bench.ts).
+ *
  * @module
  */
 import { ACTIVE_RUN_STATES, type RunRecord } from "../run_types.ts";
@@ -29,8 +36,13 @@ interface LeaseEntry {
 }
 
 const MAX_ATTEMPTS = 64;
-/** Entries per atomic commit: 2 mutations each, far inside KV's 1000 mutations and 800 KiB. */
-const MAX_APPEND_GROUP = 100;
+/** Runs whose head is remembered for the append fast path before the memory is emptied. */
+const MAX_HEADS = 4096;
+/**
+ * Entries per atomic commit: 2 mutations and (on the fast path) 1 check each, inside KV's limits
+ * of 100 checks, 1000 mutations and 800 KiB.
+ */
+const MAX_APPEND_GROUP = 64;
 
 function fail(error: unknown): Error {
   if (error instanceof StoreUnavailableError) return error;
@@ -41,6 +53,8 @@ function fail(error: unknown): Error {
 export class KvRunEventStore implements RunEventStore {
   #kv: Deno.Kv;
   #root: Deno.KvKey;
+  /** The head each run had after this store's last append to it, as it was committed. */
+  #heads = new Map<string, { seq: number; versionstamp: string }>();
 
   constructor(kv: Deno.Kv, root: Deno.KvKey) {
     this.#kv = kv;
@@ -70,6 +84,34 @@ export class KvRunEventStore implements RunEventStore {
 
   async #appendGroup(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
     const headKey = this.#key("run-event-head", runId);
+    const known = this.#heads.get(runId);
+    // Taken at once, so a concurrent append of this process goes the checked, reading way.
+    this.#heads.delete(runId);
+    if (known !== undefined) {
+      const sources = new Set<string>();
+      const entries: RunEventEntry[] = [];
+      let seq = known.seq;
+      for (const event of events) {
+        if (sources.has(event.sourceId)) continue;
+        sources.add(event.sourceId);
+        entries.push({ seq: ++seq, ...event });
+      }
+      const operation = this.#kv.atomic()
+        .check({ key: headKey, versionstamp: known.versionstamp })
+        .set(headKey, seq);
+      for (const entry of entries) {
+        const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
+        operation
+          .check({ key: sourceKey, versionstamp: null })
+          .set(this.#key("run-event", runId, entry.seq), entry)
+          .set(sourceKey, entry.seq);
+      }
+      const result = await operation.commit();
+      if (result.ok) {
+        this.#remember(runId, seq, result.versionstamp);
+        return entries;
+      }
+    }
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const head = await this.#kv.get<number>(headKey);
       const known = new Set<string>();
@@ -91,16 +133,29 @@ export class KvRunEventStore implements RunEventStore {
         seq++;
         entries.push({ seq, ...event });
       }
-      if (entries.length === 0) return [];
+      if (entries.length === 0) {
+        if (head.versionstamp !== null) this.#remember(runId, seq, head.versionstamp);
+        return [];
+      }
       const operation = this.#kv.atomic().check(head).set(headKey, seq);
       for (const entry of entries) {
         operation
           .set(this.#key("run-event", runId, entry.seq), entry)
           .set(this.#key("run-event-source", runId, entry.sourceId), entry.seq);
       }
-      if ((await operation.commit()).ok) return entries;
+      const result = await operation.commit();
+      if (result.ok) {
+        this.#remember(runId, seq, result.versionstamp);
+        return entries;
+      }
     }
     throw new StoreUnavailableError("The KV store is too contended to commit");
+  }
+
+  /** Remembers a run's head for the next append's fast path (a few thousand runs at most). */
+  #remember(runId: string, seq: number, versionstamp: string): void {
+    if (this.#heads.size >= MAX_HEADS) this.#heads.clear();
+    this.#heads.set(runId, { seq, versionstamp });
   }
 
   async listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
