@@ -8,11 +8,12 @@
  *
  * 1. **Delivery** to 1, 100 and 1,000 subscribers of one finished run (a burst of messages, its
  *    whole log replayed from seq 0, as a reconnecting client does): events/s over all subscribers,
- *    runtime vs the peer (target: ≥ 0.5 of the peer at 100).
+ *    runtime vs the peer, medians of 7 interleaved rounds (target: ≥ 0.5 of the peer at 100).
  * 2. **Added latency** from the provider's frame (the fake's `processed_at`) to a subscriber's
  *    frame, 100 subscribers on a live run (target: p99 < 10 ms).
  * 3. **Memory per idle subscriber**: the child's RSS with 1,000 idle streams open, over the RSS
- *    before, per stream (target: < 32 KiB).
+ *    before, per stream, in a fresh child (target: < 32 KiB); and the same for a bare
+ *    `Deno.serve` streaming response in another fresh child, the floor no code of ours can go under.
  *
  * Run: `deno run -A bench/events_bench.ts [--quick]`.
  *
@@ -32,11 +33,15 @@ export interface EventsBenchResult {
   delivery: { subscribers: number; runtime: number; peer: number; ratio: number }[];
   /** Provider frame to subscriber frame, ms, at 100 subscribers. */
   latency: { p50: number; p99: number; samples: number };
-  /** Bytes of RSS per idle subscriber. */
+  /** Bytes of RSS per idle subscriber, in a fresh process. */
   bytesPerIdleSubscriber: number;
+  /** The same for a bare `Deno.serve` streaming response (the runtime's floor). */
+  floorBytesPerIdleSubscriber: number;
 }
 
 // ---------------------------------------------------------------- child: the runtime and peer
+
+const RETRY_LINE = new TextEncoder().encode("retry: 2000\n\n");
 
 async function serveChild(): Promise<void> {
   const key = `sk-bench-${crypto.randomUUID()}`;
@@ -110,6 +115,14 @@ async function serveChild(): Promise<void> {
       const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return Response.json({ rss: kib * 1024 });
     }
+    if (path === "/idle") {
+      // The floor of an idle subscriber: an open streaming response and nothing else.
+      const body = new ReadableStream<Uint8Array>({
+        start: (controller) => controller.enqueue(RETRY_LINE),
+        pull: () => new Promise<void>(() => {}),
+      }, { highWaterMark: 1 });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    }
     return new Response(frames, { headers: { "content-type": "text/event-stream" } });
   });
   console.log(JSON.stringify({
@@ -149,147 +162,206 @@ async function drain(response: Response): Promise<number> {
   return count;
 }
 
+function median(values: number[]): number {
+  return percentile(values, 0.5);
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
 
-/** Runs the benchmark against a child process it starts and stops. */
-export async function runEventsBench(
-  options: { quick?: boolean } = {},
-): Promise<EventsBenchResult> {
-  const quick = options.quick ?? false;
-  const child = new Deno.Command(Deno.execPath(), {
+/** The runtime child of one phase, and what the phases do with it. */
+interface BenchChild {
+  /** The peer's base URL (precomputed frames, the fake provider's times, RSS). */
+  peer: string;
+  /** Starts a run with `input` (see the fake's script); returns its id. */
+  start(input: string): Promise<string>;
+  /** Opens a run's event stream. */
+  open(runId: string): Promise<Response>;
+}
+
+/**
+ * Runs `phase` against a fresh child process, then stops it. Each phase gets its own child: what
+ * one phase leaves in the heap (a delivery burst's garbage, collected later) must not land in the
+ * next phase's figures.
+ */
+async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T> {
+  const process = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL(import.meta.url).pathname, "--child"],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let first = "";
-  while (!first.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("the bench child exited before listening");
-    first += value;
-  }
-  const { url, peer, token } = JSON.parse(first.split("\n")[0]);
+  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
-    const start = async (input: string): Promise<string> => {
-      const response = await fetch(`${url}/v1/runs`, {
-        method: "POST",
-        headers: headers(token, {
-          "content-type": "application/json",
-          "idempotency-key": crypto.randomUUID(),
-        }),
-        body: JSON.stringify({ input }),
-      });
-      const run = await response.json();
-      if (response.status !== 201) throw new Error(`start answered ${response.status}`);
-      return run.runId;
-    };
-    const open = (runId: string) =>
-      fetch(`${url}/v1/runs/${runId}/events`, {
-        headers: headers(token, { accept: "text/event-stream" }),
-      });
-
-    // 1. Delivery of a finished run's log.
-    const messages = quick ? 150 : 330;
-    const replayed = await start(`burst:${messages}:0`);
-    const whole = await (await open(replayed)).arrayBuffer();
-    const logEvents = await drain(new Response(whole));
-    await fetch(`${peer}/frames`, { method: "POST", body: whole });
-    const delivery: EventsBenchResult["delivery"] = [];
-    for (const subscribers of [1, 100, 1000]) {
-      const time = async (get: () => Promise<Response>): Promise<number> => {
-        const began = performance.now();
-        const counts = await Promise.all(
-          Array.from({ length: subscribers }, async () => drain(await get())),
-        );
-        const elapsed = (performance.now() - began) / 1000;
-        const short = counts.filter((count) => count !== logEvents);
-        if (short.length > 0) {
-          throw new Error(`${short.length} subscribers got ${short[0]} of ${logEvents} events`);
-        }
-        return subscribers * logEvents / elapsed;
-      };
-      const runtime = await time(() => open(replayed));
-      const limit = await time(() => fetch(`${peer}/stream`));
-      delivery.push({ subscribers, runtime, peer: limit, ratio: runtime / limit });
+    let first = "";
+    while (!first.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the bench child exited before listening");
+      first += value;
     }
-
-    // 2. Added latency on a live run, 100 subscribers.
-    const live = await start(`burst:${quick ? 40 : 100}:20`);
-    const received: Record<string, number[]> = {};
-    let lastConnected = 0;
-    await Promise.all(Array.from({ length: 100 }, async () => {
-      const response = await open(live);
-      // Only the arrival time is taken while the stream runs; parsing waits for its end, so one
-      // subscriber's parsing does not delay the next one's timestamp (the bench is one thread).
-      const chunks: [number, Uint8Array][] = [];
-      for await (const chunk of response.body!) chunks.push([Date.now(), chunk]);
-      lastConnected = Math.max(lastConnected, chunks[0]?.[0] ?? 0);
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for (const [time, chunk] of chunks) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end;
-        while ((end = buffer.indexOf("\n\n")) !== -1) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          if (!frame.includes("event: message.completed")) continue;
-          const data = JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
-          (received[data.text] ??= []).push(time);
-        }
-      }
-    }));
-    const processed: Record<string, string> = await (await fetch(`${peer}/processed?run=${live}`))
-      .json();
-    const latencies: number[] = [];
-    for (const [text, times] of Object.entries(received)) {
-      const at = Date.parse(processed[text]);
-      for (const time of times) latencies.push(time - at);
-    }
-    // Every subscriber must be connected before the first message, or its backlog would count
-    // as latency.
-    const first = Math.min(...Object.values(processed).map((at) => Date.parse(at)));
-    if (lastConnected >= first) {
-      throw new Error("a subscriber connected after the live run's first message");
-    }
-
-    // 3. Memory per idle subscriber.
-    const held = await start("hold");
-    const rss = async () => (await (await fetch(`${peer}/rss`)).json()).rss as number;
-    // Warm up one stream so lazily loaded code is in before the baseline.
-    const warm = await open(held);
-    const warmReader = warm.body!.getReader();
-    await warmReader.read();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const before = await rss();
-    const idle = quick ? 300 : 1000;
-    const readers = await Promise.all(Array.from({ length: idle }, async () => {
-      const reader = (await open(held)).body!.getReader();
-      await reader.read(); // the `retry` line: the stream is open
-      return reader;
-    }));
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const after = await rss();
-    await Promise.all(readers.map((reader) => reader.cancel()));
-    await warmReader.cancel();
-
-    return {
-      logEvents,
-      delivery,
-      latency: {
-        p50: percentile(latencies, 0.5),
-        p99: percentile(latencies, 0.99),
-        samples: latencies.length,
+    const { url, peer, token } = JSON.parse(first.split("\n")[0]);
+    return await phase({
+      peer,
+      async start(input: string): Promise<string> {
+        const response = await fetch(`${url}/v1/runs`, {
+          method: "POST",
+          headers: headers(token, {
+            "content-type": "application/json",
+            "idempotency-key": crypto.randomUUID(),
+          }),
+          body: JSON.stringify({ input }),
+        });
+        const run = await response.json();
+        if (response.status !== 201) throw new Error(`start answered ${response.status}`);
+        return run.runId;
       },
-      bytesPerIdleSubscriber: Math.max(after - before, 0) / idle,
-    };
+      open: (runId: string) =>
+        fetch(`${url}/v1/runs/${runId}/events`, {
+          headers: headers(token, { accept: "text/event-stream" }),
+        }),
+    });
   } finally {
-    child.kill("SIGKILL");
-    await child.status;
+    process.kill("SIGKILL");
+    await process.status;
     await reader.cancel().catch(() => {});
   }
+}
+
+/** Phase 1: delivery of a finished run's log to 1, 100 and 1,000 subscribers. */
+async function measureDelivery(
+  { peer, start, open }: BenchChild,
+  quick: boolean,
+): Promise<Pick<EventsBenchResult, "logEvents" | "delivery">> {
+  const messages = quick ? 150 : 330;
+  const replayed = await start(`burst:${messages}:0`);
+  const whole = await (await open(replayed)).arrayBuffer();
+  const logEvents = await drain(new Response(whole));
+  await fetch(`${peer}/frames`, { method: "POST", body: whole });
+  const delivery: EventsBenchResult["delivery"] = [];
+  for (const subscribers of [1, 100, 1000]) {
+    const time = async (get: () => Promise<Response>): Promise<number> => {
+      const began = performance.now();
+      const counts = await Promise.all(
+        Array.from({ length: subscribers }, async () => drain(await get())),
+      );
+      const elapsed = (performance.now() - began) / 1000;
+      const short = counts.filter((count) => count !== logEvents);
+      if (short.length > 0) {
+        throw new Error(`${short.length} subscribers got ${short[0]} of ${logEvents} events`);
+      }
+      return subscribers * logEvents / elapsed;
+    };
+    // Interleaved rounds, medians: one round is a burst of tens of milliseconds, so a single
+    // one says more about the machine's moment than about either server.
+    const runtimes: number[] = [];
+    const limits: number[] = [];
+    for (let round = 0; round < (quick ? 2 : 7); round++) {
+      runtimes.push(await time(() => open(replayed)));
+      limits.push(await time(() => fetch(`${peer}/stream`)));
+    }
+    const runtime = median(runtimes);
+    const limit = median(limits);
+    delivery.push({ subscribers, runtime, peer: limit, ratio: runtime / limit });
+  }
+
+  return { logEvents, delivery };
+}
+
+/** Phase 2: added latency on a live run, 100 subscribers. */
+async function measureLatency(
+  { peer, start, open }: BenchChild,
+  quick: boolean,
+): Promise<EventsBenchResult["latency"]> {
+  const live = await start(`burst:${quick ? 40 : 100}:20`);
+  const received: Record<string, number[]> = {};
+  let lastConnected = 0;
+  await Promise.all(Array.from({ length: 100 }, async () => {
+    const response = await open(live);
+    // Only the arrival time is taken while the stream runs; parsing waits for its end, so one
+    // subscriber's parsing does not delay the next one's timestamp (the bench is one thread).
+    const chunks: [number, Uint8Array][] = [];
+    for await (const chunk of response.body!) chunks.push([Date.now(), chunk]);
+    lastConnected = Math.max(lastConnected, chunks[0]?.[0] ?? 0);
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (const [time, chunk] of chunks) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) !== -1) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!frame.includes("event: message.completed")) continue;
+        const data = JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
+        (received[data.text] ??= []).push(time);
+      }
+    }
+  }));
+  const processed: Record<string, string> = await (await fetch(`${peer}/processed?run=${live}`))
+    .json();
+  const latencies: number[] = [];
+  for (const [text, times] of Object.entries(received)) {
+    const at = Date.parse(processed[text]);
+    for (const time of times) latencies.push(time - at);
+  }
+  // Every subscriber must be connected before the first message, or its backlog would count
+  // as latency.
+  const first = Math.min(...Object.values(processed).map((at) => Date.parse(at)));
+  if (lastConnected >= first) {
+    throw new Error("a subscriber connected after the live run's first message");
+  }
+
+  return {
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    samples: latencies.length,
+  };
+}
+
+/**
+ * Phase 3: the child's RSS per idle subscriber, of the runtime or (`floor`) of the peer's bare
+ * streaming response, each in a fresh child.
+ */
+async function measureIdleMemory(
+  { peer, start, open }: BenchChild,
+  quick: boolean,
+  floor: boolean,
+): Promise<number> {
+  const held = floor ? "" : await start("hold");
+  if (floor) open = () => fetch(`${peer}/idle`);
+  const rss = async () => (await (await fetch(`${peer}/rss`)).json()).rss as number;
+  // Warm up one stream so lazily loaded code is in before the baseline.
+  const warm = await open(held);
+  const warmReader = warm.body!.getReader();
+  await warmReader.read();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const before = await rss();
+  const idle = quick ? 300 : 1000;
+  const readers = await Promise.all(Array.from({ length: idle }, async () => {
+    const reader = (await open(held)).body!.getReader();
+    await reader.read(); // the `retry` line: the stream is open
+    return reader;
+  }));
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const after = await rss();
+  await Promise.all(readers.map((reader) => reader.cancel()));
+  await warmReader.cancel();
+
+  return Math.max(after - before, 0) / idle;
+}
+
+/** Runs the benchmark, each phase against a child process it starts and stops. */
+export async function runEventsBench(
+  options: { quick?: boolean } = {},
+): Promise<EventsBenchResult> {
+  const quick = options.quick ?? false;
+  const { logEvents, delivery } = await withChild((child) => measureDelivery(child, quick));
+  const latency = await withChild((child) => measureLatency(child, quick));
+  const bytesPerIdleSubscriber = await withChild((child) => measureIdleMemory(child, quick, false));
+  const floorBytesPerIdleSubscriber = await withChild((child) =>
+    measureIdleMemory(child, quick, true)
+  );
+  return { logEvents, delivery, latency, bytesPerIdleSubscriber, floorBytesPerIdleSubscriber };
 }
 
 /**
@@ -304,6 +376,7 @@ export async function runEventsBench(
  *   delivery: [{ subscribers: 100, runtime: 60, peer: 100, ratio: 0.6 }],
  *   latency: { p50: 1, p99: 4, samples: 10 },
  *   bytesPerIdleSubscriber: 20_000,
+ *   floorBytesPerIdleSubscriber: 10_000,
  * });
  * assert.match(text, /100 subscribers/);
  * ```
@@ -323,7 +396,11 @@ export function formatEventsBench(result: EventsBenchResult): string {
     ` over ${result.latency.samples} frames (target p99 < 10 ms)`,
     `  memory per idle subscriber: ${
       (result.bytesPerIdleSubscriber / 1024).toFixed(1)
-    } KiB (target < 32 KiB)`,
+    } KiB (target < 32 KiB); a bare Deno.serve streaming response: ${
+      (result.floorBytesPerIdleSubscriber / 1024).toFixed(1)
+    } KiB (the floor), ours above it: ${
+      ((result.bytesPerIdleSubscriber - result.floorBytesPerIdleSubscriber) / 1024).toFixed(1)
+    } KiB`,
   ].join("\n");
 }
 
