@@ -33,6 +33,8 @@ export interface EventsBenchResult {
   delivery: { subscribers: number; runtime: number; peer: number; ratio: number }[];
   /** Provider frame to subscriber frame, ms, at 100 subscribers. */
   latency: { p50: number; p99: number; samples: number };
+  /** The peer's frame to subscriber frame, ms, at 100 subscribers (the floor). */
+  latencyFloor: { p50: number; p99: number; samples: number };
   /** Bytes of RSS per idle subscriber, in a fresh process. */
   bytesPerIdleSubscriber: number;
   /** The same for a bare `Deno.serve` streaming response (the runtime's floor). */
@@ -91,6 +93,7 @@ async function serveChild(): Promise<void> {
   });
   const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, runtime.handler);
   let frames = new Uint8Array();
+  const live = new Set<ReadableStreamDefaultController<Uint8Array>>();
   const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const path = new URL(request.url).pathname;
     if (request.method === "POST" && path === "/frames") {
@@ -114,6 +117,35 @@ async function serveChild(): Promise<void> {
       const status = await Deno.readTextFile("/proc/self/status");
       const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return Response.json({ rss: kib * 1024 });
+    }
+    if (path === "/live") {
+      // The latency floor: frames written straight to every open stream, no store, no auth.
+      let mine: ReadableStreamDefaultController<Uint8Array>;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          mine = controller;
+          live.add(controller);
+          controller.enqueue(RETRY_LINE);
+        },
+        cancel: () => void live.delete(mine),
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    }
+    if (path === "/live/go") {
+      // N frames GAP ms apart, like the fake provider's burst, each stamped when written.
+      const n = Number(new URL(request.url).searchParams.get("n"));
+      const encoder = new TextEncoder();
+      let sent = 0;
+      const timer = setInterval(() => {
+        const data = JSON.stringify({ text: `m${sent}`, at: new Date().toISOString() });
+        const frame = encoder.encode(`id: ${sent}\nevent: message.completed\ndata: ${data}\n\n`);
+        for (const controller of live) controller.enqueue(frame);
+        if (++sent < n) return;
+        clearInterval(timer);
+        for (const controller of live) controller.close();
+        live.clear();
+      }, 20);
+      return new Response(null, { status: 204 });
     }
     if (path === "/idle") {
       // The floor of an idle subscriber: an open streaming response and nothing else.
@@ -268,16 +300,23 @@ async function measureDelivery(
   return { logEvents, delivery };
 }
 
-/** Phase 2: added latency on a live run, 100 subscribers. */
+/**
+ * Phase 2: added latency on a live run, 100 subscribers: from the provider's frame (the fake's
+ * `processed_at`) to each subscriber's frame; or (`floor`) from the peer writing a frame straight
+ * to 100 open streams to each subscriber's frame, the floor of this runtime and of this client.
+ */
 async function measureLatency(
   { peer, start, open }: BenchChild,
   quick: boolean,
+  floor: boolean,
 ): Promise<EventsBenchResult["latency"]> {
-  const live = await start(`burst:${quick ? 40 : 100}:20`);
+  const messages = quick ? 40 : 100;
+  const live = floor ? "" : await start(`burst:${messages}:20`);
   const received: Record<string, number[]> = {};
+  const stamped: Record<string, number> = {};
   let lastConnected = 0;
-  await Promise.all(Array.from({ length: 100 }, async () => {
-    const response = await open(live);
+  const subscribers = Array.from({ length: 100 }, async () => {
+    const response = await (floor ? fetch(`${peer}/live`) : open(live));
     // Only the arrival time is taken while the stream runs; parsing waits for its end, so one
     // subscriber's parsing does not delay the next one's timestamp (the bench is one thread).
     const chunks: [number, Uint8Array][] = [];
@@ -294,23 +333,31 @@ async function measureLatency(
         if (!frame.includes("event: message.completed")) continue;
         const data = JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
         (received[data.text] ??= []).push(time);
+        if (floor) stamped[data.text] = Date.parse(data.at);
       }
     }
-  }));
-  const processed: Record<string, string> = await (await fetch(`${peer}/processed?run=${live}`))
-    .json();
+  });
+  if (floor) {
+    // The same head start the fake provider's script gives the runtime's subscribers.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await fetch(`${peer}/live/go?n=${messages}`);
+  }
+  await Promise.all(subscribers);
+  if (!floor) {
+    const processed: Record<string, string> = await (await fetch(
+      `${peer}/processed?run=${live}`,
+    )).json();
+    for (const [text, at] of Object.entries(processed)) stamped[text] = Date.parse(at);
+  }
   const latencies: number[] = [];
   for (const [text, times] of Object.entries(received)) {
-    const at = Date.parse(processed[text]);
-    for (const time of times) latencies.push(time - at);
+    for (const time of times) latencies.push(time - stamped[text]);
   }
   // Every subscriber must be connected before the first message, or its backlog would count
   // as latency.
-  const first = Math.min(...Object.values(processed).map((at) => Date.parse(at)));
-  if (lastConnected >= first) {
+  if (lastConnected >= Math.min(...Object.values(stamped))) {
     throw new Error("a subscriber connected after the live run's first message");
   }
-
   return {
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
@@ -356,12 +403,20 @@ export async function runEventsBench(
 ): Promise<EventsBenchResult> {
   const quick = options.quick ?? false;
   const { logEvents, delivery } = await withChild((child) => measureDelivery(child, quick));
-  const latency = await withChild((child) => measureLatency(child, quick));
+  const latency = await withChild((child) => measureLatency(child, quick, false));
+  const latencyFloor = await withChild((child) => measureLatency(child, quick, true));
   const bytesPerIdleSubscriber = await withChild((child) => measureIdleMemory(child, quick, false));
   const floorBytesPerIdleSubscriber = await withChild((child) =>
     measureIdleMemory(child, quick, true)
   );
-  return { logEvents, delivery, latency, bytesPerIdleSubscriber, floorBytesPerIdleSubscriber };
+  return {
+    logEvents,
+    delivery,
+    latency,
+    latencyFloor,
+    bytesPerIdleSubscriber,
+    floorBytesPerIdleSubscriber,
+  };
 }
 
 /**
@@ -375,6 +430,7 @@ export async function runEventsBench(
  *   logEvents: 10,
  *   delivery: [{ subscribers: 100, runtime: 60, peer: 100, ratio: 0.6 }],
  *   latency: { p50: 1, p99: 4, samples: 10 },
+ *   latencyFloor: { p50: 1, p99: 3, samples: 10 },
  *   bytesPerIdleSubscriber: 20_000,
  *   floorBytesPerIdleSubscriber: 10_000,
  * });
@@ -393,7 +449,8 @@ export function formatEventsBench(result: EventsBenchResult): string {
     `Run events: delivery of a ${result.logEvents}-event log`,
     ...rows,
     `  added latency at 100 subscribers: p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms` +
-    ` over ${result.latency.samples} frames (target p99 < 10 ms)`,
+    ` over ${result.latency.samples} frames (target p99 < 10 ms); the floor, frames written` +
+    ` straight to 100 streams: p50 ${result.latencyFloor.p50} ms, p99 ${result.latencyFloor.p99} ms`,
     `  memory per idle subscriber: ${
       (result.bytesPerIdleSubscriber / 1024).toFixed(1)
     } KiB (target < 32 KiB); a bare Deno.serve streaming response: ${
