@@ -24,7 +24,7 @@
  * @module
  */
 import { GatewayRecords } from "./_gateway_records.ts";
-import { addAuditEntries, auditSeqKey, KvRunStore } from "./kv/_runs.ts";
+import { AuditSeqLock, commitWithAudit, KvRunStore } from "./kv/_runs.ts";
 import { KvAnswerStore } from "./kv/_answers.ts";
 import { KvRunEventStore } from "./kv/_events.ts";
 import { type ChangeMarker, openChangeMarker } from "./kv/_change_marker.ts";
@@ -164,11 +164,13 @@ class KvStore extends GatewayRecords implements Store {
 
   #namespace: string;
   #marker: ChangeMarker | null;
+  #auditLock: AuditSeqLock;
 
   constructor(kv: Deno.Kv, namespace: string, marker: ChangeMarker | null) {
     const root: Deno.KvKey = [ROOT, namespace];
+    const auditLock = new AuditSeqLock();
     super({
-      runs: new KvRunStore(kv, root),
+      runs: new KvRunStore(kv, root, auditLock),
       answers: new KvAnswerStore(kv, root),
       events: new KvRunEventStore(kv, root),
     });
@@ -176,6 +178,7 @@ class KvStore extends GatewayRecords implements Store {
     this.#namespace = namespace;
     this.#root = root;
     this.#marker = marker;
+    this.#auditLock = auditLock;
   }
 
   #principalKey(principalId: string): Deno.KvKey {
@@ -265,13 +268,13 @@ class KvStore extends GatewayRecords implements Store {
           .check({ key: digestKey, versionstamp: null })
           .set(idKey, record)
           .set(digestKey, record.principalId);
-        if (audit !== undefined) await this.#addAudit(operation, [audit]);
         if (idempotency !== undefined && !(await this.#addCompletion(operation, idempotency))) {
           // Like PostgreSQL: a claim taken over meanwhile belongs to another request now.
           throw leaseLost();
         }
-        const result = await operation.commit();
-        if (result.ok) return "created";
+        if (await this.#commitWithAudit(operation, audit === undefined ? [] : [audit])) {
+          return "created";
+        }
         const [byId, byDigest] = await this.#kv.getMany([idKey, digestKey]);
         if (byId.versionstamp !== null || byDigest.versionstamp !== null) return "exists";
         // The idempotency claim or the audit seq changed underneath: build the operation again.
@@ -315,8 +318,10 @@ class KvStore extends GatewayRecords implements Store {
         try {
           const operation = this.#kv.atomic();
           for (const item of group) this.#addRecorded(operation, item.record, item.recording, null);
-          await this.#addAudit(operation, group.flatMap((item) => item.audit ?? []));
-          committed = (await operation.commit()).ok;
+          committed = await this.#commitWithAudit(
+            operation,
+            group.flatMap((item) => item.audit ?? []),
+          );
         } catch (error) {
           if (group.length === 1) {
             group[0].done.reject(unavailable(error));
@@ -361,16 +366,15 @@ class KvStore extends GatewayRecords implements Store {
   }
 
   /**
-   * Adds audit entries to `operation` after reading the last audit seq (nothing is read when
-   * there are none): a commit that finds the seq moved fails, and its caller tries again.
+   * Commits `operation` with `audit` entries appended in it (see `commitWithAudit`); whether it
+   * committed. A commit that found the audit seq moved by another process fails, and its caller
+   * tries again.
    */
-  async #addAudit(
+  async #commitWithAudit(
     operation: Deno.AtomicOperation,
-    inputs: readonly AuditEntryInput[],
-  ): Promise<void> {
-    if (inputs.length === 0) return;
-    const last = await this.#kv.get<number>(auditSeqKey(this.#root));
-    addAuditEntries(operation, this.#root, last, inputs);
+    audit: readonly AuditEntryInput[],
+  ): Promise<boolean> {
+    return (await commitWithAudit(this.#kv, this.#auditLock, this.#root, operation, audit)).ok;
   }
 
   /**
@@ -427,8 +431,9 @@ class KvStore extends GatewayRecords implements Store {
       if (attempt > 0 || !failed) {
         const operation = this.#kv.atomic();
         this.#addRecorded(operation, record, recording, seen);
-        if (audit !== undefined) await this.#addAudit(operation, [audit]);
-        if ((await operation.commit()).ok) return "created";
+        if (await this.#commitWithAudit(operation, audit === undefined ? [] : [audit])) {
+          return "created";
+        }
       }
       const [current, byId, byDigest] = await this.#kv.getMany<
         [IdempotencyEntry, string, string]

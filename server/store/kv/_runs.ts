@@ -78,6 +78,45 @@ export function addAuditEntries(
   return entries;
 }
 
+/**
+ * Serializes one process's commits that move the audit seq (the run store's audit appends and
+ * the principal store's issuances), so that they never fail each other's check on the seq key:
+ * under load, one in-process loser per commit would otherwise retry until it gave up. Commits of
+ * other processes can still race; those retry.
+ */
+export class AuditSeqLock {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  /** Runs `work` after every earlier one has settled. */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(work);
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+}
+
+/**
+ * Commits `operation` with audit entries added after the last seq, read under `lock`. Without
+ * entries it commits as it is. Every commit of the KV store that appends to the audit log goes
+ * through here.
+ */
+export function commitWithAudit(
+  kv: Deno.Kv,
+  lock: AuditSeqLock,
+  root: Deno.KvKey,
+  operation: Deno.AtomicOperation,
+  inputs: readonly AuditEntryInput[],
+): Promise<{ ok: boolean; entries: AuditEntry[] }> {
+  if (inputs.length === 0) {
+    return operation.commit().then((result) => ({ ok: result.ok, entries: [] }));
+  }
+  return lock.run(async () => {
+    const last = await kv.get<number>(auditSeqKey(root));
+    const entries = addAuditEntries(operation, root, last, inputs);
+    return { ok: (await operation.commit()).ok, entries };
+  });
+}
+
 /** An audit entry waiting for the next group commit. */
 interface QueuedAudit {
   input: AuditEntryInput;
@@ -111,12 +150,14 @@ function setRunSlot(
 export class KvRunStore implements RunStore {
   #kv: Deno.Kv;
   #root: Deno.KvKey;
+  #auditLock: AuditSeqLock;
   #auditQueue: QueuedAudit[] = [];
   #auditCommitting = false;
 
-  constructor(kv: Deno.Kv, root: Deno.KvKey) {
+  constructor(kv: Deno.Kv, root: Deno.KvKey, auditLock: AuditSeqLock) {
     this.#kv = kv;
     this.#root = root;
+    this.#auditLock = auditLock;
   }
 
   #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
@@ -360,12 +401,16 @@ export class KvRunStore implements RunStore {
   }
 
   async #appendGroup(inputs: AuditEntryInput[]): Promise<AuditEntry[]> {
-    const seqKey = auditSeqKey(this.#root);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const last = await this.#kv.get<number>(seqKey);
       const operation = this.#kv.atomic();
-      const entries = addAuditEntries(operation, this.#root, last, inputs);
-      if ((await operation.commit()).ok) return entries;
+      const result = await commitWithAudit(
+        this.#kv,
+        this.#auditLock,
+        this.#root,
+        operation,
+        inputs,
+      );
+      if (result.ok) return result.entries;
     }
     throw contention();
   }
