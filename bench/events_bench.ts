@@ -19,11 +19,7 @@
  *
  * @module
  */
-import { ProviderManagedAgentClient } from "../client/mod.ts";
-import { deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
-import { createRuntimeServer } from "../server/server.ts";
-import { openKvStore } from "../server/store/kv.ts";
-import { FakeProvider } from "../tests/support/fake_provider.ts";
+import { startBenchGateway } from "./_gateway.ts";
 
 /** The result of {@linkcode runEventsBench}. */
 export interface EventsBenchResult {
@@ -46,14 +42,18 @@ export interface EventsBenchResult {
 const RETRY_LINE = new TextEncoder().encode("retry: 2000\n\n");
 
 async function serveChild(): Promise<void> {
-  const key = `sk-bench-${crypto.randomUUID()}`;
-  const fake = await FakeProvider.start({ apiKey: key });
-  const setup = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: key });
-  const agent = await setup.createAgent({ name: "bench", model: "model-small" });
-  const environment = await setup.createEnvironment({ name: "bench" });
-  fake.managedAgents!.deltaChunk = 1_000_000;
+  const gateway = await startBenchGateway({
+    prefix: "events-bench-",
+    server: {
+      maxActiveRuns: 100_000,
+      maxEventStreams: 100_000,
+      // A thousand subscribers of one principal connect at once.
+      inFlightQuota: 100_000,
+    },
+  });
+  gateway.fake.managedAgents!.deltaChunk = 1_000_000;
   // "burst:N:GAP": N messages GAP ms apart (after a 300 ms pause); "hold": a turn that lasts.
-  fake.managedAgents!.script = ({ text }) => {
+  gateway.fake.managedAgents!.script = ({ text }) => {
     if (text === "hold") return [{ delayMs: 3_600_000 }];
     const [, n, gap] = text.split(":").map(Number);
     const steps: ({ delayMs: number } | Record<string, unknown>)[] = [{ delayMs: 300 }];
@@ -63,35 +63,7 @@ async function serveChild(): Promise<void> {
     }
     return steps;
   };
-  const token = `art_${crypto.randomUUID().replaceAll("-", "")}${"B".repeat(11)}`;
-  const bootstrap = deriveBootstrapCredential({
-    token,
-    principalId: crypto.randomUUID(),
-    capabilities: ["session:read", "session:write", "session:approve", "authority:admin"],
-    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-    source: "environment",
-  });
-  const directory = await Deno.makeTempDir({ prefix: "events-bench-" });
-  const store = await openKvStore({
-    path: `${directory}/store.kv`,
-    namespace: bootstrap.namespace,
-  });
-  const runtime = createRuntimeServer({
-    bootstrap,
-    store,
-    logger: { request() {}, info() {}, error() {}, flush() {} },
-    provider: {
-      apiKey: key,
-      baseUrl: fake.baseUrl,
-      defaultAgentId: agent.id as string,
-      defaultEnvironmentId: environment.id as string,
-    },
-    maxActiveRuns: 100_000,
-    maxEventStreams: 100_000,
-    // A thousand subscribers of one principal connect at once.
-    inFlightQuota: 100_000,
-  });
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, runtime.handler);
+
   let frames = new Uint8Array();
   const live = new Set<ReadableStreamDefaultController<Uint8Array>>();
   const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
@@ -103,7 +75,7 @@ async function serveChild(): Promise<void> {
     if (path === "/processed") {
       // processed_at of each agent.message of a session, by its text.
       const runId = new URL(request.url).searchParams.get("run")!;
-      const session = fake.managedAgents!.sessions.get(runId)!;
+      const session = gateway.fake.managedAgents!.sessions.get(runId)!;
       const out: Record<string, string> = {};
       for (const event of session.events) {
         if (event.type === "agent.message") {
@@ -158,9 +130,9 @@ async function serveChild(): Promise<void> {
     return new Response(frames, { headers: { "content-type": "text/event-stream" } });
   });
   console.log(JSON.stringify({
-    url: `http://127.0.0.1:${http.addr.port}`,
+    url: gateway.url,
     peer: `http://127.0.0.1:${peer.addr.port}`,
-    token,
+    token: gateway.token,
   }));
 }
 
@@ -375,17 +347,17 @@ async function measureIdleMemory(
   floor: boolean,
 ): Promise<number> {
   const held = floor ? "" : await start("hold");
-  if (floor) open = () => fetch(`${peer}/idle`);
+  const subscribe = floor ? () => fetch(`${peer}/idle`) : () => open(held);
   const rss = async () => (await (await fetch(`${peer}/rss`)).json()).rss as number;
   // Warm up one stream so lazily loaded code is in before the baseline.
-  const warm = await open(held);
+  const warm = await subscribe();
   const warmReader = warm.body!.getReader();
   await warmReader.read();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const before = await rss();
   const idle = quick ? 300 : 1000;
   const readers = await Promise.all(Array.from({ length: idle }, async () => {
-    const reader = (await open(held)).body!.getReader();
+    const reader = (await subscribe()).body!.getReader();
     await reader.read(); // the `retry` line: the stream is open
     return reader;
   }));

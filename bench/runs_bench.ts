@@ -17,11 +17,7 @@
  *
  * @module
  */
-import { ProviderManagedAgentClient } from "../client/mod.ts";
-import { deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
-import { createRuntimeServer } from "../server/server.ts";
-import { openKvStore } from "../server/store/kv.ts";
-import { FakeProvider } from "../tests/support/fake_provider.ts";
+import { startBenchGateway } from "./_gateway.ts";
 
 /** One path's figures, in ms per start. */
 export interface RunsBenchPath {
@@ -59,40 +55,10 @@ export async function runRunsBench(
 ): Promise<RunsBenchResult> {
   const starts = options.starts ?? 300;
   const rounds = options.rounds ?? 5;
-  const key = `sk-bench-${crypto.randomUUID()}`;
-  const fake = await FakeProvider.start({ apiKey: key });
-  const direct = new ProviderManagedAgentClient({ baseUrl: fake.baseUrl, apiKey: key });
-  const agent = await direct.createAgent({ name: "bench", model: "model-small" });
-  const environment = await direct.createEnvironment({ name: "bench" });
+  const gateway = await startBenchGateway({ prefix: "runs-bench-" });
+  const { url, token, provider: direct, agentId, environmentId } = gateway;
   // Turns stay open, as a real run's would while it is started.
-  fake.managedAgents!.script = () => [{ delayMs: 3_600_000 }];
-
-  const token = `art_${crypto.randomUUID().replaceAll("-", "")}${"B".repeat(11)}`;
-  const bootstrap = deriveBootstrapCredential({
-    token,
-    principalId: crypto.randomUUID(),
-    capabilities: ["session:read", "session:write", "session:approve", "authority:admin"],
-    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-    source: "environment",
-  });
-  const directory = await Deno.makeTempDir({ prefix: "runs-bench-" });
-  const store = await openKvStore({
-    path: `${directory}/store.kv`,
-    namespace: bootstrap.namespace,
-  });
-  const runtime = createRuntimeServer({
-    bootstrap,
-    store,
-    logger: { request() {}, info() {}, error() {}, flush() {} },
-    provider: {
-      apiKey: key,
-      baseUrl: fake.baseUrl,
-      defaultAgentId: agent.id as string,
-      defaultEnvironmentId: environment.id as string,
-    },
-  });
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, runtime.handler);
-  const url = `http://127.0.0.1:${http.addr.port}`;
+  gateway.fake.managedAgents!.script = () => [{ delayMs: 3_600_000 }];
 
   function headers(): Headers {
     return new Headers({
@@ -125,10 +91,7 @@ export async function runRunsBench(
 
   async function viaClient(): Promise<number> {
     const began = performance.now();
-    const session = await direct.createSession({
-      agentId: agent.id as string,
-      environmentId: environment.id as string,
-    });
+    const session = await direct.createSession({ agentId, environmentId });
     await direct.sendEvents(session.id, [
       { type: "user.message", content: [{ type: "text", text: "bench" }] },
     ]);
@@ -148,11 +111,7 @@ export async function runRunsBench(
       for (let i = 0; i < perRound; i++) gatewayTimes.push(await viaGateway());
     }
   } finally {
-    await http.shutdown();
-    await runtime.close();
-    await store.close();
-    await fake.close();
-    await Deno.remove(directory, { recursive: true });
+    await gateway.close();
   }
   const path = (times: number[]): RunsBenchPath => ({
     medianMs: percentile(times, 0.5),

@@ -49,6 +49,21 @@ function fail(error: unknown): Error {
   return new StoreUnavailableError("The KV store failed", { cause: error });
 }
 
+/** `events` numbered after `seq`, skipping the source ids in `skip` and repeats within `events`. */
+function numbered(
+  events: readonly RunEventInput[],
+  seq: number,
+  skip: Set<string>,
+): RunEventEntry[] {
+  const entries: RunEventEntry[] = [];
+  for (const event of events) {
+    if (skip.has(event.sourceId)) continue;
+    skip.add(event.sourceId);
+    entries.push({ seq: ++seq, ...event });
+  }
+  return entries;
+}
+
 /** The event part of the KV store; the store delegates to it. */
 export class KvRunEventStore implements RunEventStore {
   #kv: Deno.Kv;
@@ -83,73 +98,68 @@ export class KvRunEventStore implements RunEventStore {
   }
 
   async #appendGroup(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
-    const headKey = this.#key("run-event-head", runId);
     const known = this.#heads.get(runId);
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
     this.#heads.delete(runId);
     if (known !== undefined) {
-      const sources = new Set<string>();
-      const entries: RunEventEntry[] = [];
-      let seq = known.seq;
-      for (const event of events) {
-        if (sources.has(event.sourceId)) continue;
-        sources.add(event.sourceId);
-        entries.push({ seq: ++seq, ...event });
-      }
-      const operation = this.#kv.atomic()
-        .check({ key: headKey, versionstamp: known.versionstamp })
-        .set(headKey, seq);
-      for (const entry of entries) {
-        const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
-        operation
-          .check({ key: sourceKey, versionstamp: null })
-          .set(this.#key("run-event", runId, entry.seq), entry)
-          .set(sourceKey, entry.seq);
-      }
-      const result = await operation.commit();
-      if (result.ok) {
-        this.#remember(runId, seq, result.versionstamp);
-        return entries;
-      }
+      const entries = numbered(events, known.seq, new Set());
+      if (await this.#commit(runId, known.versionstamp, entries, true)) return entries;
     }
+    const headKey = this.#key("run-event-head", runId);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const head = await this.#kv.get<number>(headKey);
-      const known = new Set<string>();
-      const sources = [...new Set(events.map((event) => event.sourceId))];
-      for (let i = 0; i < sources.length; i += 10) {
-        const slice = sources.slice(i, i + 10);
-        const found = await this.#kv.getMany(
-          slice.map((sourceId) => this.#key("run-event-source", runId, sourceId)),
-        );
-        found.forEach((entry, index) => {
-          if (entry.value !== null) known.add(slice[index]);
-        });
-      }
-      let seq = head.value ?? 0;
-      const entries: RunEventEntry[] = [];
-      for (const event of events) {
-        if (known.has(event.sourceId)) continue;
-        known.add(event.sourceId);
-        seq++;
-        entries.push({ seq, ...event });
-      }
+      const entries = numbered(events, head.value ?? 0, await this.#storedSources(runId, events));
       if (entries.length === 0) {
-        if (head.versionstamp !== null) this.#remember(runId, seq, head.versionstamp);
+        if (head.versionstamp !== null) this.#remember(runId, head.value ?? 0, head.versionstamp);
         return [];
       }
-      const operation = this.#kv.atomic().check(head).set(headKey, seq);
-      for (const entry of entries) {
-        operation
-          .set(this.#key("run-event", runId, entry.seq), entry)
-          .set(this.#key("run-event-source", runId, entry.sourceId), entry.seq);
-      }
-      const result = await operation.commit();
-      if (result.ok) {
-        this.#remember(runId, seq, result.versionstamp);
-        return entries;
-      }
+      if (await this.#commit(runId, head.versionstamp, entries, false)) return entries;
     }
     throw new StoreUnavailableError("The KV store is too contended to commit");
+  }
+
+  /** The source ids of `events` the run's log already holds. */
+  async #storedSources(runId: string, events: readonly RunEventInput[]): Promise<Set<string>> {
+    const stored = new Set<string>();
+    const sources = [...new Set(events.map((event) => event.sourceId))];
+    for (let i = 0; i < sources.length; i += 10) {
+      const slice = sources.slice(i, i + 10);
+      const found = await this.#kv.getMany(
+        slice.map((sourceId) => this.#key("run-event-source", runId, sourceId)),
+      );
+      found.forEach((entry, index) => {
+        if (entry.value !== null) stored.add(slice[index]);
+      });
+    }
+    return stored;
+  }
+
+  /**
+   * Commits `entries` (at least one) checked against the head's versionstamp and, when
+   * `checkSources` (the fast path, which read none), against the absence of each source id.
+   * Whether it committed; a commit remembers the new head.
+   */
+  async #commit(
+    runId: string,
+    headVersionstamp: string | null,
+    entries: readonly RunEventEntry[],
+    checkSources: boolean,
+  ): Promise<boolean> {
+    const headKey = this.#key("run-event-head", runId);
+    const last = entries[entries.length - 1].seq;
+    const operation = this.#kv.atomic()
+      .check({ key: headKey, versionstamp: headVersionstamp })
+      .set(headKey, last);
+    for (const entry of entries) {
+      const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
+      if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
+      operation
+        .set(this.#key("run-event", runId, entry.seq), entry)
+        .set(sourceKey, entry.seq);
+    }
+    const result = await operation.commit();
+    if (result.ok) this.#remember(runId, last, result.versionstamp);
+    return result.ok;
   }
 
   /** Remembers a run's head for the next append's fast path (a few thousand runs at most). */

@@ -53,7 +53,7 @@ function live(slot: SlotEntry | null, now: number): boolean {
 }
 
 /** The key of the last audit seq below `root`. */
-export function auditSeqKey(root: Deno.KvKey): Deno.KvKey {
+function auditSeqKey(root: Deno.KvKey): Deno.KvKey {
   return [...root, "audit-seq"];
 }
 
@@ -63,7 +63,7 @@ export function auditSeqKey(root: Deno.KvKey): Deno.KvKey {
  * committing second fails and reads again. Returns the entries as they will be stored. Every
  * audit write of the KV store goes through here.
  */
-export function addAuditEntries(
+function addAuditEntries(
   operation: Deno.AtomicOperation,
   root: Deno.KvKey,
   last: Deno.KvEntryMaybe<number>,
