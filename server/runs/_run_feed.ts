@@ -12,6 +12,11 @@
  * polls; publishes still extend it. {@linkcode RunFeed.resume} restarts both and reads what it
  * missed.
  *
+ * Subscribers wait with {@linkcode RunFeed.wait} and are woken when the window changed, and once
+ * a poll (so an idle stream can tell when its heartbeat is due). A read that found nothing new
+ * wakes no one: the store's watch fires for this replica's own appends too, which the publish
+ * delivered already, and waking 100 streams for nothing cost each of them a turn per append.
+ *
  * @module
  */
 import type { RunEventEntry, Store } from "../store/types.ts";
@@ -32,9 +37,10 @@ export class RunFeed {
   readonly window: FrameWindow = new FrameWindow(WINDOW);
   #ready = false;
   #readyWaiters: (() => void)[] = [];
-  #waiters: (() => void)[] = [];
+  #waiters = new Set<() => void>();
   #reading: Promise<void> | null = null;
   #again = false;
+  #wakeAnyway = false;
   #stopped = false;
   #stopWatch: (() => void) | null = null;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -71,7 +77,7 @@ export class RunFeed {
   resume(): void {
     if (this.#stopped || this.#stopWatch !== null) return;
     this.#stopWatch = this.#store.watchRunEvents(this.runId, () => this.refresh());
-    this.#timer = setInterval(() => this.refresh(), POLL_MS);
+    this.#timer = setInterval(() => this.refresh(true), POLL_MS);
     this.refresh();
   }
 
@@ -97,11 +103,12 @@ export class RunFeed {
   }
 
   /**
-   * Reads what the log gained since the window's last entry, then wakes the subscribers. A call
-   * during a read makes one more read after it (the read under way may have started before the
-   * append).
+   * Reads what the log gained since the window's last entry, then wakes the subscribers when the
+   * window changed (or, for the poll, `always`). A call during a read makes one more read after it
+   * (the read under way may have started before the append).
    */
-  refresh(): Promise<void> {
+  refresh(always = false): Promise<void> {
+    if (always) this.#wakeAnyway = true;
     if (this.#reading !== null) {
       this.#again = true;
       return this.#reading;
@@ -109,6 +116,8 @@ export class RunFeed {
     this.#reading = (async () => {
       do {
         this.#again = false;
+        const wasReady = this.#ready;
+        const last = this.window.last;
         try {
           await this.#read();
           this.#ready = true;
@@ -118,7 +127,10 @@ export class RunFeed {
         const ready = this.#readyWaiters;
         this.#readyWaiters = [];
         for (const resolve of ready) resolve();
-        this.#wake();
+        if (this.#wakeAnyway || !wasReady || this.window.last !== last) {
+          this.#wakeAnyway = false;
+          this.#wake();
+        }
       } while (this.#again && !this.#stopped);
       this.#reading = null;
     })();
@@ -139,21 +151,25 @@ export class RunFeed {
   }
 
   #wake(): void {
+    if (this.#waiters.size === 0) return;
     const waiters = this.#waiters;
-    this.#waiters = [];
+    this.#waiters = new Set();
     for (const wake of waiters) wake();
   }
 
-  /** Resolves at the window's next change or read (a publish, a wake-up, the poll), or on abort. */
-  next(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      this.#waiters.push(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
+  /**
+   * Calls `wake` once, at the window's next change (a publish, or a read that found entries), at
+   * the next poll, or when the feed stops; {@linkcode RunFeed.forget} takes it back. A subscriber's
+   * one pending wait is a function in a set rather than an `AbortSignal` listener: nothing to add
+   * and remove per wait, and no `AbortController` per stream.
+   */
+  wait(wake: () => void): void {
+    this.#waiters.add(wake);
+  }
+
+  /** Takes back a `wake` given to {@linkcode RunFeed.wait} that has not been called. */
+  forget(wake: () => void): void {
+    this.#waiters.delete(wake);
   }
 
   /** Stops for good: no watch, no poll, every waiter woken. */

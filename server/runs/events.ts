@@ -62,6 +62,12 @@ const ENCODER = new TextEncoder();
 const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode("retry: 2000\n\n");
 const HEARTBEAT = ENCODER.encode(": keep-alive\n\n");
 
+/** What a stream's window had for it: frames sent (or the stream ended), nothing yet, or too old. */
+type Offer = typeof SENT | typeof WAIT | typeof BEHIND;
+const SENT = 0;
+const WAIT = 1;
+const BEHIND = 2;
+
 /** The public form of a log entry: the run event with its `seq` and `at`. */
 export type PublicRunEvent = Record<string, unknown> & { seq: number; at: string; type: string };
 
@@ -104,6 +110,11 @@ export interface RunEventHubOptions {
   authenticator: Authenticator;
   /** Open streams allowed on this replica (default 10000). */
   maxStreams?: number;
+  /**
+   * Idle time after which a stream gets a comment line, in ms (default {@linkcode HEARTBEAT_MS});
+   * idle streams look at it once a poll (every second).
+   */
+  heartbeatMs?: number;
   /**
    * How feeds without subscribers are kept (defaults: {@linkcode LINGER_MS},
    * {@linkcode MAX_LINGERING_FEEDS}, {@linkcode MAX_LINGERING_BYTES}); `ms: 0` drops them at once.
@@ -159,6 +170,7 @@ export class RunEventHub {
   readonly #store: Store;
   readonly #authenticator: Authenticator;
   readonly #maxStreams: number;
+  readonly #heartbeatMs: number;
   readonly #lingerMs: number;
   readonly #maxLingering: number;
   readonly #maxLingeringBytes: number;
@@ -177,6 +189,7 @@ export class RunEventHub {
     this.#store = options.store;
     this.#authenticator = options.authenticator;
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+    this.#heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.#lingerMs = options.linger?.ms ?? LINGER_MS;
     this.#maxLingering = options.linger?.maxFeeds ?? MAX_LINGERING_FEEDS;
     this.#maxLingeringBytes = options.linger?.maxBytes ?? MAX_LINGERING_BYTES;
@@ -303,20 +316,35 @@ export class RunEventHub {
     return feed.ready ? feed.window.answer(options.after, RETRY) : null;
   }
 
-  /** A stream of a subscribed feed (the subscription is the stream's from now on). */
+  /**
+   * A stream of a subscribed feed (the subscription is the stream's from now on).
+   *
+   * Delivery is pushed: a stream with nothing to send parks its pull (a pending promise) and
+   * leaves `wake` with the feed; when the window changes, the feed calls every parked stream's
+   * `wake`, which enqueues the new frames right there, in the publish's own loop, as the floor
+   * in `bench/events_bench.ts` does. Waking each stream's pull to enqueue from there cost every
+   * stream two more promise turns per frame.
+   */
   #open(feed: RunFeed, options: EventStreamOptions): ReadableStream<Uint8Array> {
     const { runId, signal } = options;
     let after = options.after;
-    const stop = new AbortController();
     let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
     let closed = false;
     let released = false;
+    /** Settles the parked pull, if any. */
+    let parked: (() => void) | null = null;
+    const unpark = () => {
+      const resolve = parked;
+      parked = null;
+      resolve?.();
+    };
     const release = () => {
       if (released) return;
       released = true;
-      stop.abort();
       this.#streams.delete(open);
       signal?.removeEventListener("abort", finish);
+      feed.forget(wake);
+      unpark();
       this.#unsubscribe(feed);
     };
     /** Ends the stream (terminal event, revocation, drain, client gone) and releases it. */
@@ -335,41 +363,65 @@ export class RunEventHub {
     this.#startChecker();
     signal?.addEventListener("abort", finish, { once: true });
     const store = this.#store;
+    const heartbeatMs = this.#heartbeatMs;
     let idleSince = Date.now();
+    /** Enqueues frames (ending the stream after a terminal one). */
+    const send = (slice: FrameSlice) => {
+      // A view of the window's buffer, which never rewrites bytes it handed out.
+      controllerRef!.enqueue(slice.bytes);
+      after = slice.last;
+      idleSince = Date.now();
+      if (slice.terminal) finish();
+    };
+    /** What the window has for this stream: SENT (or ended), WAIT, or BEHIND (read the store). */
+    const offer = (): Offer => {
+      if (closed) return SENT;
+      if (!feed.ready) return WAIT;
+      const slice = feed.window.after(after);
+      if (slice === null) return BEHIND;
+      if (slice.bytes.length > 0) {
+        send(slice);
+        return SENT;
+      }
+      if (Date.now() - idleSince >= heartbeatMs) {
+        idleSince = Date.now();
+        controllerRef!.enqueue(HEARTBEAT);
+        return SENT;
+      }
+      return WAIT;
+    };
+    /** Called by the feed (a change, the poll, a stop) while the pull is parked. */
+    function wake(): void {
+      if (parked === null) return;
+      if (offer() === WAIT) feed.wait(wake);
+      else unpark(); // sent, ended, or behind the window: the next pull carries on
+    }
+    const park = (resolve: () => void) => {
+      parked = resolve;
+      feed.wait(wake);
+    };
     return new ReadableStream<Uint8Array>({
       start(controller) {
         controllerRef = controller;
         controller.enqueue(RETRY);
-        if (signal?.aborted || stop.signal.aborted) finish();
+        if (signal?.aborted || released) finish();
       },
-      async pull(controller) {
-        try {
-          while (!closed) {
-            let slice = feed.ready ? feed.window.after(after) : null;
-            if (slice === null && feed.ready) slice = await readFrames(store, runId, after);
-            if (closed) return;
-            if (slice !== null && slice.bytes.length > 0) {
-              // A view of the window's buffer, which never rewrites bytes it handed out.
-              controller.enqueue(slice.bytes);
-              after = slice.last;
-              idleSince = Date.now();
-              if (slice.terminal) finish();
-              return;
-            }
-            if (Date.now() - idleSince >= HEARTBEAT_MS) {
-              idleSince = Date.now();
-              controller.enqueue(HEARTBEAT);
-              return;
-            }
-            await feed.next(stop.signal);
-          }
-        } catch (error) {
+      pull(controller): Promise<void> | undefined {
+        const offered = offer();
+        if (offered === SENT) return;
+        if (offered === WAIT) return released ? undefined : new Promise<void>(park);
+        // Behind the window: this subscriber reads the store until it catches up.
+        return readFrames(store, runId, after).then((slice) => {
+          if (closed) return;
+          if (slice.bytes.length > 0) send(slice);
+          else if (!released) return new Promise<void>(park); // nothing there yet: wait
+        }).catch((error) => {
           release();
           if (!closed) {
             closed = true;
             controller.error(error);
           }
-        }
+        });
       },
       cancel() {
         closed = true;

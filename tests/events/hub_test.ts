@@ -3,7 +3,7 @@
  * without a store read and are evicted under their budget; entries the tail publishes reach
  * subscribers without a store read, and a publish racing a store read delivers no duplicate and
  * no gap; a complete answer is one byte body, the same bytes as the stream, and takes no stream
- * slot.
+ * slot; an idle stream gets heartbeats.
  *
  * @module
  */
@@ -463,6 +463,26 @@ Deno.test("hub: a subscriber resuming before the window reads the store until it
     assert.equal(hub.openStreams, 0);
     const whole = new Collector(await hub.stream(from(0)));
     assert.deepEqual(ids(await whole.rest()), [1, 2, 3, 4]);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: an idle stream gets a heartbeat comment, then the next frame as usual", async () => {
+  const { store, raw } = await instrumented();
+  const hub = hubOver(store, { heartbeatMs: 200 });
+  try {
+    await raw.appendRunEvents("run_h", turn("run_h", true).slice(0, 2));
+    const stream = new Collector(await hub.stream(options("run_h", "running")));
+    assert.deepEqual(await stream.until(2), [1, 2]);
+    // Idle streams look at their heartbeat once a poll (1 s).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    hub.publish("run_h", await raw.appendRunEvents("run_h", [input("run_h", "run.completed")]));
+    assert.deepEqual(await stream.until(3), [1, 2, 3]);
+    const text = new TextDecoder().decode(await stream.rest());
+    assert.match(text, /^retry: 2000\n\n(?:.|\n)*: keep-alive\n\n(?:.|\n)*id: 3\n/);
+    assert.equal(stream.ended, true);
   } finally {
     hub.close();
     raw.close();
