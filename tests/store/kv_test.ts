@@ -77,3 +77,47 @@ Deno.test("kv store: the change marker moves with every commit of another connec
     await Deno.remove(own, { recursive: true });
   }
 });
+
+Deno.test("kv store: two handles taking turns at the audit log number it without gap or repeat", async () => {
+  // Each handle commits against the seq it last wrote; the other handle's commits move it, so
+  // every turn must notice, read the seq and number after it.
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-audit-" });
+  const file = `${own}/audit.kv`;
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const first = await openKvStore({ path: file, namespace });
+  const second = await openKvStore({ path: file, namespace });
+  const entry = (subjectId: string) => ({
+    at: new Date().toISOString(),
+    action: "principal.issued" as const,
+    actorId: crypto.randomUUID(),
+    subjectId,
+    correlationId: crypto.randomUUID(),
+    outcome: "ok",
+  });
+  try {
+    const seqs: number[] = [];
+    for (let turn = 0; turn < 12; turn++) {
+      const store = turn % 2 === 0 ? first : second;
+      if (turn % 3 === 0) {
+        const record = testPrincipal();
+        assert.equal(
+          await store.createPrincipal(record, undefined, entry(record.principalId)),
+          "created",
+        );
+      } else {
+        seqs.push((await store.appendAudit(entry(crypto.randomUUID()))).seq);
+      }
+      // Then the other handle, whose last seq is stale now.
+      seqs.push((await (store === first ? second : first).appendAudit(entry("x"))).seq);
+    }
+    const listed = (await first.listAudit({ limit: 100 })).entries.map((e) => e.seq);
+    assert.equal(listed.length, 24);
+    assert.deepEqual([...listed].sort((x, y) => x - y), listed.map((_, i) => i + 1));
+    assert.ok(seqs.every((seq) => listed.includes(seq)));
+    assert.equal(new Set(seqs).size, seqs.length);
+  } finally {
+    await first.close();
+    await second.close();
+    await Deno.remove(own, { recursive: true });
+  }
+});
