@@ -390,11 +390,32 @@ export class RunEventHub {
       }
       return WAIT;
     };
-    /** Called by the feed (a change, the poll, a stop) while the pull is parked. */
+    /** Ends the stream with an error (a failed store read, a refused enqueue). */
+    const fail = (error: unknown) => {
+      release();
+      if (closed) return;
+      closed = true;
+      try {
+        controllerRef?.error(error);
+      } catch {
+        // Already errored.
+      }
+    };
+    /**
+     * Called by the feed (a change, the poll, a stop) while the pull is parked. It runs inside
+     * the feed's publish: whatever goes wrong ends this stream, never the publish.
+     */
     function wake(): void {
       if (parked === null) return;
-      if (offer() === WAIT) feed.wait(wake);
-      else unpark(); // sent, ended, or behind the window: the next pull carries on
+      try {
+        if (offer() === WAIT) {
+          feed.wait(wake);
+          return;
+        }
+      } catch (error) {
+        fail(error);
+      }
+      unpark(); // sent, ended, failed, or behind the window: the next pull carries on
     }
     const park = (resolve: () => void) => {
       parked = resolve;
@@ -406,7 +427,7 @@ export class RunEventHub {
         controller.enqueue(RETRY);
         if (signal?.aborted || released) finish();
       },
-      pull(controller): Promise<void> | undefined {
+      pull(): Promise<void> | undefined {
         const offered = offer();
         if (offered === SENT) return;
         if (offered === WAIT) return released ? undefined : new Promise<void>(park);
@@ -415,13 +436,7 @@ export class RunEventHub {
           if (closed) return;
           if (slice.bytes.length > 0) send(slice);
           else if (!released) return new Promise<void>(park); // nothing there yet: wait
-        }).catch((error) => {
-          release();
-          if (!closed) {
-            closed = true;
-            controller.error(error);
-          }
-        });
+        }).catch(fail);
       },
       cancel() {
         closed = true;
