@@ -28,9 +28,9 @@
  *
  * @module
  */
+import { isTerminalRunStreamEvent } from "../../client/contract.ts";
 import type { RunEventEntry } from "../store/types.ts";
 
-const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const ENCODER = new TextEncoder();
 /** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
 const MAX_ANSWERS = 4;
@@ -45,11 +45,6 @@ export interface FrameSlice {
   last: number;
   /** Whether the last frame is a terminal entry (the stream ends there). */
   terminal: boolean;
-}
-
-/** Whether a run event ends a turn. */
-export function isTerminalType(type: string): boolean {
-  return TERMINAL.has(type);
 }
 
 /** The public form of a log entry as one JSON text: the run event with its `seq` and `at`. */
@@ -132,7 +127,7 @@ export class FrameWindow {
       at = this.#offsets[this.#offsets.length - 1];
     }
     at += ENCODER.encodeInto(text, this.#buffer.subarray(at)).written;
-    if (TERMINAL.has(entry.event.type)) this.#terminals.push(this.count);
+    if (isTerminalRunStreamEvent(entry.event)) this.#terminals.push(this.count);
     this.#offsets.push(at);
   }
 

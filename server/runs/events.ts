@@ -40,7 +40,8 @@ import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RunEventEntry, RunRecord, Store } from "../store/types.ts";
 import { ACTIVE_RUN_STATES } from "../store/types.ts";
-import { type FrameSlice, FrameWindow, isTerminalType } from "./_frame_window.ts";
+import { isTerminalRunStreamEvent } from "../../client/contract.ts";
+import { type FrameSlice, FrameWindow } from "./_frame_window.ts";
 import { READ_BATCH, RunFeed, WINDOW } from "./_run_feed.ts";
 
 export { POLL_MS } from "./_run_feed.ts";
@@ -91,7 +92,7 @@ export function publicEvent(entry: RunEventEntry): PublicRunEvent {
 
 /** Whether an entry ends a turn. */
 export function isTerminalEntry(entry: RunEventEntry | undefined): boolean {
-  return entry !== undefined && isTerminalType(entry.event.type);
+  return entry !== undefined && isTerminalRunStreamEvent(entry.event);
 }
 
 /** The store entries after `after` (one read) as frames, up to the first terminal entry. */

@@ -26,6 +26,7 @@
  *
  * @module
  */
+import { isTerminalRunStreamEvent } from "../../client/contract.ts";
 import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import type { RuntimeLogger } from "../log.ts";
 import {
@@ -404,9 +405,7 @@ export function applyEntries(
 
 /** Whether an entry changes the run's state (`run.status` or a terminal event). */
 function bearsState(entry: RunEventEntry): boolean {
-  const type = entry.event.type;
-  return type === "run.status" || type === "run.completed" || type === "run.failed" ||
-    type === "run.cancelled";
+  return entry.event.type === "run.status" || isTerminalRunStreamEvent(entry.event);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -24,7 +24,7 @@
  * @module
  */
 import { GatewayRecords } from "./_gateway_records.ts";
-import { AuditSeqLock, commitWithAudit, KvRunStore } from "./kv/_runs.ts";
+import { KvAuditLog, KvRunStore } from "./kv/_runs.ts";
 import { KvAnswerStore } from "./kv/_answers.ts";
 import { KvRunEventStore } from "./kv/_events.ts";
 import { type ChangeMarker, openChangeMarker } from "./kv/_change_marker.ts";
@@ -164,13 +164,13 @@ class KvStore extends GatewayRecords implements Store {
 
   #namespace: string;
   #marker: ChangeMarker | null;
-  #auditLock: AuditSeqLock;
+  #audit: KvAuditLog;
 
   constructor(kv: Deno.Kv, namespace: string, marker: ChangeMarker | null) {
     const root: Deno.KvKey = [ROOT, namespace];
-    const auditLock = new AuditSeqLock();
+    const audit = new KvAuditLog(kv, root);
     super({
-      runs: new KvRunStore(kv, root, auditLock),
+      runs: new KvRunStore(kv, root, audit),
       answers: new KvAnswerStore(kv, root),
       events: new KvRunEventStore(kv, root),
     });
@@ -178,7 +178,7 @@ class KvStore extends GatewayRecords implements Store {
     this.#namespace = namespace;
     this.#root = root;
     this.#marker = marker;
-    this.#auditLock = auditLock;
+    this.#audit = audit;
   }
 
   #principalKey(principalId: string): Deno.KvKey {
@@ -365,16 +365,12 @@ class KvStore extends GatewayRecords implements Store {
     return group;
   }
 
-  /**
-   * Commits `operation` with `audit` entries appended in it (see `commitWithAudit`); whether it
-   * committed. A commit that found the audit seq moved by another process fails, and its caller
-   * tries again.
-   */
+  /** Commits `operation` with `audit` appended to the audit log in it; whether it committed. */
   async #commitWithAudit(
     operation: Deno.AtomicOperation,
     audit: readonly AuditEntryInput[],
   ): Promise<boolean> {
-    return (await commitWithAudit(this.#kv, this.#auditLock, this.#root, operation, audit)).ok;
+    return (await this.#audit.commit(operation, audit)).ok;
   }
 
   /**

@@ -79,10 +79,14 @@ function addAuditEntries(
 }
 
 /**
- * Serializes one process's commits that move the audit seq (the run store's audit appends and
- * the principal store's issuances), so that they never fail each other's check on the seq key:
- * under load, one in-process loser per commit would otherwise retry until it gave up. Commits of
- * other processes can still race; those retry.
+ * The writer of the KV store's audit log: every commit that appends to it goes through
+ * {@linkcode KvAuditLog.commit}, which numbers the entries after the last seq in the same atomic
+ * commit.
+ *
+ * It serializes one process's commits that move the seq (the run store's audit appends and the
+ * principal store's issuances), so that they never fail each other's check on the seq key: under
+ * load, one in-process loser per commit would otherwise retry until it gave up. Commits of other
+ * processes can still race; those retry.
  *
  * It also remembers the seq entry as its last commit left it. That entry is usually still the
  * head (one process issues), so the next commit is checked against it without reading the seq
@@ -92,47 +96,46 @@ function addAuditEntries(
  * 0.99× and 1.02× (`deno task bench --only server`, 2026-11-24; the build before the audit entry
  * existed: 1.05× to 1.42× in the same hour).
  */
-export class AuditSeqLock {
+export class KvAuditLog {
+  readonly #kv: Deno.Kv;
+  readonly #root: Deno.KvKey;
   #tail: Promise<unknown> = Promise.resolve();
-  /** The seq entry as this lock's last successful commit left it; null: read it. */
-  last: Deno.KvEntryMaybe<number> | null = null;
+  /** The seq entry as this log's last successful commit left it; null: read it. */
+  #last: Deno.KvEntryMaybe<number> | null = null;
 
-  /** Runs `work` after every earlier one has settled. */
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(work);
+  constructor(kv: Deno.Kv, root: Deno.KvKey) {
+    this.#kv = kv;
+    this.#root = root;
+  }
+
+  /**
+   * Commits `operation` with `inputs` appended to the audit log in it; without inputs it commits
+   * `operation` as it is. A commit that met a moved seq (or failed another check) is not ok and
+   * writes nothing: the caller tries again.
+   */
+  commit(
+    operation: Deno.AtomicOperation,
+    inputs: readonly AuditEntryInput[],
+  ): Promise<{ ok: boolean; entries: AuditEntry[] }> {
+    if (inputs.length === 0) {
+      return operation.commit().then((result) => ({ ok: result.ok, entries: [] }));
+    }
+    const run = async () => {
+      const last = this.#last ?? await this.#kv.get<number>(auditSeqKey(this.#root));
+      const entries = addAuditEntries(operation, this.#root, last, inputs);
+      // Until this commit settles the seq is unknown; after a failed one it may have moved.
+      this.#last = null;
+      const result = await operation.commit();
+      if (result.ok) {
+        const value = entries[entries.length - 1].seq;
+        this.#last = { key: last.key, value, versionstamp: result.versionstamp };
+      }
+      return { ok: result.ok, entries };
+    };
+    const result = this.#tail.then(run);
     this.#tail = result.catch(() => {});
     return result;
   }
-}
-
-/**
- * Commits `operation` with audit entries added after the last seq, read under `lock`. Without
- * entries it commits as it is. Every commit of the KV store that appends to the audit log goes
- * through here.
- */
-export function commitWithAudit(
-  kv: Deno.Kv,
-  lock: AuditSeqLock,
-  root: Deno.KvKey,
-  operation: Deno.AtomicOperation,
-  inputs: readonly AuditEntryInput[],
-): Promise<{ ok: boolean; entries: AuditEntry[] }> {
-  if (inputs.length === 0) {
-    return operation.commit().then((result) => ({ ok: result.ok, entries: [] }));
-  }
-  return lock.run(async () => {
-    const last = lock.last ?? await kv.get<number>(auditSeqKey(root));
-    const entries = addAuditEntries(operation, root, last, inputs);
-    const result = await operation.commit().catch((error) => {
-      lock.last = null;
-      throw error;
-    });
-    // After a failed commit the seq may have moved (or the failure was another check): read it.
-    lock.last = result.ok
-      ? { key: last.key, value: entries[entries.length - 1].seq, versionstamp: result.versionstamp }
-      : null;
-    return { ok: result.ok, entries };
-  });
 }
 
 /** An audit entry waiting for the next group commit. */
@@ -168,14 +171,14 @@ function setRunSlot(
 export class KvRunStore implements RunStore {
   #kv: Deno.Kv;
   #root: Deno.KvKey;
-  #auditLock: AuditSeqLock;
+  #audit: KvAuditLog;
   #auditQueue: QueuedAudit[] = [];
   #auditCommitting = false;
 
-  constructor(kv: Deno.Kv, root: Deno.KvKey, auditLock: AuditSeqLock) {
+  constructor(kv: Deno.Kv, root: Deno.KvKey, audit: KvAuditLog) {
     this.#kv = kv;
     this.#root = root;
-    this.#auditLock = auditLock;
+    this.#audit = audit;
   }
 
   #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
@@ -420,14 +423,7 @@ export class KvRunStore implements RunStore {
 
   async #appendGroup(inputs: AuditEntryInput[]): Promise<AuditEntry[]> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const operation = this.#kv.atomic();
-      const result = await commitWithAudit(
-        this.#kv,
-        this.#auditLock,
-        this.#root,
-        operation,
-        inputs,
-      );
+      const result = await this.#audit.commit(this.#kv.atomic(), inputs);
       if (result.ok) return result.entries;
     }
     throw contention();
