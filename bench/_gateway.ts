@@ -40,6 +40,8 @@ export interface BenchGateway {
  */
 export async function startBenchGateway(options: {
   prefix: string;
+  /** Folder for the store's temp directory (default: the system's temp folder). */
+  dir?: string;
   server?: Partial<RuntimeServerOptions>;
 }): Promise<BenchGateway> {
   const key = `sk-bench-${crypto.randomUUID()}`;
@@ -56,7 +58,7 @@ export async function startBenchGateway(options: {
     expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
     source: "environment",
   });
-  const directory = await Deno.makeTempDir({ prefix: options.prefix });
+  const directory = await Deno.makeTempDir({ dir: options.dir, prefix: options.prefix });
   const store = await openKvStore({
     path: `${directory}/store.kv`,
     namespace: bootstrap.namespace,

@@ -12,7 +12,8 @@
  * 2. **Added latency** from the provider's frame (the fake's `processed_at`) to a subscriber's
  *    frame, 100 subscribers on a live run, after an uncounted warm-up run: medians of 3 rounds of
  *    150 frames (target: p99 < 10 ms); and the same from the peer writing each frame straight to
- *    100 streams (the floor).
+ *    100 streams (the floor), and from the peer committing each frame to Deno KV first, as the
+ *    runtime appends it to the run's log before anyone gets it (the floor of a durable log).
  * 3. **Memory per idle subscriber**: what the child holds with 1,000 idle streams open, over what
  *    it held before, per stream, in a fresh child and after a full collection (the RSS growth
  *    less the heap room V8 keeps free after the burst); and the same for a bare `Deno.serve`
@@ -45,6 +46,8 @@ export interface EventsBenchResult {
   latency: LatencyFigures;
   /** The peer's frame to subscriber frame, ms, at 100 subscribers (the floor). */
   latencyFloor: LatencyFigures;
+  /** The same with one Deno KV commit of each frame before it is written (a durable log's floor). */
+  latencyCommitFloor?: LatencyFigures;
   /**
    * Resident bytes per idle subscriber in a fresh process, after a full collection, not counting
    * heap space V8 keeps free (see `measureIdleMemory`).
@@ -63,8 +66,11 @@ export interface EventsBenchResult {
 const RETRY_LINE = new TextEncoder().encode("retry: 2000\n\n");
 
 async function serveChild(): Promise<void> {
+  // The parent's folder for this child, removed by the parent (the child is killed, not closed).
+  const dir = Deno.env.get("EVENTS_BENCH_DIR");
   const gateway = await startBenchGateway({
     prefix: "events-bench-",
+    dir,
     server: {
       maxActiveRuns: 100_000,
       maxEventStreams: 100_000,
@@ -86,6 +92,8 @@ async function serveChild(): Promise<void> {
   };
 
   let frames = new Uint8Array();
+  // The commit floor's store: a file beside the runtime's, on the same disk.
+  const kv = await Deno.openKv(`${await Deno.makeTempDir({ dir, prefix: "floor-" })}/floor.kv`);
   const live = new Set<ReadableStreamDefaultController<Uint8Array>>();
   const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const path = new URL(request.url).pathname;
@@ -128,18 +136,28 @@ async function serveChild(): Promise<void> {
       return new Response(body, { headers: { "content-type": "text/event-stream" } });
     }
     if (path === "/live/go") {
-      // N frames GAP ms apart, like the fake provider's burst, each stamped when written.
-      const n = Number(new URL(request.url).searchParams.get("n"));
+      // N frames GAP ms apart, like the fake provider's burst, each stamped when made and
+      // written at once or (`commit=1`) once committed to Deno KV, in order.
+      const query = new URL(request.url).searchParams;
+      const n = Number(query.get("n"));
+      const commit = query.get("commit") === "1";
       const encoder = new TextEncoder();
-      let sent = 0;
-      const timer = setInterval(() => {
-        const data = JSON.stringify({ text: `m${sent}`, at: new Date().toISOString() });
-        const frame = encoder.encode(`id: ${sent}\nevent: message.completed\ndata: ${data}\n\n`);
+      let made = 0;
+      let written = Promise.resolve();
+      const write = (seq: number, frame: Uint8Array) => {
         for (const controller of live) controller.enqueue(frame);
-        if (++sent < n) return;
-        clearInterval(timer);
+        if (seq + 1 < n) return;
         for (const controller of live) controller.close();
         live.clear();
+      };
+      const timer = setInterval(() => {
+        const seq = made;
+        const data = JSON.stringify({ text: `m${seq}`, at: new Date().toISOString() });
+        const frame = encoder.encode(`id: ${seq}\nevent: message.completed\ndata: ${data}\n\n`);
+        if (++made === n) clearInterval(timer);
+        if (!commit) return write(seq, frame);
+        const committed = kv.atomic().set(["run-event", seq], data).commit();
+        written = Promise.all([written, committed]).then(() => write(seq, frame));
       }, 20);
       return new Response(null, { status: 204 });
     }
@@ -287,9 +305,11 @@ function completedFrames(reads: Reads): { data: Record<string, unknown>; time: n
  * next phase's figures.
  */
 async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T> {
+  const directory = await Deno.makeTempDir({ prefix: "events-bench-" });
   const process = new Deno.Command(Deno.execPath(), {
     // `gc` for the memory phase's full collections.
     args: ["run", "-A", "--v8-flags=--expose-gc", new URL(import.meta.url).pathname, "--child"],
+    env: { EVENTS_BENCH_DIR: directory },
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -331,6 +351,7 @@ async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T
     process.kill("SIGKILL");
     await process.status;
     await reader.cancel().catch(() => {});
+    await Deno.remove(directory, { recursive: true }).catch(() => {});
   }
 }
 
@@ -376,13 +397,14 @@ async function measureDelivery(
 
 /**
  * Phase 2: added latency on a live run, 100 subscribers: from the provider's frame (the fake's
- * `processed_at`) to each subscriber's frame; or (`floor`) from the peer writing a frame straight
- * to 100 open streams to each subscriber's frame, the floor of this runtime and of this client.
+ * `processed_at`) to each subscriber's frame; or (`floor`) from the peer making a frame to each
+ * subscriber's frame, the peer writing it straight to 100 open streams (the floor of this runtime
+ * and of this client) or (`commit`) after committing it to Deno KV (the floor of a durable log).
  */
 async function measureLatency(
   child: BenchChild,
   quick: boolean,
-  floor: boolean,
+  floor: false | "bare" | "commit",
 ): Promise<EventsBenchResult["latency"]> {
   // A warm-up round first, not counted: the child is fresh, and the first frames through cold
   // code (the tail's first connection, the first append, compilation) took 13 to 40 ms, which
@@ -407,7 +429,7 @@ async function measureLatency(
 async function liveRound(
   { peer, start, follow }: BenchChild,
   messages: number,
-  floor: boolean,
+  floor: false | "bare" | "commit",
 ): Promise<EventsBenchResult["latency"]> {
   const live = floor ? "" : await start(`burst:${messages}:20`);
   const received: Record<string, number[]> = {};
@@ -426,7 +448,7 @@ async function liveRound(
   if (floor) {
     // The same head start the fake provider's script gives the runtime's subscribers.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await fetch(`${peer}/live/go?n=${messages}`);
+    await fetch(`${peer}/live/go?n=${messages}&commit=${floor === "commit" ? 1 : 0}`);
   }
   await Promise.all(subscribers);
   if (!floor) {
@@ -511,7 +533,8 @@ export async function runEventsBench(
   const quick = options.quick ?? false;
   const { logEvents, delivery } = await withChild((child) => measureDelivery(child, quick));
   const latency = await withChild((child) => measureLatency(child, quick, false));
-  const latencyFloor = await withChild((child) => measureLatency(child, quick, true));
+  const latencyFloor = await withChild((child) => measureLatency(child, quick, "bare"));
+  const latencyCommitFloor = await withChild((child) => measureLatency(child, quick, "commit"));
   const ours = await withChild((child) => measureIdleMemory(child, quick, false));
   const floor = await withChild((child) => measureIdleMemory(child, quick, true));
   return {
@@ -519,6 +542,7 @@ export async function runEventsBench(
     delivery,
     latency,
     latencyFloor,
+    latencyCommitFloor,
     bytesPerIdleSubscriber: ours.resident,
     floorBytesPerIdleSubscriber: floor.resident,
     heapBytesPerIdleSubscriber: ours.heap,
@@ -562,7 +586,14 @@ export function formatEventsBench(result: EventsBenchResult): string {
     ` (target p99 < 10 ms; medians of rounds, ${result.latency.samples} frames, worst round p99` +
     ` ${result.latency.worstP99 ?? result.latency.p99} ms); the floor, frames written straight to` +
     ` 100 streams: p50 ${result.latencyFloor.p50} ms, p99 ${result.latencyFloor.p99} ms (worst` +
-    ` round ${result.latencyFloor.worstP99 ?? result.latencyFloor.p99} ms)`,
+    ` round ${result.latencyFloor.worstP99 ?? result.latencyFloor.p99} ms)` +
+    (result.latencyCommitFloor === undefined
+      ? ""
+      : `; the same after one Deno KV commit per frame` +
+        ` (a durable log's floor): p50 ${result.latencyCommitFloor.p50} ms, p99` +
+        ` ${result.latencyCommitFloor.p99} ms (worst round ${
+          result.latencyCommitFloor.worstP99 ?? result.latencyCommitFloor.p99
+        } ms)`),
     `  memory per idle subscriber (resident, after a full GC): ${
       kib(result.bytesPerIdleSubscriber)
     }; a bare Deno.serve streaming response: ${

@@ -15,7 +15,9 @@
  * Subscribers wait with {@linkcode RunFeed.wait} and are woken when the window changed, and once
  * a poll (so an idle stream can tell when its heartbeat is due). A read that found nothing new
  * wakes no one: the store's watch fires for this replica's own appends too, which the publish
- * delivered already, and waking 100 streams for nothing cost each of them a turn per append.
+ * delivered already, and waking 100 streams for nothing cost each of them a turn per append. When
+ * the watch tells the log's last seq (Deno KV's does) and the window holds it, the feed does not
+ * even read.
  *
  * @module
  */
@@ -76,7 +78,11 @@ export class RunFeed {
   /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
   resume(): void {
     if (this.#stopped || this.#stopWatch !== null) return;
-    this.#stopWatch = this.#store.watchRunEvents(this.runId, () => this.refresh());
+    this.#stopWatch = this.#store.watchRunEvents(this.runId, (last) => {
+      // This replica's own appends fire the watch too, after their publish: nothing to read.
+      if (this.#ready && last !== undefined && last <= this.window.last) return;
+      this.refresh();
+    });
     this.#timer = setInterval(() => this.refresh(true), POLL_MS);
     this.refresh();
   }

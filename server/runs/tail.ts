@@ -11,10 +11,13 @@
  *    appending in batches: the store skips provider event ids the log already holds, so only
  *    what an earlier tail missed is appended;
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
- * 4. after each append, updates the run record (`state`, `stopReason`, `usage`, `lastEventSeq`,
- *    `endedAt`; a terminal state frees the run's active slot in the same store write) and hands
- *    the appended entries to this replica's subscribers (`onAppend`): at once, or, when the batch
- *    holds a `run.status` or terminal entry, once the record shows it;
+ * 4. after each append, hands the appended entries to this replica's subscribers (`onAppend`) and
+ *    brings the run record up to date (`state`, `stopReason`, `usage`, `lastEventSeq`, `endedAt`;
+ *    a terminal state frees the run's active slot in the same store write). A batch with a
+ *    `run.status` or terminal entry is handed over once the record shows it. Any other batch is
+ *    handed over at once and changes only `lastEventSeq`, which is written at most every
+ *    {@linkcode RECORD_DELAY_MS} off the tail's path: each streamed event then costs the store one
+ *    commit, not two, and its append never queues behind a record write;
  * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
  * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
@@ -65,6 +68,11 @@ export interface RunTailsOptions {
   onAppend?: (runId: string, entries: readonly RunEventEntry[]) => void;
 }
 
+/**
+ * Longest time the run record's `lastEventSeq` trails the log while a run streams events that do
+ * not change its state (step 4).
+ */
+export const RECORD_DELAY_MS = 250;
 /** Entries per append while re-listing the history. */
 const APPEND_BATCH = 100;
 /** Active runs looked at per scan, per state. */
@@ -75,6 +83,12 @@ interface Tail {
   /** Set when the routes told of news while the tail ran: it must not stop at a stale end. */
   poked: boolean;
   done: Promise<void>;
+  /** The record writes, chained: a write never races another of this tail's. */
+  recording: Promise<void>;
+  /** The newest appended entry the record does not show yet (its `lastEventSeq`), and its turn. */
+  unrecorded: { entry: RunEventEntry; turn: number | undefined } | null;
+  /** Writes `unrecorded` when it fires. */
+  recordTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
 type Mapping = typeof import("./_tail_mapper.ts");
@@ -173,7 +187,14 @@ export class RunTails {
     if (this.#tails.has(runId)) return;
     this.#logger.info("run tail started", { runId });
     const controller = new AbortController();
-    const tail: Tail = { controller, poked: false, done: Promise.resolve() };
+    const tail: Tail = {
+      controller,
+      poked: false,
+      done: Promise.resolve(),
+      recording: Promise.resolve(),
+      unrecorded: null,
+      recordTimer: undefined,
+    };
     this.#tails.set(runId, tail);
     let failed = false;
     tail.done = this.#follow(runId, tail).catch((error) => {
@@ -218,7 +239,7 @@ export class RunTails {
           backoff = 500;
         } catch (error) {
           if (signal.aborted) return;
-          if (await this.#sessionGone(runId, error)) return;
+          if (await this.#sessionGone(runId, tail, error)) return;
           this.#logger.info("run tail reconnecting", { runId, errorName: (error as Error)?.name });
           await sleep(backoff, signal);
           backoff = Math.min(backoff * 2, 5_000);
@@ -226,6 +247,9 @@ export class RunTails {
       }
     } finally {
       clearInterval(renew);
+      await this.#writeRecord(runId, tail, []).catch((error) => {
+        this.#logger.error("run record write failed", { runId, errorName: error?.name });
+      });
     }
   }
 
@@ -249,7 +273,7 @@ export class RunTails {
         for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
       };
       const flush = async () => {
-        await this.#append(runId, pending.splice(0), turns);
+        await this.#append(runId, tail, pending.splice(0), turns);
         turns.clear();
       };
       for await (const raw of client.iterateEvents(runId, { signal, limit: 100 })) {
@@ -273,6 +297,7 @@ export class RunTails {
   /** Appends and brings the run record up to date (step 4). */
   async #append(
     runId: string,
+    tail: Tail,
     events: RunEventInput[],
     turns: ReadonlyMap<string, number> = new Map(),
   ): Promise<void> {
@@ -280,18 +305,54 @@ export class RunTails {
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
     if (!appended.some(bearsState)) {
-      // Nothing the record will say differently: subscribers here get it without waiting.
+      // Nothing the record will say differently: subscribers here get it without waiting, and
+      // the record's lastEventSeq follows within RECORD_DELAY_MS.
       this.#onAppend(runId, appended);
-      await this.#record(runId, appended, turns);
+      const entry = appended[appended.length - 1];
+      tail.unrecorded = { entry, turn: turns.get(entry.sourceId) };
+      tail.recordTimer ??= setTimeout(() => {
+        tail.recordTimer = undefined;
+        this.#writeRecord(runId, tail, []).catch((error) => {
+          this.#logger.error("run record write failed", { runId, errorName: error?.name });
+        });
+      }, RECORD_DELAY_MS);
       return;
     }
     try {
-      await this.#record(runId, appended, turns);
+      await this.#writeRecord(runId, tail, appended, turns);
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended.
       this.#onAppend(runId, appended);
     }
+  }
+
+  /**
+   * Writes `appended` and any entry still unrecorded into the run record, after this tail's
+   * earlier record writes (each reads the record first, so two must not interleave).
+   */
+  #writeRecord(
+    runId: string,
+    tail: Tail,
+    appended: readonly RunEventEntry[],
+    turns: ReadonlyMap<string, number> = new Map(),
+  ): Promise<void> {
+    clearTimeout(tail.recordTimer);
+    tail.recordTimer = undefined;
+    const unrecorded = tail.unrecorded;
+    tail.unrecorded = null;
+    if (unrecorded === null && appended.length === 0) return tail.recording;
+    let entries = appended;
+    let turnsOf = turns;
+    if (unrecorded !== null) {
+      entries = [unrecorded.entry, ...appended];
+      if (unrecorded.turn !== undefined) {
+        turnsOf = new Map(turns).set(unrecorded.entry.sourceId, unrecorded.turn);
+      }
+    }
+    const write = tail.recording.then(() => this.#record(runId, entries, turnsOf));
+    tail.recording = write.catch(() => {});
+    return write;
   }
 
   /** Writes what appended entries say into the run record (step 4). */
@@ -318,7 +379,7 @@ export class RunTails {
   }
 
   /** Whether the provider says the session is gone (404): the run then ends as failed. */
-  async #sessionGone(runId: string, error: unknown): Promise<boolean> {
+  async #sessionGone(runId: string, tail: Tail, error: unknown): Promise<boolean> {
     if ((error as { status?: unknown })?.status !== 404) return false;
     const gone: RunEventInput = {
       sourceId: "session.gone",
@@ -329,7 +390,7 @@ export class RunTails {
         error: { type: "session_deleted", message: "The session no longer exists" },
       },
     };
-    await this.#append(runId, [gone]);
+    await this.#append(runId, tail, [gone]);
     return true;
   }
 

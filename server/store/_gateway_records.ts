@@ -121,7 +121,7 @@ export abstract class GatewayRecords implements RunStore, AnswerStore, RunEventS
   releaseRunLease(runId: string, holder: string): Promise<void> {
     return this.#parts.events.releaseRunLease(runId, holder);
   }
-  watchRunEvents(runId: string, listener: () => void): () => void {
+  watchRunEvents(runId: string, listener: (last?: number) => void): () => void {
     return this.#parts.events.watchRunEvents(runId, listener);
   }
   purgeRunEvents(endedBefore: string): Promise<number> {

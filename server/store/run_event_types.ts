@@ -66,9 +66,11 @@ export interface RunEventStore {
   releaseRunLease(runId: string, holder: string): Promise<void>;
   /**
    * Calls `listener` (soon, not necessarily at once) whenever the run's log may have grown, on
-   * any replica. Returns the function that stops watching. Best effort: poll as well.
+   * any replica, with the log's last `seq` when the backend knows it (Deno KV does; PostgreSQL's
+   * notification does not say): a watcher holding that entry already need not read. Returns the
+   * function that stops watching. Best effort: poll as well.
    */
-  watchRunEvents(runId: string, listener: () => void): () => void;
+  watchRunEvents(runId: string, listener: (last?: number) => void): () => void;
   /**
    * Deletes the logs (and leases) of runs that ended before `endedBefore` (RFC 3339); returns
    * how many entries went.

@@ -59,3 +59,49 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
     store.close();
   }
 });
+
+Deno.test("feed: a watch that tells a last seq the window holds causes no read", async () => {
+  const store = await openKvStore({ path: ":memory:", namespace: "feed-watch-test" });
+  let reads = 0;
+  let watcher: ((last?: number) => void) | null = null;
+  const counting = new Proxy(store, {
+    get(target, property) {
+      if (property === "listRunEvents") {
+        return (...args: Parameters<typeof store.listRunEvents>) => {
+          reads++;
+          return target.listRunEvents(...args);
+        };
+      }
+      if (property === "watchRunEvents") {
+        return (_runId: string, listener: (last?: number) => void) => {
+          watcher = listener;
+          return () => watcher = null;
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const feed = new RunFeed(counting, "run_w");
+  try {
+    feed.resume();
+    await feed.firstRead();
+    feed.publish(await store.appendRunEvents("run_w", [input("run_w", 1)]));
+    const before = reads;
+    watcher!(1); // this replica's own append, published already: the window holds seq 1
+    assert.equal(reads, before, "no read for an entry the window holds");
+
+    await store.appendRunEvents("run_w", [input("run_w", 2)]); // another replica's append
+    watcher!(2);
+    assert.equal(reads, before + 1, "a read for an entry the window lacks");
+    await feed.refresh();
+    assert.equal(feed.window.last, 2);
+    const after = reads;
+    watcher!(undefined); // a backend that does not tell the last seq (PostgreSQL)
+    assert.equal(reads, after + 1, "a read when the watch does not tell");
+    await feed.refresh();
+  } finally {
+    feed.stop();
+    store.close();
+  }
+});

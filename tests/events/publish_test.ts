@@ -2,13 +2,15 @@
  * The tail hands what it appends to this replica's subscribers: a batch without a state change
  * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
  * once the record shows it. Store reads of the log are held here, so only the hand-over can
- * deliver.
+ * deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
+ * most every `RECORD_DELAY_MS`.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { RunRecord, Store } from "../../server/store/types.ts";
+import { RECORD_DELAY_MS } from "../../server/runs/tail.ts";
 import { startGateway } from "../gateway/_harness.ts";
 import { type Frame, openEvents } from "./_sse.ts";
 
@@ -21,6 +23,8 @@ interface Held {
   holdRecords: boolean;
   /** Record writes waiting now. */
   heldRecords: { record: RunRecord; release: () => void }[];
+  /** Record writes so far. */
+  recordWrites: number;
   /** Lets every held call go. */
   releaseAll(): void;
 }
@@ -32,6 +36,7 @@ function holding(raw: Store): Held {
     holdReads: false,
     holdRecords: false,
     heldRecords: [],
+    recordWrites: 0,
     releaseAll() {
       held.holdReads = false;
       held.holdRecords = false;
@@ -52,6 +57,7 @@ function holding(raw: Store): Held {
       }
       if (property === "updateRun") {
         return async (record: RunRecord) => {
+          held.recordWrites++;
           if (held.holdRecords) {
             await new Promise<void>((resolve) =>
               held.heldRecords.push({ record, release: resolve })
@@ -125,7 +131,7 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     let frame = await within(reader.nextEvent(), 5_000);
     assert.notEqual(frame, "none", "the message came while record writes were held");
     assert.equal((frame as Frame).event, "message.delta");
-    // The tail writes the record after handing the batch over (its next batch waits for that).
+    // The tail writes the record after handing the batch over, within RECORD_DELAY_MS.
     while ((frame as Frame).event !== "message.completed") {
       const pending = reader.nextEvent();
       frame = await within(pending, 200);
@@ -156,6 +162,62 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     assert.equal((frame as Frame).event, "run.completed");
     assert.equal((await gateway.store.getRun(runId))?.state, "completed");
     assert.equal(await reader.nextEvent(), null, "the stream ends after the terminal event");
+  } finally {
+    held?.releaseAll();
+    await gateway.close();
+  }
+});
+
+Deno.test("publish: streamed events cost the record one write per RECORD_DELAY_MS, not one each", async () => {
+  let held: Held | undefined;
+  const gateway = await startGateway({
+    store: async (namespace) => {
+      held = holding(await openKvStore({ path: ":memory:", namespace }));
+      return held.store;
+    },
+  });
+  try {
+    gateway.holdTurns(true);
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    const reader = await openEvents(
+      (request) => gateway.server.handler(request),
+      "http://127.0.0.1",
+      bearer,
+      runId,
+    );
+    assert.equal((await reader.nextEvent())?.event, "run.started");
+    assert.equal((await reader.nextEvent())?.event, "run.status");
+    const store = held!;
+    await until(() => store.recordWrites > 0, "the turn's start is recorded");
+    await new Promise((resolve) => setTimeout(resolve, RECORD_DELAY_MS * 2));
+    const writesBefore = store.recordWrites;
+
+    const messages = 20;
+    for (let i = 0; i < messages; i++) {
+      gateway.fake.managedAgents!.emit(runId, {
+        type: "agent.message",
+        content: [{ type: "text", text: `m${i}` }],
+      });
+    }
+    let last = 0;
+    for (let seen = 0; seen < messages;) {
+      const frame = await reader.nextEvent();
+      assert.ok(frame !== null, "the stream goes on");
+      if (frame.event === "message.completed") seen++;
+      last = Number(frame.id);
+    }
+    let record = await gateway.store.getRun(runId);
+    for (let i = 0; i < 100 && record?.lastEventSeq !== last; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      record = await gateway.store.getRun(runId);
+    }
+    assert.equal(record?.lastEventSeq, last, "the record catches up with the log");
+    assert.equal(record?.state, "running");
+    const writes = store.recordWrites - writesBefore;
+    assert.ok(writes >= 1 && writes <= 3, `${writes} record writes for ${messages} messages`);
   } finally {
     held?.releaseAll();
     await gateway.close();

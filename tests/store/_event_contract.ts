@@ -111,10 +111,10 @@ export function runEventContract(test: ContractCase): void {
   test("events: a watcher on another handle is woken by an append", async (store, openTwin) => {
     const twin = await twinOf(store, openTwin);
     const runId = `sesn_${crypto.randomUUID()}`;
-    const woken = Promise.withResolvers<void>();
+    const woken = Promise.withResolvers<number | undefined>();
     let appended = false;
-    const stop = twin.watchRunEvents(runId, () => {
-      if (appended) woken.resolve();
+    const stop = twin.watchRunEvents(runId, (last) => {
+      if (appended) woken.resolve(last);
     });
     try {
       // Give the watch (LISTEN, or KV's watch stream) a moment to be in place.
@@ -122,7 +122,9 @@ export function runEventContract(test: ContractCase): void {
       appended = true;
       await store.appendRunEvents(runId, [input("w")]);
       const timer = setTimeout(() => woken.reject(new Error("no wake-up within 3 s")), 3_000);
-      await woken.promise.finally(() => clearTimeout(timer));
+      const last = await woken.promise.finally(() => clearTimeout(timer));
+      // A backend that tells the log's last seq tells the right one.
+      if (last !== undefined) assert.equal(last, 1);
     } finally {
       stop();
       await twin.close();

@@ -218,16 +218,16 @@ export class KvRunEventStore implements RunEventStore {
     }
   }
 
-  watchRunEvents(runId: string, listener: () => void): () => void {
-    const stream = this.#kv.watch([this.#key("run-event-head", runId)]);
+  watchRunEvents(runId: string, listener: (last?: number) => void): () => void {
+    const stream = this.#kv.watch<[number]>([this.#key("run-event-head", runId)]);
     const reader = stream.getReader();
     let stopped = false;
     (async () => {
       try {
         while (!stopped) {
-          const { done } = await reader.read();
+          const { done, value } = await reader.read();
           if (done) return;
-          if (!stopped) listener();
+          if (!stopped) listener(value[0].value ?? 0);
         }
       } catch {
         // A closed store or a broken watch: the watchers' poll still covers the run.

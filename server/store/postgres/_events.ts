@@ -87,7 +87,7 @@ export class PostgresRunEventStore implements RunEventStore {
     });
   }
 
-  watchRunEvents(runId: string, listener: () => void): () => void {
+  watchRunEvents(runId: string, listener: (last?: number) => void): () => void {
     let set = this.#watchers.get(runId);
     if (set === undefined) this.#watchers.set(runId, set = new Set());
     // A fresh function per watch, so the same listener may watch twice.
