@@ -11,9 +11,10 @@
  *    runtime vs the peer, medians of 7 interleaved rounds (target: ≥ 0.5 of the peer at 100).
  * 2. **Added latency** from the provider's frame (the fake's `processed_at`) to a subscriber's
  *    frame, 100 subscribers on a live run, after an uncounted warm-up run: medians of 3 rounds of
- *    150 frames (target: p99 < 10 ms); and the same from the peer writing each frame straight to
- *    100 streams (the floor), and from the peer committing each frame to Deno KV first, as the
- *    runtime appends it to the run's log before anyone gets it (the floor of a durable log).
+ *    150 frames (target: p99 < 10 ms); and, in rounds interleaved with those, the same from the
+ *    peer writing each frame straight to 100 streams (the floor), and from the peer committing
+ *    each frame to Deno KV first, as the runtime appends it to the run's log before anyone gets
+ *    it (the floor of a durable log).
  * 3. **Memory per idle subscriber**: what the child holds with 1,000 idle streams open, over what
  *    it held before, per stream, in a fresh child and after a full collection (the RSS growth
  *    less the heap room V8 keeps free after the burst); and the same for a bare `Deno.serve`
@@ -395,33 +396,46 @@ async function measureDelivery(
   return { logEvents, delivery };
 }
 
+/** Who makes the frames of a live round: the runtime, or one of the two floor peers. */
+type LiveSource = "runtime" | "bare" | "commit";
+
 /**
  * Phase 2: added latency on a live run, 100 subscribers: from the provider's frame (the fake's
- * `processed_at`) to each subscriber's frame; or (`floor`) from the peer making a frame to each
- * subscriber's frame, the peer writing it straight to 100 open streams (the floor of this runtime
- * and of this client) or (`commit`) after committing it to Deno KV (the floor of a durable log).
+ * `processed_at`) to each subscriber's frame; and, in the same child and interleaved with it round
+ * by round, from the peer making a frame to each subscriber's frame, the peer writing it straight
+ * to 100 open streams (`bare`: the floor of this runtime and of this client) or after committing
+ * it to Deno KV (`commit`: the floor of a durable log). Interleaved, so a pause of the machine
+ * lands on all three alike rather than on whichever ran in that minute.
  */
 async function measureLatency(
   child: BenchChild,
   quick: boolean,
-  floor: false | "bare" | "commit",
-): Promise<EventsBenchResult["latency"]> {
-  // A warm-up round first, not counted: the child is fresh, and the first frames through cold
-  // code (the tail's first connection, the first append, compilation) took 13 to 40 ms, which
-  // alone is the p99 of 100 frames. The figure is about a runtime that is already serving.
-  await liveRound(child, 20, floor);
+): Promise<Record<LiveSource, LatencyFigures>> {
+  const sources: LiveSource[] = ["runtime", "bare", "commit"];
+  // A warm-up round each first, not counted: the child is fresh, and the first frames through
+  // cold code (the tail's first connection, the first append, compilation) took 13 to 40 ms,
+  // which alone is the p99 of 100 frames. The figure is about a runtime that is already serving.
+  for (const source of sources) await liveRound(child, 20, source);
   // Then rounds of 150 frames, medians: like the delivery rounds, one round says as much about
-  // the machine's moment (a stall of tens of ms on this 2-core VM, the floor's included) as
+  // the machine's moment (a stall of tens of ms on this 2-core VM, the floors' included) as
   // about the server. The worst round's p99 is reported beside them.
-  const rounds: EventsBenchResult["latency"][] = [];
+  const rounds: Record<LiveSource, LatencyFigures[]> = { runtime: [], bare: [], commit: [] };
   for (let round = 0; round < (quick ? 1 : 3); round++) {
-    rounds.push(await liveRound(child, quick ? 40 : 150, floor));
+    for (let i = 0; i < sources.length; i++) {
+      const source = sources[(round + i) % sources.length];
+      rounds[source].push(await liveRound(child, quick ? 40 : 150, source));
+    }
   }
+  const summary = (figures: LatencyFigures[]): LatencyFigures => ({
+    p50: median(figures.map((round) => round.p50)),
+    p99: median(figures.map((round) => round.p99)),
+    samples: figures.reduce((sum, round) => sum + round.samples, 0),
+    worstP99: Math.max(...figures.map((round) => round.worstP99 ?? round.p99)),
+  });
   return {
-    p50: median(rounds.map((round) => round.p50)),
-    p99: median(rounds.map((round) => round.p99)),
-    samples: rounds.reduce((sum, round) => sum + round.samples, 0),
-    worstP99: Math.max(...rounds.map((round) => round.worstP99 ?? round.p99)),
+    runtime: summary(rounds.runtime),
+    bare: summary(rounds.bare),
+    commit: summary(rounds.commit),
   };
 }
 
@@ -429,8 +443,9 @@ async function measureLatency(
 async function liveRound(
   { peer, start, follow }: BenchChild,
   messages: number,
-  floor: false | "bare" | "commit",
-): Promise<EventsBenchResult["latency"]> {
+  source: LiveSource,
+): Promise<LatencyFigures> {
+  const floor = source !== "runtime";
   const live = floor ? "" : await start(`burst:${messages}:20`);
   const received: Record<string, number[]> = {};
   const stamped: Record<string, number> = {};
@@ -448,7 +463,7 @@ async function liveRound(
   if (floor) {
     // The same head start the fake provider's script gives the runtime's subscribers.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await fetch(`${peer}/live/go?n=${messages}&commit=${floor === "commit" ? 1 : 0}`);
+    await fetch(`${peer}/live/go?n=${messages}&commit=${source === "commit" ? 1 : 0}`);
   }
   await Promise.all(subscribers);
   if (!floor) {
@@ -532,17 +547,15 @@ export async function runEventsBench(
 ): Promise<EventsBenchResult> {
   const quick = options.quick ?? false;
   const { logEvents, delivery } = await withChild((child) => measureDelivery(child, quick));
-  const latency = await withChild((child) => measureLatency(child, quick, false));
-  const latencyFloor = await withChild((child) => measureLatency(child, quick, "bare"));
-  const latencyCommitFloor = await withChild((child) => measureLatency(child, quick, "commit"));
+  const latencies = await withChild((child) => measureLatency(child, quick));
   const ours = await withChild((child) => measureIdleMemory(child, quick, false));
   const floor = await withChild((child) => measureIdleMemory(child, quick, true));
   return {
     logEvents,
     delivery,
-    latency,
-    latencyFloor,
-    latencyCommitFloor,
+    latency: latencies.runtime,
+    latencyFloor: latencies.bare,
+    latencyCommitFloor: latencies.commit,
     bytesPerIdleSubscriber: ours.resident,
     floorBytesPerIdleSubscriber: floor.resident,
     heapBytesPerIdleSubscriber: ours.heap,

@@ -15,9 +15,9 @@
  *    brings the run record up to date (`state`, `stopReason`, `usage`, `lastEventSeq`, `endedAt`;
  *    a terminal state frees the run's active slot in the same store write). A batch with a
  *    `run.status` or terminal entry is handed over once the record shows it. Any other batch is
- *    handed over at once and changes only `lastEventSeq`, which is written at most every
- *    {@linkcode RECORD_DELAY_MS} off the tail's path: each streamed event then costs the store one
- *    commit, not two, and its append never queues behind a record write;
+ *    handed over at once and changes only `lastEventSeq`, which is written at most once per
+ *    {@linkcode RECORD_DELAY_MS}, right after an append, and once the log has been quiet that
+ *    long: each streamed event then costs the store one commit, not two;
  * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
  * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
@@ -69,8 +69,9 @@ export interface RunTailsOptions {
 }
 
 /**
- * Longest time the run record's `lastEventSeq` trails the log while a run streams events that do
- * not change its state (step 4).
+ * While a run streams events that do not change its state, the run record's `lastEventSeq` is
+ * written at most once per this many ms, and this long after the log went quiet (step 4): it
+ * trails the log by less than twice this.
  */
 export const RECORD_DELAY_MS = 250;
 /** Entries per append while re-listing the history. */
@@ -87,8 +88,10 @@ interface Tail {
   recording: Promise<void>;
   /** The newest appended entry the record does not show yet (its `lastEventSeq`), and its turn. */
   unrecorded: { entry: RunEventEntry; turn: number | undefined } | null;
-  /** Writes `unrecorded` when it fires. */
+  /** Writes `unrecorded` once the log has been quiet for RECORD_DELAY_MS. */
   recordTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the record was last written (ms). */
+  recordedAt: number;
 }
 
 type Mapping = typeof import("./_tail_mapper.ts");
@@ -194,6 +197,7 @@ export class RunTails {
       recording: Promise.resolve(),
       unrecorded: null,
       recordTimer: undefined,
+      recordedAt: 0,
     };
     this.#tails.set(runId, tail);
     let failed = false;
@@ -310,12 +314,19 @@ export class RunTails {
       this.#onAppend(runId, appended);
       const entry = appended[appended.length - 1];
       tail.unrecorded = { entry, turn: turns.get(entry.sourceId) };
-      tail.recordTimer ??= setTimeout(() => {
-        tail.recordTimer = undefined;
+      const write = () => {
         this.#writeRecord(runId, tail, []).catch((error) => {
           this.#logger.error("run record write failed", { runId, errorName: error?.name });
         });
-      }, RECORD_DELAY_MS);
+      };
+      // Right after an append, when the next one is least likely to queue behind the write (a
+      // write at a random moment, from a timer, delayed the append behind it by a disk sync);
+      // and once more when the log has been quiet for RECORD_DELAY_MS.
+      if (Date.now() - tail.recordedAt >= RECORD_DELAY_MS) write();
+      else {
+        clearTimeout(tail.recordTimer);
+        tail.recordTimer = setTimeout(write, RECORD_DELAY_MS);
+      }
       return;
     }
     try {
@@ -342,6 +353,7 @@ export class RunTails {
     const unrecorded = tail.unrecorded;
     tail.unrecorded = null;
     if (unrecorded === null && appended.length === 0) return tail.recording;
+    tail.recordedAt = Date.now();
     let entries = appended;
     let turnsOf = turns;
     if (unrecorded !== null) {
