@@ -93,7 +93,16 @@ async function until(predicate: () => boolean, what: string): Promise<void> {
   assert.ok(predicate(), what);
 }
 
-Deno.test("publish: a message reaches subscribers before the record write, a run's end only after it", async () => {
+/**
+ * A gateway over a holding store, with a run started (its turn held open) and one subscriber that
+ * has read the run's first two events (`run.started`, `run.status`).
+ */
+async function startedRun(): Promise<{
+  gateway: Awaited<ReturnType<typeof startGateway>>;
+  store: Held;
+  runId: string;
+  reader: Awaited<ReturnType<typeof openEvents>>;
+}> {
   let held: Held | undefined;
   const gateway = await startGateway({
     store: async (namespace) => {
@@ -115,7 +124,17 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     );
     assert.equal((await reader.nextEvent())?.event, "run.started");
     assert.equal((await reader.nextEvent())?.event, "run.status");
-    const store = held!;
+    return { gateway, store: held!, runId, reader };
+  } catch (error) {
+    held?.releaseAll();
+    await gateway.close();
+    throw error;
+  }
+}
+
+Deno.test("publish: a message reaches subscribers before the record write, a run's end only after it", async () => {
+  const { gateway, store, runId, reader } = await startedRun();
+  try {
     // The turn's start is recorded: from now on, no log read and no record write goes through.
     for (let i = 0; i < 200 && (await store.store.getRun(runId))?.lastEventSeq !== 2; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -163,34 +182,14 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     assert.equal((await gateway.store.getRun(runId))?.state, "completed");
     assert.equal(await reader.nextEvent(), null, "the stream ends after the terminal event");
   } finally {
-    held?.releaseAll();
+    store.releaseAll();
     await gateway.close();
   }
 });
 
 Deno.test("publish: streamed events cost the record one write per RECORD_DELAY_MS, not one each", async () => {
-  let held: Held | undefined;
-  const gateway = await startGateway({
-    store: async (namespace) => {
-      held = holding(await openKvStore({ path: ":memory:", namespace }));
-      return held.store;
-    },
-  });
+  const { gateway, store, runId, reader } = await startedRun();
   try {
-    gateway.holdTurns(true);
-    const { bearer } = await gateway.issue(["session:read", "session:write"]);
-    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
-    assert.equal(started.status, 201, started.text);
-    const runId = started.json.runId;
-    const reader = await openEvents(
-      (request) => gateway.server.handler(request),
-      "http://127.0.0.1",
-      bearer,
-      runId,
-    );
-    assert.equal((await reader.nextEvent())?.event, "run.started");
-    assert.equal((await reader.nextEvent())?.event, "run.status");
-    const store = held!;
     await until(() => store.recordWrites > 0, "the turn's start is recorded");
     await new Promise((resolve) => setTimeout(resolve, RECORD_DELAY_MS * 2));
     const writesBefore = store.recordWrites;
@@ -219,7 +218,7 @@ Deno.test("publish: streamed events cost the record one write per RECORD_DELAY_M
     const writes = store.recordWrites - writesBefore;
     assert.ok(writes >= 1 && writes <= 3, `${writes} record writes for ${messages} messages`);
   } finally {
-    held?.releaseAll();
+    store.releaseAll();
     await gateway.close();
   }
 });
