@@ -309,8 +309,8 @@ export class RunTails {
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
     if (!appended.some(bearsState)) {
-      // Nothing the record will say differently: subscribers here get it without waiting, and
-      // the record's lastEventSeq follows within RECORD_DELAY_MS.
+      // Nothing the record will say differently but lastEventSeq: subscribers here get it
+      // without waiting, and the record follows (step 4).
       this.#onAppend(runId, appended);
       const entry = appended[appended.length - 1];
       tail.unrecorded = { entry, turn: turns.get(entry.sourceId) };
@@ -319,9 +319,9 @@ export class RunTails {
           this.#logger.error("run record write failed", { runId, errorName: error?.name });
         });
       };
-      // Right after an append, when the next one is least likely to queue behind the write (a
-      // write at a random moment, from a timer, delayed the append behind it by a disk sync);
-      // and once more when the log has been quiet for RECORD_DELAY_MS.
+      // Right after an append, when the next one is least likely to arrive and queue behind the
+      // write's disk sync (a timer's moment is any moment); and once more when the log has been
+      // quiet for RECORD_DELAY_MS.
       if (Date.now() - tail.recordedAt >= RECORD_DELAY_MS) write();
       else {
         clearTimeout(tail.recordTimer);
