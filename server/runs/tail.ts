@@ -251,9 +251,7 @@ export class RunTails {
       }
     } finally {
       clearInterval(renew);
-      await this.#writeRecord(runId, tail, []).catch((error) => {
-        this.#logger.error("run record write failed", { runId, errorName: error?.name });
-      });
+      await this.#flushRecord(runId, tail);
     }
   }
 
@@ -314,18 +312,13 @@ export class RunTails {
       this.#onAppend(runId, appended);
       const entry = appended[appended.length - 1];
       tail.unrecorded = { entry, turn: turns.get(entry.sourceId) };
-      const write = () => {
-        this.#writeRecord(runId, tail, []).catch((error) => {
-          this.#logger.error("run record write failed", { runId, errorName: error?.name });
-        });
-      };
       // Right after an append, when the next one is least likely to arrive and queue behind the
       // write's disk sync (a timer's moment is any moment); and once more when the log has been
       // quiet for RECORD_DELAY_MS.
-      if (Date.now() - tail.recordedAt >= RECORD_DELAY_MS) write();
+      if (Date.now() - tail.recordedAt >= RECORD_DELAY_MS) this.#flushRecord(runId, tail);
       else {
         clearTimeout(tail.recordTimer);
-        tail.recordTimer = setTimeout(write, RECORD_DELAY_MS);
+        tail.recordTimer = setTimeout(() => this.#flushRecord(runId, tail), RECORD_DELAY_MS);
       }
       return;
     }
@@ -336,6 +329,13 @@ export class RunTails {
       // a terminal event with a follow-up message finds the run ended.
       this.#onAppend(runId, appended);
     }
+  }
+
+  /** Writes the entry still unrecorded, if any; a failure is logged (the next write catches up). */
+  #flushRecord(runId: string, tail: Tail): Promise<void> {
+    return this.#writeRecord(runId, tail, []).catch((error) => {
+      this.#logger.error("run record write failed", { runId, errorName: error?.name });
+    });
   }
 
   /**
