@@ -46,6 +46,14 @@ async function post(
   return { status: response.status, json, text, headers: response.headers };
 }
 
+/**
+ * Holds the provider's event streams until the fake closes. A tail opens its stream before it
+ * reads the history, so the run's tail learns nothing and only a delivery changes the run record.
+ */
+function holdTail(gateway: Gateway): void {
+  gateway.fake.delayNext({ path: /\/events\/stream$/, ms: 600_000, times: 1_000 });
+}
+
 async function auditCount(gateway: Gateway): Promise<number> {
   const page = await gateway.request("GET", "/v1/audit?action=webhook.accepted&limit=100");
   return page.json.entries.length;
@@ -56,10 +64,11 @@ Deno.test("webhooks: a verified delivery updates the run once; a repeat changes 
   const gateway = await startGateway({ webhookSecrets: [signing] });
   try {
     const woken: string[] = [];
+    holdTail(gateway);
     const started = await gateway.request("POST", "/v1/runs", { body: { input: "hi" } });
     assert.equal(started.status, 201, started.text);
     const runId = started.json.runId;
-    // The fake's echo turn ended at the provider; the record still says running.
+    // The fake's echo turn ended at the provider; with its tail held, the record says running.
     assert.equal((await gateway.store.getRun(runId))?.state, "running");
     const body = delivery(runId);
     const headers = await signManagedAgentWebhook(body, signing);
@@ -125,6 +134,7 @@ Deno.test("webhooks: unverifiable deliveries get 401 webhookVerificationFailed, 
   const signing = secret();
   const gateway = await startGateway({ webhookSecrets: [signing] });
   try {
+    holdTail(gateway);
     const started = await gateway.request("POST", "/v1/runs", { body: { input: "hi" } });
     const runId = started.json.runId;
     const body = delivery(runId);

@@ -233,6 +233,34 @@ export async function list(server: Replica, admin: string): Promise<Answer> {
 }
 
 /**
+ * Every principal `GET /v1/principals` lists on one replica, following `nextCursor` page by page.
+ *
+ * @example
+ * ```ts ignore
+ * const ids = new Set((await listAll(b, replicas.admin)).map((p) => p.principalId));
+ * ```
+ */
+export async function listAll(
+  server: Replica,
+  admin: string,
+): Promise<{ principalId: string; revokedAt?: string }[]> {
+  const principals: { principalId: string; revokedAt?: string }[] = [];
+  let query = "?limit=500";
+  for (;;) {
+    const page = await answer(
+      await fetch(`${server.url}/v1/principals${query}`, {
+        client: server.client,
+        headers: sharedHeaders(admin),
+      }),
+    );
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    principals.push(...page.body.principals);
+    if (page.body.nextCursor === null) return principals;
+    query = `?limit=500&cursor=${page.body.nextCursor}`;
+  }
+}
+
+/**
  * Asserts that no log line of the replicas holds `secret`.
  *
  * @example
