@@ -92,7 +92,8 @@ const BY_KIND: Readonly<Record<ProviderModuleKind, RuntimeCapabilities>> = Objec
  * ```
  */
 export function providerCapabilities(kind: ProviderModuleKind): RuntimeCapabilities {
-  const capabilities = BY_KIND[kind];
+  // An own property only: a kind such as "constructor" is unknown, not Object's constructor.
+  const capabilities = Object.hasOwn(BY_KIND, kind) ? BY_KIND[kind] : undefined;
   if (!capabilities) throw new TypeError(`Unknown provider module kind: ${String(kind)}`);
   return capabilities;
 }

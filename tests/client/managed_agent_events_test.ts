@@ -271,6 +271,11 @@ Deno.test("unknown and non-agent types become kind other, never dropped", () => 
       "workflow_run.created",
       "brand_new.event_2030",
       "message",
+      // Names of Object.prototype's members are types like any other, not lifecycle statuses.
+      "session.constructor",
+      "toString",
+      "hasOwnProperty",
+      "session.__proto__",
     ]
   ) {
     const event = parse({ type, id: "sevt_x", extra: 1 });

@@ -184,6 +184,10 @@ Deno.test("declareCapabilities fills every name and rejects unknown ones", () =>
   assert.equal(map.runs, false);
   assert.ok(Object.isFrozen(map));
   assert.throws(() => declareCapabilities(["runz" as "runs"]), /Unknown capability name: runz/);
+  assert.throws(
+    () => providerCapabilities("constructor" as "provider-managed-agents"),
+    /Unknown provider module kind: constructor/,
+  );
 });
 
 Deno.test("both modules' kinds and advertised capabilities", () => {
