@@ -29,7 +29,7 @@ import type {
   StoredResponse,
 } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
-import { audit, auditEntry } from "../runs/audit.ts";
+import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
 
 /** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
@@ -284,19 +284,19 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         message: "The bootstrap principal cannot be revoked; rotate it with `init --force`",
       }], { layer: "authority" });
     }
+    // Written with the revocation, in the same atomic step: a revocation is never unaudited.
+    const revoked = auditEntry(context, {
+      action: "principal.revoked",
+      subjectId: principalId,
+      outcome: "ok",
+    });
     const result = await store.revokePrincipal(
       principalId,
       new Date(context.receivedAt).toISOString(),
+      revoked,
     );
     authenticator.forget(principalId);
     if (result === "notFound") throw principalNotFound();
-    if (result === "revoked") {
-      await audit(store, services.logger, context, {
-        action: "principal.revoked",
-        subjectId: principalId,
-        outcome: "ok",
-      });
-    }
     return context.json(null, 204);
   }
 

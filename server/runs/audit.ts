@@ -24,7 +24,8 @@ export interface AuditFacts {
 
 /**
  * The audit entry of the request in `context`, for a store write that appends it in the same
- * atomic step as its effect (`Store.createPrincipal`); undefined without an authenticated actor.
+ * atomic step as its effect (`Store.createPrincipal`, `Store.revokePrincipal`); undefined without
+ * an authenticated actor.
  *
  * @example
  * ```ts ignore

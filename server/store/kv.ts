@@ -442,20 +442,25 @@ class KvStore extends GatewayRecords implements Store {
     throw contention();
   }
 
-  async revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult> {
+  async revokePrincipal(
+    principalId: string,
+    revokedAt: string,
+    audit?: AuditEntryInput,
+  ): Promise<RevokePrincipalResult> {
     try {
       const key = this.#principalKey(principalId);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const entry = await this.#kv.get<PrincipalRecord>(key);
         if (entry.value === null) return "notFound";
         if (entry.value.revokedAt !== null) return "alreadyRevoked";
-        const result = await this.#kv.atomic()
+        const operation = this.#kv.atomic()
           .check(entry)
           .set(key, { ...entry.value, revokedAt })
           // A new versionstamp on the epoch: every process's next request sees the revocation.
-          .set(revocationsKey(this.#namespace), revokedAt)
-          .commit();
-        if (result.ok) return "revoked";
+          .set(revocationsKey(this.#namespace), revokedAt);
+        if (await this.#commitWithAudit(operation, audit === undefined ? [] : [audit])) {
+          return "revoked";
+        }
       }
       throw contention();
     } catch (error) {

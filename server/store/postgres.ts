@@ -363,12 +363,13 @@ class PostgresStore extends GatewayRecords implements Store {
 
   /**
    * The CTE `, audited AS (…)` appending `audit` when the CTE named `after` returned a row, so a
-   * creation and its audit entry commit in one statement, both or neither; nothing without one.
+   * creation or revocation and its audit entry commit in one statement, both or neither; nothing
+   * without one.
    */
   #auditAfter(
     sql: postgres.Sql,
     audit: AuditEntryInput | undefined,
-    after: "inserted" | "completed",
+    after: "inserted" | "completed" | "updated",
   ): postgres.PendingQuery<postgres.Row[]> {
     if (audit === undefined) return sql``;
     return sql`, audited AS (
@@ -471,10 +472,15 @@ class PostgresStore extends GatewayRecords implements Store {
   }
 
   /**
-   * Revokes a principal in one statement; the update and the existence check share a snapshot,
-   * so a concurrent revoke answers `alreadyRevoked` and never a false `revoked`.
+   * Revokes a principal in one statement, its audit entry included; the update and the existence
+   * check share a snapshot, so a concurrent revoke answers `alreadyRevoked` and never a false
+   * `revoked`.
    */
-  revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult> {
+  revokePrincipal(
+    principalId: string,
+    revokedAt: string,
+    audit?: AuditEntryInput,
+  ): Promise<RevokePrincipalResult> {
     return this.#run(async (sql) => {
       const [row] = await sql<{ revoked: number; present: number }[]>`
         WITH updated AS (
@@ -486,7 +492,7 @@ class PostgresStore extends GatewayRecords implements Store {
           SELECT ${this.#ns}, 1 WHERE EXISTS (SELECT 1 FROM updated)
           ON CONFLICT (namespace) DO UPDATE SET revocations = n.revocations + 1
           RETURNING 1
-        )
+        )${this.#auditAfter(sql, audit, "updated")}
         SELECT (SELECT count(*) FROM updated)::int AS revoked,
                (SELECT count(*) FROM automation_runtime_principals
                 WHERE namespace = ${this.#ns} AND principal_id = ${principalId})::int AS present`;

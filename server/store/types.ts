@@ -264,8 +264,15 @@ export interface Store extends RunStore, AnswerStore, RunEventStore {
     recording: IdempotencyRecording,
     audit?: AuditEntryInput,
   ): Promise<RecordedCreateResult>;
-  /** Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. */
-  revokePrincipal(principalId: string, revokedAt: string): Promise<RevokePrincipalResult>;
+  /**
+   * Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. When it revokes, `audit` is
+   * appended in the same atomic step (a revocation is never unaudited); otherwise nothing is.
+   */
+  revokePrincipal(
+    principalId: string,
+    revokedAt: string,
+    audit?: AuditEntryInput,
+  ): Promise<RevokePrincipalResult>;
   /** Claims an idempotency key atomically. */
   claimIdempotency(params: IdempotencyClaimParams): Promise<IdempotencyClaim>;
   /** Records the response of a claimed key. Ignored when the token no longer owns the claim. */

@@ -171,7 +171,7 @@ async function verify(
   client: Deno.HttpClient,
   world: World,
   bootstrap: TestBootstrap,
-  options: { all: boolean },
+  options: { all: boolean; audit?: boolean },
 ): Promise<void> {
   // Every page of the list, following nextCursor.
   const principals: {
@@ -214,6 +214,23 @@ async function verify(
   for (const id of world.revoked) {
     assert.ok(byId.get(id)?.revokedAt, `acknowledged revocation of ${id} is lost after the crash`);
   }
+  if (options.audit === true) {
+    // The audit log agrees with the list: an issuance and a revocation are written with their
+    // entry in one atomic step, so no kill leaves one without its entry or with two.
+    const issuedEntries = await auditSubjects(server, client, "principal.issued");
+    const revokedEntries = await auditSubjects(server, client, "principal.revoked");
+    for (const entry of principals) {
+      if (entry.principalId === bootstrap.principalId) continue;
+      assert.equal(issuedEntries.get(entry.principalId), 1, `issuance of ${entry.principalId}`);
+      assert.equal(
+        revokedEntries.get(entry.principalId),
+        entry.revokedAt === undefined ? undefined : 1,
+        `revocation entries of ${entry.principalId}`,
+      );
+    }
+    const issuedIds = principals.filter((entry) => entry.principalId !== bootstrap.principalId);
+    assert.equal(issuedEntries.size, issuedIds.length, "no entry of an unlisted issuance");
+  }
   // Authentication agrees with the list: all that changed before the crash, a sample of the rest.
   const recent = [...world.recent];
   const older = [...world.acknowledged].filter((id) => !world.recent.has(id));
@@ -229,6 +246,32 @@ async function verify(
       `bearer of ${id} (revoked: ${revoked}) answered ${status}`,
     );
   }
+}
+
+/** How many audit entries of `action` each subject has, over every page of `GET /v1/audit`. */
+async function auditSubjects(
+  server: Launched,
+  client: Deno.HttpClient,
+  action: "principal.issued" | "principal.revoked",
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  let cursor: string | null = null;
+  do {
+    const query: string = `?action=${action}&limit=100` +
+      (cursor === null ? "" : `&cursor=${cursor}`);
+    const response = await fetch(`${server.url}/v1/audit${query}`, {
+      client,
+      headers: headers(server.bearer),
+    });
+    const text = await response.text();
+    assert.equal(response.status, 200, text);
+    const page = JSON.parse(text);
+    for (const entry of page.entries as { subjectId: string }[]) {
+      counts.set(entry.subjectId, (counts.get(entry.subjectId) ?? 0) + 1);
+    }
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return counts;
 }
 
 /** Retries issuances cut by a kill once their lease has passed: each ends as one principal. */
@@ -286,7 +329,7 @@ async function crashLoop(store: (home: string) => string): Promise<void> {
           await new Promise((resolve) => setTimeout(resolve, LEASE_PASSED_MS));
           await settle(server, client, world, { all: true });
           assert.equal(world.uncertain.size, 0, "every cut issuance is settled");
-          await verify(server, client, world, bootstrap, { all: true });
+          await verify(server, client, world, bootstrap, { all: true, audit: true });
           assert.equal(await server.stop(), 0);
           break;
         }

@@ -146,11 +146,42 @@ export function runStoreContract(
     const record = testPrincipal();
     await store.createPrincipal(record);
     const first = "2026-01-02T03:04:05.000Z";
-    assert.equal(await store.revokePrincipal(record.principalId, first), "revoked");
+    // The audit entry goes with the revocation that happens, and with no other answer.
+    const entry = (subjectId: string) => ({
+      at: first,
+      action: "principal.revoked" as const,
+      actorId: crypto.randomUUID(),
+      subjectId,
+      correlationId: crypto.randomUUID(),
+      outcome: "ok",
+    });
+    const revocations = async () =>
+      (await store.listAudit({ limit: 100, action: "principal.revoked" })).entries;
+    const audited = entry(record.principalId);
+    assert.equal(await store.revokePrincipal(record.principalId, first, audited), "revoked");
+    assert.deepEqual(
+      (await revocations()).map(({ actorId, subjectId, correlationId }) => ({
+        actorId,
+        subjectId,
+        correlationId,
+      })),
+      [{
+        actorId: audited.actorId,
+        subjectId: record.principalId,
+        correlationId: audited.correlationId,
+      }],
+    );
     assert.equal(
-      await store.revokePrincipal(record.principalId, "2026-02-02T00:00:00.000Z"),
+      await store.revokePrincipal(
+        record.principalId,
+        "2026-02-02T00:00:00.000Z",
+        entry(record.principalId),
+      ),
       "alreadyRevoked",
     );
+    const unknown = crypto.randomUUID();
+    assert.equal(await store.revokePrincipal(unknown, first, entry(unknown)), "notFound");
+    assert.equal((await revocations()).length, 1);
     assert.equal((await store.getPrincipal(record.principalId))?.revokedAt, first);
     assert.equal((await store.findPrincipalByDigest(record.bearerDigest))?.revokedAt, first);
     assert.equal(await store.revokePrincipal(crypto.randomUUID(), first), "notFound");
