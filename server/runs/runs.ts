@@ -28,6 +28,7 @@
  * @module
  */
 import { RunActivity } from "./activity.ts";
+import { changeRun } from "./_change_run.ts";
 import type {
   ManagedAgentEvent,
   ProviderManagedAgentClient,
@@ -493,27 +494,38 @@ export class RunGateway {
         throw this.providerFailure(error);
       }
       const now = new Date().toISOString();
-      const gone: RunRecord = { ...record, state: "failed", updatedAt: now, endedAt: now };
-      await this.#store.updateRun(gone);
-      return gone;
+      const gone = await changeRun(this.#store, runId, (current) => ({
+        ...current,
+        state: "failed",
+        updatedAt: now,
+        endedAt: now,
+      }));
+      return gone ?? record;
     }
-    let state: RunState = status.status === "started" ? "running" : status.status;
-    if (record.cancelRequested === true && (state === "completed" || state === "failed")) {
-      state = "cancelled";
-    }
-    if (
-      state === record.state && status.stopReason === record.stopReason &&
-      JSON.stringify(status.usage) === JSON.stringify(record.usage)
-    ) {
-      return record;
-    }
+    const reported: RunState = status.status === "started" ? "running" : status.status;
     const now = new Date().toISOString();
-    const updated: RunRecord = { ...record, state, updatedAt: now };
-    if (status.stopReason !== undefined) updated.stopReason = status.stopReason;
-    if (status.usage !== undefined) updated.usage = status.usage;
-    if (isTerminal(state)) updated.endedAt = now;
-    await this.#store.updateRun(updated);
-    return updated;
+    const refreshed = (current: RunRecord): RunRecord | null => {
+      // A follow-up sent since the status was read started a turn this status knows nothing of;
+      // and a turn's end, once recorded (by the run's tail, say), stays until a follow-up.
+      if (current.turns !== record.turns) return null;
+      if (isTerminal(current.state) && !isTerminal(reported)) return null;
+      let state = reported;
+      if (current.cancelRequested === true && (state === "completed" || state === "failed")) {
+        state = "cancelled";
+      }
+      if (
+        state === current.state && status.stopReason === current.stopReason &&
+        JSON.stringify(status.usage) === JSON.stringify(current.usage)
+      ) {
+        return null;
+      }
+      const updated: RunRecord = { ...current, state, updatedAt: now };
+      if (status.stopReason !== undefined) updated.stopReason = status.stopReason;
+      if (status.usage !== undefined) updated.usage = status.usage;
+      if (isTerminal(state)) updated.endedAt = now;
+      return updated;
+    };
+    return await changeRun(this.#store, runId, refreshed) ?? record;
   }
 
   /**
@@ -583,14 +595,14 @@ export class RunGateway {
       throw refusal;
     }
     const now = new Date().toISOString();
-    const updated: RunRecord = {
-      ...record,
+    const cancelled = (current: RunRecord): RunRecord => ({
+      ...current,
       state: "cancelled",
       cancelRequested: true,
       updatedAt: now,
       endedAt: now,
-    };
-    await this.#store.updateRun(updated);
+    });
+    const updated = await changeRun(this.#store, runId, cancelled) ?? cancelled(record);
     await audit(this.#store, this.#logger, context, {
       action: "run.cancelled",
       runId,
@@ -644,14 +656,11 @@ export class RunGateway {
       throw refusal;
     }
     const now = new Date().toISOString();
-    const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = record;
-    const updated: RunRecord = {
-      ...rest,
-      state: "running",
-      turns: (record.turns ?? 1) + 1,
-      updatedAt: now,
+    const resumed = (current: RunRecord): RunRecord => {
+      const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = current;
+      return { ...rest, state: "running", turns: (current.turns ?? 1) + 1, updatedAt: now };
     };
-    await this.#store.updateRun(updated);
+    const updated = await changeRun(this.#store, runId, resumed) ?? resumed(record);
     await audit(this.#store, this.#logger, context, {
       action: "run.message",
       runId,

@@ -41,6 +41,7 @@ import {
   type Store,
 } from "../store/types.ts";
 import type { RunActivity } from "./activity.ts";
+import { changeRun } from "./_change_run.ts";
 
 /** Default lease length: a lease not renewed for 15 s lapses. */
 export const DEFAULT_RUN_LEASE_MS = 15_000;
@@ -379,14 +380,17 @@ export class RunTails {
     // Entries of a turn the record does not count yet: the follow-up that started it is still
     // being recorded by the route (the provider echoed it first). Wait for that write (up to 1 s)
     // rather than write the record read before it back over it.
-    for (let attempt = 0;; attempt++) {
+    for (let waits = 0;;) {
       const record = await this.#store.getRun(runId);
       if (record === null) return;
-      if (record.turns === undefined || record.turns >= newest || attempt >= 20) {
-        await this.#store.updateRun(applyEntries(record, appended, turnOf));
-        return;
+      if (record.turns !== undefined && record.turns < newest && waits < 20) {
+        waits++;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
       }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Derived from the newest record, and written only over it (see `_change_run.ts`).
+      await changeRun(this.#store, runId, (current) => applyEntries(current, appended, turnOf));
+      return;
     }
   }
 

@@ -64,8 +64,8 @@ export abstract class GatewayRecords implements RunStore, AnswerStore, RunEventS
   getRun(runId: string): Promise<RunRecord | null> {
     return this.#parts.runs.getRun(runId);
   }
-  updateRun(record: RunRecord): Promise<void> {
-    return this.#parts.runs.updateRun(record);
+  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
+    return this.#parts.runs.updateRun(record, expected);
   }
   listRuns(params: ListRunsParams): Promise<RunPage> {
     return this.#parts.runs.listRuns(params);

@@ -196,9 +196,12 @@ export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
   /**
    * Replaces a run's record; in the same atomic step a terminal state frees the run's slot and
-   * an active one keeps (or takes) it.
+   * an active one keeps (or takes) it. With `expected` (the record as the caller read it) it is a
+   * compare-and-set: it writes only while the stored record still equals `expected`, and returns
+   * false, having written nothing, when another writer changed it (or it is gone). Without
+   * `expected` the last writer wins, and it returns true.
    */
-  updateRun(record: RunRecord): Promise<void>;
+  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean>;
   /** Lists runs newest first (by `createdAt`, then run id). */
   listRuns(params: ListRunsParams): Promise<RunPage>;
   /** How many active-run slots (with live reservations) a principal, or the service, holds. */

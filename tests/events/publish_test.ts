@@ -3,7 +3,8 @@
  * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
  * once the record shows it. Store reads of the log are held here, so only the hand-over can
  * deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
- * most every `RECORD_DELAY_MS`.
+ * most every `RECORD_DELAY_MS`. A record write derived from a record another writer changed since
+ * is derived again, so a follow-up recorded meanwhile is kept.
  *
  * @module
  */
@@ -56,14 +57,14 @@ function holding(raw: Store): Held {
         };
       }
       if (property === "updateRun") {
-        return async (record: RunRecord) => {
+        return async (record: RunRecord, expected?: RunRecord) => {
           held.recordWrites++;
           if (held.holdRecords) {
             await new Promise<void>((resolve) =>
               held.heldRecords.push({ record, release: resolve })
             );
           }
-          return target.updateRun(record);
+          return target.updateRun(record, expected);
         };
       }
       return value.bind(target);
@@ -217,6 +218,44 @@ Deno.test("publish: streamed events cost the record one write per RECORD_DELAY_M
     assert.equal(record?.state, "running");
     const writes = store.recordWrites - writesBefore;
     assert.ok(writes >= 1 && writes <= 3, `${writes} record writes for ${messages} messages`);
+  } finally {
+    store.releaseAll();
+    await gateway.close();
+  }
+});
+
+Deno.test("record: a follow-up recorded while the tail writes a turn's end is not overwritten", async () => {
+  const { gateway, store, runId, reader } = await startedRun();
+  try {
+    // The tail's write of the turn's end is held after it read the record...
+    store.holdRecords = true;
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "session.status_idle",
+      stop_reason: { type: "end_turn" },
+    });
+    for (let i = 0; i < 200 && store.heldRecords.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal(store.heldRecords.length, 1, "the tail's record write is held");
+    assert.equal(store.heldRecords[0].record.state, "completed");
+    // ...while a follow-up message is sent and recorded...
+    store.holdRecords = false;
+    const sent = await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+      body: { input: "And the tests?" },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    assert.equal((await store.store.getRun(runId))?.turns, 2);
+    // ...then the held write goes on: it was derived from the record before the follow-up, so it
+    // is refused, derived again from the new record, and the earlier turn's end changes nothing.
+    store.releaseAll();
+    assert.equal((await reader.nextEvent())?.event, "run.completed");
+    for (let i = 0; i < 100 && store.recordWrites < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const record = await store.store.getRun(runId);
+    assert.equal(record?.turns, 2, "the follow-up's turn is kept");
+    assert.equal(record?.state, "running", "the new turn is not ended by the old turn's end");
   } finally {
     store.releaseAll();
     await gateway.close();

@@ -93,6 +93,32 @@ export function runRunContract(test: ContractCase): void {
     assert.deepEqual(await store.getRun(run.runId), done);
   });
 
+  test("runs: an update with an expected record is a compare-and-set, slot included", async (store) => {
+    const principalId = crypto.randomUUID();
+    const slot = reservation(principalId);
+    assert.equal(await store.reserveRunSlot(slot), "reserved");
+    const run = testRun({ principalId });
+    await store.createRun(run, slot.slotId);
+    const read = (await store.getRun(run.runId))!;
+    // Two writers that read the same record: the first wins, the second writes nothing.
+    const streamed: RunRecord = { ...read, lastEventSeq: 7, updatedAt: "2026-01-01T00:00:01.000Z" };
+    const cancelled: RunRecord = { ...read, state: "cancelled", endedAt: read.createdAt };
+    assert.equal(await store.updateRun(streamed, read), true);
+    assert.equal(await store.updateRun(cancelled, read), false);
+    assert.deepEqual(await store.getRun(run.runId), streamed);
+    // The refused terminal write did not free the slot either.
+    assert.equal(await store.countRunSlots(principalId, Date.now()), 1);
+    // Read again and applied again, it goes through (and frees the slot).
+    const again: RunRecord = { ...streamed, state: "cancelled", endedAt: read.createdAt };
+    assert.equal(await store.updateRun(again, streamed), true);
+    assert.deepEqual(await store.getRun(run.runId), again);
+    assert.equal(await store.countRunSlots(principalId, Date.now()), 0);
+    // No record to compare with: refused.
+    const missing = testRun({ principalId });
+    assert.equal(await store.updateRun(missing, missing), false);
+    assert.equal(await store.getRun(missing.runId), null);
+  });
+
   test("runs: lists are newest first in cursor pages, by principal or all, filtered by state", async (store) => {
     const alice = crypto.randomUUID();
     const bob = crypto.randomUUID();

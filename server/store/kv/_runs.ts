@@ -318,24 +318,27 @@ export class KvRunStore implements RunStore {
     }
   }
 
-  async updateRun(record: RunRecord): Promise<void> {
+  async updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
     try {
+      const runKey = this.#key("run", record.runId);
       const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
       const countKey = this.#key("run-slot-count", record.principalId);
       const allKey = this.#key("run-slot-count-all");
       const active = ACTIVE_RUN_STATES.has(record.state);
+      // Both come from stored values, so equal records serialize alike (same key order).
+      const wanted = expected === undefined ? undefined : JSON.stringify(expected);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const [runSlot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
-          runSlotKey,
-          countKey,
-          allKey,
-        ]);
+        const [current, runSlot, count, all] = await this.#kv.getMany<
+          [RunRecord, SlotEntry, number, number]
+        >([runKey, runSlotKey, countKey, allKey]);
+        if (wanted !== undefined && JSON.stringify(current.value) !== wanted) return false;
         const delta = (active ? 1 : 0) - (runSlot.value !== null ? 1 : 0);
-        const operation = this.#kv.atomic()
-          .check(runSlot, count, all)
-          .set(this.#key("run", record.runId), record);
+        const operation = this.#kv.atomic().check(runSlot, count, all);
+        // The compare-and-set: the record must not change between the comparison and the commit.
+        if (wanted !== undefined) operation.check(current);
+        operation.set(runKey, record);
         setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
-        if ((await operation.commit()).ok) return;
+        if ((await operation.commit()).ok) return true;
       }
       throw contention();
     } catch (error) {

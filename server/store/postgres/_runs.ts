@@ -131,22 +131,34 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  updateRun(record: RunRecord): Promise<void> {
+  /**
+   * One statement: the record's update (with `expected`, only while the stored record equals it,
+   * by `jsonb` equality), and the slot change only when the update happened.
+   */
+  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
     const active = ACTIVE_RUN_STATES.has(record.state);
+    const json = (value: RunRecord) => value as unknown as postgres.JSONValue;
     return this.#run(async (sql) => {
-      await sql`
-        WITH freed AS (
+      const rows = await sql`
+        WITH updated AS (
+          UPDATE automation_runtime_runs
+          SET state = ${record.state}, record = ${sql.json(json(record))}
+          WHERE namespace = ${this.#ns} AND run_id = ${record.runId}
+            ${expected === undefined ? sql`` : sql`AND record = ${sql.json(json(expected))}`}
+          RETURNING 1
+        ), freed AS (
           DELETE FROM automation_runtime_run_slots
           WHERE namespace = ${this.#ns} AND principal_id = ${record.principalId}
             AND slot_id = ${record.runId} AND NOT ${active}
+            AND EXISTS (SELECT 1 FROM updated)
         ), kept AS (
           INSERT INTO automation_runtime_run_slots (namespace, principal_id, slot_id, lease_until)
-          SELECT ${this.#ns}, ${record.principalId}, ${record.runId}, NULL WHERE ${active}
+          SELECT ${this.#ns}, ${record.principalId}, ${record.runId}, NULL
+          WHERE ${active} AND EXISTS (SELECT 1 FROM updated)
           ON CONFLICT (namespace, principal_id, slot_id) DO UPDATE SET lease_until = NULL
         )
-        UPDATE automation_runtime_runs
-        SET state = ${record.state}, record = ${sql.json(record as unknown as postgres.JSONValue)}
-        WHERE namespace = ${this.#ns} AND run_id = ${record.runId}`;
+        SELECT 1 FROM updated`;
+      return expected === undefined || rows.count > 0;
     });
   }
 
