@@ -205,6 +205,30 @@ Deno.test("runs: start, read back, list, cancel and follow up through the gatewa
   }
 });
 
+Deno.test("runs: a refresh that read the provider before a cancel does not reopen the run", async () => {
+  const gateway = await startGateway();
+  try {
+    gateway.holdTurns(true);
+    const started = await gateway.request("POST", "/v1/runs", { body: { input: "hi" } });
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    // A read refreshes the run from the provider; its session read is held back...
+    gateway.fake.delayNext({ method: "GET", path: `/v1/sessions/${runId}`, ms: 300 });
+    const reading = gateway.request("GET", `/v1/runs/${runId}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // ...while the run is cancelled, and the provider, still winding the turn down, says running.
+    const cancelled = await gateway.request("POST", `/v1/runs/${runId}/cancel`);
+    assert.equal(cancelled.status, 202, cancelled.text);
+    gateway.fake.managedAgents!.setStatus(runId, "running");
+    const read = await reading;
+    assert.equal(read.status, 200, read.text);
+    assert.equal(read.json.state, "cancelled");
+    assert.equal((await gateway.store.getRun(runId))?.state, "cancelled");
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("runs: capabilities, agent policy and quotas refuse before the provider", async (t) => {
   const gateway = await startGateway({ maxActiveRuns: 3 });
   gateway.holdTurns(true);
