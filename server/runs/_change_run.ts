@@ -17,7 +17,9 @@ const MAX_ATTEMPTS = 50;
 /**
  * Writes `change(record)` over a run's record, deriving it again from a fresh read whenever
  * another writer changed the record first. `change` returns null when there is nothing to write.
- * Returns the record as it now stands, or null when the run is gone.
+ * `read` is the record as the caller already read it: the first attempt starts from it rather
+ * than reading again (a stale one only costs that attempt). Returns the record as it now stands,
+ * or null when the run is gone.
  *
  * @example
  * ```ts ignore
@@ -28,9 +30,10 @@ export async function changeRun(
   store: Store,
   runId: string,
   change: (record: RunRecord) => RunRecord | null,
+  read?: RunRecord,
 ): Promise<RunRecord | null> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const record = await store.getRun(runId);
+    const record = attempt === 0 && read !== undefined ? read : await store.getRun(runId);
     if (record === null) return null;
     const changed = change(record);
     if (changed === null) return record;

@@ -499,7 +499,7 @@ export class RunGateway {
         state: "failed",
         updatedAt: now,
         endedAt: now,
-      }));
+      }), record);
       return gone ?? record;
     }
     const reported: RunState = status.status === "started" ? "running" : status.status;
@@ -525,7 +525,7 @@ export class RunGateway {
       if (isTerminal(state)) updated.endedAt = now;
       return updated;
     };
-    return await changeRun(this.#store, runId, refreshed) ?? record;
+    return await changeRun(this.#store, runId, refreshed, record) ?? record;
   }
 
   /**
@@ -602,7 +602,7 @@ export class RunGateway {
       updatedAt: now,
       endedAt: now,
     });
-    const updated = await changeRun(this.#store, runId, cancelled) ?? cancelled(record);
+    const updated = await changeRun(this.#store, runId, cancelled, record) ?? cancelled(record);
     await audit(this.#store, this.#logger, context, {
       action: "run.cancelled",
       runId,
@@ -660,7 +660,7 @@ export class RunGateway {
       const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = current;
       return { ...rest, state: "running", turns: (current.turns ?? 1) + 1, updatedAt: now };
     };
-    const updated = await changeRun(this.#store, runId, resumed) ?? resumed(record);
+    const updated = await changeRun(this.#store, runId, resumed, record) ?? resumed(record);
     await audit(this.#store, this.#logger, context, {
       action: "run.message",
       runId,

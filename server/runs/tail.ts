@@ -388,8 +388,13 @@ export class RunTails {
         await new Promise((resolve) => setTimeout(resolve, 50));
         continue;
       }
-      // Derived from the newest record, and written only over it (see `_change_run.ts`).
-      await changeRun(this.#store, runId, (current) => applyEntries(current, appended, turnOf));
+      // Written only over the record it was derived from (see `_change_run.ts`).
+      await changeRun(
+        this.#store,
+        runId,
+        (current) => applyEntries(current, appended, turnOf),
+        record,
+      );
       return;
     }
   }

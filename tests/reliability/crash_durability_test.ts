@@ -173,26 +173,15 @@ async function verify(
   bootstrap: TestBootstrap,
   options: { all: boolean; audit?: boolean },
 ): Promise<void> {
-  // Every page of the list, following nextCursor.
   const principals: {
     principalId: string;
     capabilities: string[];
     expiresAt: string;
     revokedAt?: string;
   }[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor === null ? "?limit=500" : `?limit=500&cursor=${cursor}`;
-    const listed = await fetch(`${server.url}/v1/principals${query}`, {
-      client,
-      headers: headers(server.bearer),
-    });
-    const listText = await listed.text();
-    assert.equal(listed.status, 200, listText);
-    const page = JSON.parse(listText);
+  for await (const page of pages(server, client, "/v1/principals?limit=500")) {
     principals.push(...page.principals);
-    cursor = page.nextCursor ?? null;
-  } while (cursor !== null);
+  }
   const byId = new Map(principals.map((entry) => [entry.principalId, entry]));
   assert.equal(byId.size, principals.length, "no principal is listed twice");
   for (const entry of principals) {
@@ -255,23 +244,34 @@ async function auditSubjects(
   action: "principal.issued" | "principal.revoked",
 ): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
+  for await (const page of pages(server, client, `/v1/audit?action=${action}&limit=100`)) {
+    for (const entry of page.entries as { subjectId: string }[]) {
+      counts.set(entry.subjectId, (counts.get(entry.subjectId) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+/** Every page of a cursor-paged list (`path` with its query), following `nextCursor`. */
+async function* pages(
+  server: Launched,
+  client: Deno.HttpClient,
+  path: string,
+  // deno-lint-ignore no-explicit-any
+): AsyncGenerator<any, void, undefined> {
   let cursor: string | null = null;
   do {
-    const query: string = `?action=${action}&limit=100` +
-      (cursor === null ? "" : `&cursor=${cursor}`);
-    const response = await fetch(`${server.url}/v1/audit${query}`, {
+    const query: string = cursor === null ? "" : `&cursor=${cursor}`;
+    const response = await fetch(`${server.url}${path}${query}`, {
       client,
       headers: headers(server.bearer),
     });
     const text = await response.text();
     assert.equal(response.status, 200, text);
     const page = JSON.parse(text);
-    for (const entry of page.entries as { subjectId: string }[]) {
-      counts.set(entry.subjectId, (counts.get(entry.subjectId) ?? 0) + 1);
-    }
-    cursor = page.nextCursor;
+    yield page;
+    cursor = page.nextCursor ?? null;
   } while (cursor !== null);
-  return counts;
 }
 
 /** Retries issuances cut by a kill once their lease has passed: each ends as one principal. */

@@ -216,16 +216,16 @@ export async function revoke(
 }
 
 /**
- * `GET /v1/principals` on one replica.
+ * `GET /v1/principals` on one replica (`query`, such as `?limit=500`, with its `?`).
  *
  * @example
  * ```ts ignore
  * const listed = await list(b, replicas.admin);
  * ```
  */
-export async function list(server: Replica, admin: string): Promise<Answer> {
+export async function list(server: Replica, admin: string, query = ""): Promise<Answer> {
   return await answer(
-    await fetch(`${server.url}/v1/principals`, {
+    await fetch(`${server.url}/v1/principals${query}`, {
       client: server.client,
       headers: sharedHeaders(admin),
     }),
@@ -247,12 +247,7 @@ export async function listAll(
   const principals: { principalId: string; revokedAt?: string }[] = [];
   let query = "?limit=500";
   for (;;) {
-    const page = await answer(
-      await fetch(`${server.url}/v1/principals${query}`, {
-        client: server.client,
-        headers: sharedHeaders(admin),
-      }),
-    );
+    const page = await list(server, admin, query);
     assert.equal(page.status, 200, JSON.stringify(page.body));
     principals.push(...page.body.principals);
     if (page.body.nextCursor === null) return principals;

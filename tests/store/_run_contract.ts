@@ -43,7 +43,7 @@ function reservation(principalId: string, overrides: Record<string, unknown> = {
   };
 }
 
-function auditInput(overrides: Partial<AuditEntryInput> = {}): AuditEntryInput {
+export function auditInput(overrides: Partial<AuditEntryInput> = {}): AuditEntryInput {
   return {
     at: new Date().toISOString(),
     action: "run.started",

@@ -12,7 +12,7 @@ import {
   type Store,
   SupersededNamespaceError,
 } from "../../server/store/types.ts";
-import { runRunContract, testRun } from "./_run_contract.ts";
+import { auditInput, runRunContract, testRun } from "./_run_contract.ts";
 import { runAnswerContract } from "./_answer_contract.ts";
 import { runEventContract } from "./_event_contract.ts";
 
@@ -147,14 +147,8 @@ export function runStoreContract(
     await store.createPrincipal(record);
     const first = "2026-01-02T03:04:05.000Z";
     // The audit entry goes with the revocation that happens, and with no other answer.
-    const entry = (subjectId: string) => ({
-      at: first,
-      action: "principal.revoked" as const,
-      actorId: crypto.randomUUID(),
-      subjectId,
-      correlationId: crypto.randomUUID(),
-      outcome: "ok",
-    });
+    const entry = (subjectId: string) =>
+      auditInput({ at: first, action: "principal.revoked", subjectId });
     const revocations = async () =>
       (await store.listAudit({ limit: 100, action: "principal.revoked" })).entries;
     const audited = entry(record.principalId);
@@ -205,14 +199,8 @@ export function runStoreContract(
 
   test("createPrincipal appends its audit entry in the same step, and none when nothing is created", async (store) => {
     const now = Date.now();
-    const entry = (subjectId: string) => ({
-      at: new Date(now).toISOString(),
-      action: "principal.issued" as const,
-      actorId: crypto.randomUUID(),
-      subjectId,
-      correlationId: crypto.randomUUID(),
-      outcome: "ok",
-    });
+    const entry = (subjectId: string) =>
+      auditInput({ at: new Date(now).toISOString(), action: "principal.issued", subjectId });
     const issued = async () =>
       (await store.listAudit({ limit: 100, action: "principal.issued" })).entries;
     // Without an idempotency key.
