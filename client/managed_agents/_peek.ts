@@ -1,5 +1,5 @@
 /**
- * The speed trick of the session stream, confined to one function: {@linkcode isSkippedFrame}
+ * The speed trick of the session stream, confined to one function: {@linkcode judgeFrame}
  * reads an event's type straight from the frame's data text, without `JSON.parse`, but only when
  * that is provably the type a parse would give. Most frames of a session stream (status running,
  * thinking, spans) map to no run event, so the run loop passes them over unparsed: in
@@ -43,17 +43,22 @@ export function isSkippableEventType(type: string): boolean {
 const PREFIX = '{"type":"';
 
 /**
- * Whether a frame's data is certainly an event of a type `skip` accepts, decided without parsing:
- * the text starts with `{"type":"`, `skip` accepts the type written there, the text holds no
- * backslash at all (so no escaped key or value can hide a second `type`), and the only `"type"`
- * in it is the first key. False otherwise (the caller then parses). The whole-text scans run only
- * for types `skip` accepts, so frames that will be parsed anyway pay one short prefix check.
+ * What `judge` says of a frame's type, read straight from its data text, when that is certainly
+ * the type a parse would give: the text starts with `{"type":"`, holds no backslash at all (so no
+ * escaped key or value can hide a second `type`), and the only `"type"` in it is the first key.
+ * False otherwise (the caller then parses). The whole-text scans run only for types `judge` does
+ * not answer false, so frames that will be parsed anyway pay one short prefix check.
  */
-export function isSkippedFrame(data: string, skip: (type: string) => boolean): boolean {
+export function judgeFrame<Verdict>(
+  data: string,
+  judge: (type: string) => Verdict | false,
+): Verdict | false {
   if (!data.startsWith(PREFIX)) return false;
   const end = data.indexOf('"', PREFIX.length);
-  if (end < 0 || !skip(data.slice(PREFIX.length, end))) return false;
-  return data.indexOf("\\") === -1 && data.indexOf('"type"', end) === -1;
+  if (end < 0) return false;
+  const verdict = judge(data.slice(PREFIX.length, end));
+  if (verdict === false) return false;
+  return data.indexOf("\\") === -1 && data.indexOf('"type"', end) === -1 ? verdict : false;
 }
 
 /**
@@ -61,6 +66,6 @@ export function isSkippedFrame(data: string, skip: (type: string) => boolean): b
  * undefined when the frame must be parsed.
  */
 export function skippableFrameType(data: string): string | undefined {
-  if (!isSkippedFrame(data, isSkippableEventType)) return undefined;
+  if (!judgeFrame(data, isSkippableEventType)) return undefined;
   return data.slice(PREFIX.length, data.indexOf('"', PREFIX.length));
 }

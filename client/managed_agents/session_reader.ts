@@ -7,7 +7,8 @@
  * @module
  */
 import { readSseBatches } from "../sse.ts";
-import { isSkippedFrame } from "./_peek.ts";
+import { deferredSessionEvent } from "./_deferred_event.ts";
+import { judgeFrame } from "./_peek.ts";
 import { type ManagedAgentSessionEvent, parseSessionEventData } from "./events.ts";
 
 /** Options of {@linkcode readSessionEvents} and {@linkcode readSessionEventBatches}. */
@@ -18,8 +19,14 @@ export interface ReadSessionEventsOptions {
    * Wire types to pass over unparsed: a frame whose type this returns true for is neither parsed
    * nor yielded. The type is read from the data text only when that is provably the type a
    * parse would give; any other frame is parsed and yielded as usual.
+   *
+   * `"defer"` yields the frame unparsed instead, as a kind `other` event whose `raw`, `id` and
+   * `processedAt` are parsed when first read (a text that is not JSON after all then reads as
+   * `{ type }`), for types the parser always reads as kind `other` (`session.usage`,
+   * `user.message`, `agent.thinking`, spans, …); a frame of any other type is parsed now. Such an
+   * event's fields are getters: spreading or serializing it shows only `kind` and `type`.
    */
-  skip?: (type: string) => boolean;
+  skip?: (type: string) => boolean | "defer";
 }
 
 /**
@@ -73,7 +80,17 @@ export async function* readSessionEventBatches(
     const events: ManagedAgentSessionEvent[] = [];
     for (let i = 0; i < frames.length; i++) {
       const frame = frames[i];
-      if (skip !== undefined && isSkippedFrame(frame.data, skip)) continue;
+      if (skip !== undefined) {
+        const verdict = judgeFrame(frame.data, skip);
+        if (verdict === true) continue;
+        if (verdict === "defer") {
+          const deferred = deferredSessionEvent(frame.data);
+          if (deferred !== undefined) {
+            events.push(deferred);
+            continue;
+          }
+        }
+      }
       const event = parseSessionEventData(frame);
       if (event !== null) events.push(event);
     }

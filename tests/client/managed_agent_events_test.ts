@@ -14,6 +14,7 @@ import {
   readSessionEvents,
   sessionEventNeedsConfirmation,
 } from "../../client/mod.ts";
+import { DEFERRABLE_TYPES } from "../../client/managed_agents/_deferred_event.ts";
 
 const text = (t: string) => [{ type: "text", text: t }];
 
@@ -401,4 +402,59 @@ Deno.test("readSessionEvents yields parsed events from a stream body, skipping n
     kinds.push(`${event.kind}:${event.id}`);
   }
   assert.deepEqual(kinds, ["message:a", "other:b", "status:c"]);
+});
+
+Deno.test("every type the reader may defer parses to kind other whatever its fields", () => {
+  // Fields that make other types a message, a tool call, a status, a preview or a delta.
+  const fields = {
+    id: "sevt_x",
+    content: text("x"),
+    name: "bash",
+    input: {},
+    status: "idle",
+    stop_reason: { type: "end_turn" },
+    error: { type: "e", message: "m" },
+    event: { id: "sevt_y", type: "agent.message" },
+    event_id: "sevt_y",
+    delta: { content: { type: "text", text: "x" } },
+  };
+  for (const type of DEFERRABLE_TYPES) assert.equal(parse({ ...fields, type }).kind, "other", type);
+});
+
+Deno.test("readSessionEvents: skip passes over, defers or parses each frame by its proven type", async () => {
+  const usage = '{"type":"session.usage","id":"u1","processed_at":"t1","usage":{"input_tokens":3}}';
+  const frames = [
+    'event: agent.thinking\ndata: {"type":"agent.thinking","id":"skipped"}\n\n',
+    `event: session.usage\ndata: ${usage}\n\n`,
+    // A second "type" key wins in JSON.parse: the text does not prove the type, so it is parsed.
+    'data: {"type":"session.usage","type":"agent.message","id":"m1","content":[]}\n\n',
+    // Deferred only when the parser always reads the type as kind other.
+    'data: {"type":"agent.message","id":"m2","content":[{"type":"text","text":"hi"}]}\n\n',
+    // Its start proved the type; the rest is not JSON.
+    'data: {"type":"user.message", oops\n\n',
+  ].join("");
+  const events: ManagedAgentSessionEvent[] = [];
+  const skip = (type: string) =>
+    type === "agent.thinking" ? true : type === "agent.message" || type.includes("usage") ||
+        type === "user.message"
+      ? "defer" as const
+      : false;
+  for await (const event of readSessionEvents(new Response(frames).body!, { skip })) {
+    events.push(event);
+  }
+  assert.deepEqual(events.map((event) => `${event.kind}:${event.type}`), [
+    "other:session.usage",
+    "message:agent.message",
+    "message:agent.message",
+    "other:user.message",
+  ]);
+  const [deferred, , message, broken] = events;
+  // A deferred event reads what a parsed one does, once asked.
+  assert.deepEqual(
+    { raw: deferred.raw, id: deferred.id, processedAt: deferred.processedAt },
+    { raw: JSON.parse(usage), id: "u1", processedAt: "t1" },
+  );
+  assert.equal(message.kind === "message" && message.text, "hi");
+  assert.deepEqual(broken.raw, { type: "user.message" });
+  assert.equal(broken.id, undefined);
 });

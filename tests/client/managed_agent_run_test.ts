@@ -353,6 +353,38 @@ Deno.test("a termination after a session error fails the run with that error; us
   });
 });
 
+Deno.test("a turn's end carries the counters of the latest usage event that has any", async () => {
+  await withFake(async ({ fake, client }) => {
+    // More usage events than a mapper keeps unread, then one without counters: the run loop
+    // defers their parse and must still find the newest that has counters.
+    const usage = (n: number) => ({
+      type: "session.usage",
+      usage: { input_tokens: n, output_tokens: 2 * n },
+    });
+    fake.managedAgents!.script = () => [
+      ...Array.from({ length: 40 }, (_, i) => usage(i + 1)),
+      text("ok"),
+      { type: "session.usage", usage: { cache_creation: {} } },
+    ];
+    const done = await client.streamRun({ input: "go" }, {});
+    assert.deepEqual(done.terminal, {
+      type: "run.completed",
+      runId: done.runId,
+      stopReason: "end_turn",
+      usage: { input_tokens: 40, output_tokens: 80 },
+    });
+
+    fake.managedAgents!.script = () => Array.from({ length: 17 }, (_, i) => usage(i + 1));
+    const next = await client.streamRun({ input: "go" }, {});
+    assert.deepEqual(next.terminal, {
+      type: "run.completed",
+      runId: next.runId,
+      stopReason: "end_turn",
+      usage: { input_tokens: 17, output_tokens: 34 },
+    });
+  });
+});
+
 Deno.test("a confirmation answered from the handler lets the run go on to completion", async () => {
   await withFake(async ({ fake, client }) => {
     fake.managedAgents!.script = () => [

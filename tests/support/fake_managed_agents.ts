@@ -648,7 +648,8 @@ export function installManagedAgentRoutes(fake: FakeProvider): ManagedAgentsStat
       session.events.push(unknown);
       broadcast(session, unknown);
     }
-    const event: Json = { id: newId("sevt"), processed_at: now(), ...partial };
+    // `type` first, as the provider writes it (the clients read a frame's type from its text).
+    const event: Json = { type: partial.type, id: newId("sevt"), processed_at: now(), ...partial };
     session.events.push(event);
     const type = event.type as string;
     const record = session.record;
