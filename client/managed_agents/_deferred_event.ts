@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { judgedType } from "./_peek.ts";
 import {
   type ManagedAgentOtherEvent,
   type ManagedAgentSessionEvent,
@@ -32,8 +33,6 @@ export const DEFERRABLE_TYPES: ReadonlySet<string> = new Set([
   "span.model_request_start",
   "span.model_request_end",
 ]);
-
-const PREFIX_LENGTH = '{"type":"'.length;
 
 /**
  * A kind `other` event whose frame is parsed on first read of `raw`, `id` or `processedAt`. A
@@ -77,6 +76,6 @@ class DeferredSessionEvent implements ManagedAgentOtherEvent {
  * when that type cannot be deferred (the reader then parses the frame now).
  */
 export function deferredSessionEvent(data: string): ManagedAgentSessionEvent | undefined {
-  const type = data.slice(PREFIX_LENGTH, data.indexOf('"', PREFIX_LENGTH));
+  const type = judgedType(data);
   return DEFERRABLE_TYPES.has(type) ? new DeferredSessionEvent(type, data) : undefined;
 }

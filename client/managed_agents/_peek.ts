@@ -61,11 +61,15 @@ export function judgeFrame<Verdict>(
   return data.indexOf("\\") === -1 && data.indexOf('"type"', end) === -1 ? verdict : false;
 }
 
+/** The type written at the start of a frame's data that {@linkcode judgeFrame} answered for. */
+export function judgedType(data: string): string {
+  return data.slice(PREFIX.length, data.indexOf('"', PREFIX.length));
+}
+
 /**
  * The type of a frame whose data certainly maps to nothing and carries nothing the run keeps, or
  * undefined when the frame must be parsed.
  */
 export function skippableFrameType(data: string): string | undefined {
-  if (!judgeFrame(data, isSkippableEventType)) return undefined;
-  return data.slice(PREFIX.length, data.indexOf('"', PREFIX.length));
+  return judgeFrame(data, isSkippableEventType) ? judgedType(data) : undefined;
 }

@@ -207,15 +207,11 @@ export interface EventLoopOptions {
  * alternating, 60 rounds each: median ratios 0.947, 0.966, 0.944).
  */
 function loopSkip(deltas: boolean): (type: string) => boolean | "defer" {
-  const deferred = (type: string) => type === "session.usage" || type === "usage" ? "defer" : false;
-  if (!deltas) {
-    return (type) =>
-      (type !== "user.message" && type !== "user.interrupt" && isSkippableEventType(type)) ||
-      deferred(type);
-  }
-  return (type) =>
-    (type !== "user.message" && type !== "user.interrupt" && type !== "span.model_request_end" &&
-      isSkippableEventType(type)) || deferred(type);
+  return (type) => {
+    if (type === "user.message" || type === "user.interrupt") return false;
+    if (type === "session.usage" || type === "usage") return "defer";
+    return isSkippableEventType(type) && !(deltas && type === "span.model_request_end");
+  };
 }
 
 /** Unread usage events a mapper keeps before it reads the newest (bounding what they hold). */
@@ -300,9 +296,9 @@ export class RunEventMapper {
         return;
       }
     }
-    const usage = mapped.type === "run.completed" ? this.#readUsage() : undefined;
-    if (mapped.type === "run.completed" && usage !== undefined) {
-      out.push({ ...mapped, usage });
+    if (mapped.type === "run.completed") {
+      const usage = this.#readUsage();
+      out.push(usage === undefined ? mapped : { ...mapped, usage });
     } else if (
       mapped.type === "run.failed" && this.#lastError !== undefined &&
       mapped.error.type === "session_terminated"

@@ -18,6 +18,7 @@ import {
   type RunStreamEvent,
   type RunStreamOptions,
 } from "../../client/mod.ts";
+import type { FakeStep } from "../support/fake_managed_agents.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
 
 interface Setup {
@@ -361,27 +362,22 @@ Deno.test("a turn's end carries the counters of the latest usage event that has 
       type: "session.usage",
       usage: { input_tokens: n, output_tokens: 2 * n },
     });
-    fake.managedAgents!.script = () => [
-      ...Array.from({ length: 40 }, (_, i) => usage(i + 1)),
-      text("ok"),
-      { type: "session.usage", usage: { cache_creation: {} } },
-    ];
-    const done = await client.streamRun({ input: "go" }, {});
-    assert.deepEqual(done.terminal, {
-      type: "run.completed",
-      runId: done.runId,
-      stopReason: "end_turn",
-      usage: { input_tokens: 40, output_tokens: 80 },
-    });
-
-    fake.managedAgents!.script = () => Array.from({ length: 17 }, (_, i) => usage(i + 1));
-    const next = await client.streamRun({ input: "go" }, {});
-    assert.deepEqual(next.terminal, {
-      type: "run.completed",
-      runId: next.runId,
-      stopReason: "end_turn",
-      usage: { input_tokens: 17, output_tokens: 34 },
-    });
+    /** The usage a run's end carries after `count` numbered usage events and then `tail`. */
+    const endUsage = async (count: number, tail: FakeStep[] = []) => {
+      fake.managedAgents!.script = () =>
+        [
+          ...Array.from({ length: count }, (_, i) => usage(i + 1)),
+          ...tail,
+        ] as never;
+      const { terminal } = await client.streamRun({ input: "go" }, {});
+      assert.equal(terminal?.type, "run.completed");
+      return terminal?.type === "run.completed" ? terminal.usage : undefined;
+    };
+    assert.deepEqual(
+      await endUsage(40, [text("ok"), { type: "session.usage", usage: { cache_creation: {} } }]),
+      { input_tokens: 40, output_tokens: 80 },
+    );
+    assert.deepEqual(await endUsage(17), { input_tokens: 17, output_tokens: 34 });
   });
 });
 
