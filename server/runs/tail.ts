@@ -13,11 +13,12 @@
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
  * 4. after each append, hands the appended entries to this replica's subscribers (`onAppend`) and
  *    brings the run record up to date (`state`, `stopReason`, `usage`, `lastEventSeq`, `endedAt`;
- *    a terminal state frees the run's active slot in the same store write). A batch with a
- *    `run.status` or terminal entry is handed over once the record shows it. Any other batch is
- *    handed over at once and changes only `lastEventSeq`, which is written at most once per
- *    {@linkcode RECORD_DELAY_MS}, right after an append, and once the log has been quiet that
- *    long: each streamed event then costs the store one commit, not two;
+ *    a terminal state frees the run's active slot in the same store write). The entries before
+ *    a batch's first `run.status` or terminal entry are handed over at once; that entry and the
+ *    ones after it once the record shows it. A batch with neither changes only `lastEventSeq`,
+ *    which is written at most once per {@linkcode RECORD_DELAY_MS}, right after an append, and
+ *    once the log has been quiet that long: each streamed event then costs the store one commit,
+ *    not two;
  * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
  * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
@@ -62,9 +63,9 @@ export interface RunTailsOptions {
    */
   leaseMs?: number;
   /**
-   * Told of the entries each append added (this replica's subscribers get them at once): right
-   * after the append, or, for a batch with a `run.status` or terminal entry, after the run record
-   * shows it (step 4).
+   * Told of the entries each append added, in order (this replica's subscribers get them at once):
+   * right after the append, except a batch's first `run.status` or terminal entry and those after
+   * it, which come after the run record shows them (step 4).
    */
   onAppend?: (runId: string, entries: readonly RunEventEntry[]) => void;
 }
@@ -307,7 +308,8 @@ export class RunTails {
     if (events.length === 0) return;
     const appended = await this.#store.appendRunEvents(runId, events);
     if (appended.length === 0) return;
-    if (!appended.some(bearsState)) {
+    const changing = appended.findIndex(bearsState);
+    if (changing === -1) {
       // Nothing the record will say differently but lastEventSeq: subscribers here get it
       // without waiting, and the record follows (step 4).
       this.#onAppend(runId, appended);
@@ -323,12 +325,15 @@ export class RunTails {
       }
       return;
     }
+    // What comes before the state change does not wait for the record: a message that arrives
+    // with its turn's end in one read reaches subscribers a record write (one more commit) sooner.
+    if (changing > 0) this.#onAppend(runId, appended.slice(0, changing));
     try {
       await this.#writeRecord(runId, tail, appended, turns);
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended.
-      this.#onAppend(runId, appended);
+      this.#onAppend(runId, changing > 0 ? appended.slice(changing) : appended);
     }
   }
 

@@ -1,7 +1,7 @@
 /**
  * The tail hands what it appends to this replica's subscribers: a batch without a state change
  * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
- * once the record shows it. Store reads of the log are held here, so only the hand-over can
+ * once the record shows it, save the entries before the state change, which go at once. Store reads of the log are held here, so only the hand-over can
  * deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
  * most every `RECORD_DELAY_MS`. A record write derived from a record another writer changed since
  * is derived again, so a follow-up recorded meanwhile is kept.
@@ -11,7 +11,9 @@
 import assert from "node:assert/strict";
 import { openKvStore } from "../../server/store/kv.ts";
 import type { RunRecord, Store } from "../../server/store/types.ts";
-import { RECORD_DELAY_MS } from "../../server/runs/tail.ts";
+import { RECORD_DELAY_MS, RunTails } from "../../server/runs/tail.ts";
+import { RunActivity } from "../../server/runs/activity.ts";
+import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import { startGateway } from "../gateway/_harness.ts";
 import { type Frame, openEvents } from "./_sse.ts";
 
@@ -259,5 +261,73 @@ Deno.test("record: a follow-up recorded while the tail writes a turn's end is no
   } finally {
     store.releaseAll();
     await gateway.close();
+  }
+});
+
+Deno.test("publish: a message read with its turn's end reaches subscribers before the record write", async () => {
+  const store = holding(await openKvStore({ path: ":memory:", namespace: "publish-test" }));
+  const runId = "sesn_publish_split";
+  const now = new Date().toISOString();
+  await store.store.reserveRunSlot({
+    principalId: "p",
+    slotId: "slot",
+    principalLimit: 8,
+    serviceLimit: 8,
+    now: Date.now(),
+    leaseMs: 60_000,
+  });
+  await store.store.createRun({
+    runId,
+    principalId: "p",
+    agentId: "agent_1",
+    environmentId: "env_1",
+    state: "running",
+    lastEventSeq: 0,
+    createdAt: now,
+    updatedAt: now,
+  }, "slot");
+  // One read of the provider's stream holds a message and the idle that ends its turn, so the
+  // tail appends them in one batch.
+  const frame = (event: Record<string, unknown>) =>
+    `event: message\ndata: ${JSON.stringify({ processed_at: now, ...event })}\n\n`;
+  const chunk = new TextEncoder().encode(
+    frame({ type: "agent.message", id: "sevt_msg", content: [{ type: "text", text: "done" }] }) +
+      frame({ type: "session.status_idle", id: "sevt_idle", stop_reason: { type: "end_turn" } }),
+  );
+  const client = {
+    openEventStream: () =>
+      Promise.resolve(
+        new ReadableStream<Uint8Array>({
+          start: (controller) => controller.enqueue(chunk),
+        }),
+      ),
+    async *iterateEvents() {},
+  } as unknown as ProviderManagedAgentClient;
+  const handed: string[][] = [];
+  const tails = new RunTails({
+    store: store.store,
+    logger: { request() {}, info() {}, error() {}, flush() {} },
+    client: () => Promise.resolve(client),
+    activity: new RunActivity(),
+    onAppend: (_, entries) => handed.push(entries.map((entry) => entry.event.type)),
+  });
+  try {
+    store.holdRecords = true;
+    tails.wake(runId);
+    await until(() => store.heldRecords.length > 0, "the tail writes the turn's end");
+    assert.equal(store.heldRecords[0].record.state, "completed");
+    assert.deepEqual(
+      handed,
+      [["run.started", "message.delta", "message.completed"]],
+      "the message went at once",
+    );
+    store.releaseAll();
+    await until(() => handed.length === 2, "the turn's end is handed over after the write");
+    assert.deepEqual(handed[1], ["run.completed"]);
+    assert.equal((await store.store.getRun(runId))?.state, "completed");
+  } finally {
+    store.releaseAll();
+    await tails.close();
+    await store.store.close();
   }
 });
