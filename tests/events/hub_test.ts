@@ -3,7 +3,8 @@
  * without a store read and are evicted under their budget; entries the tail publishes reach
  * subscribers without a store read, and a publish racing a store read delivers no duplicate and
  * no gap; a complete answer is one byte body, the same bytes as the stream, and takes no stream
- * slot; an idle stream gets heartbeats.
+ * slot; an idle stream gets heartbeats; a reader that stops reading makes the stream queue one
+ * chunk, not every publish.
  *
  * @module
  */
@@ -486,6 +487,47 @@ Deno.test("hub: an idle stream gets a heartbeat comment, then the next frame as 
     const text = new TextDecoder().decode(await stream.rest());
     assert.match(text, /^retry: 2000\n\n(?:.|\n)*: keep-alive\n\n(?:.|\n)*id: 3\n/);
     assert.equal(stream.ended, true);
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});
+
+Deno.test("hub: a reader that stops reading holds one queued chunk; the rest waits in the window", async () => {
+  const { store, raw, replace } = await instrumented();
+  replace.watchRunEvents = () => () => {};
+  const hub = hubOver(store);
+  try {
+    await raw.appendRunEvents("run_s", turn("run_s", true).slice(0, 2));
+    const body = await hub.stream(options("run_s", "running"));
+    assert.ok(body instanceof ReadableStream);
+    const reader = body.getReader();
+    const read = async (): Promise<number[]> => {
+      const chunk = await reader.read();
+      assert.equal(chunk.done, false);
+      return ids(chunk.value!);
+    };
+    assert.deepEqual(await read(), []); // the retry line
+    assert.deepEqual(await read(), [1, 2]);
+    // A reader that keeps up gets each publish as it comes.
+    const publish = async (count: number) => {
+      const entries = [];
+      for (let i = 0; i < count; i++) entries.push(input("run_s", "message.delta", { text: "x" }));
+      hub.publish("run_s", await raw.appendRunEvents("run_s", entries));
+    };
+    const next = read();
+    await publish(1);
+    assert.deepEqual(await next, [3]);
+    // It stops reading: the next publish waits in the stream's queue and the four after it in
+    // the feed's window, not as four more chunks queued in the stream.
+    for (let i = 0; i < 5; i++) await publish(1);
+    assert.deepEqual(await read(), [4]);
+    assert.deepEqual(await read(), [5, 6, 7, 8], "the backlog comes from the window in one chunk");
+    // Caught up, it is pushed to again.
+    const after = read();
+    await publish(2);
+    assert.deepEqual(await after, [9, 10]);
+    await reader.cancel();
   } finally {
     hub.close();
     raw.close();
