@@ -333,7 +333,7 @@ export class RunTails {
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended.
-      this.#onAppend(runId, changing > 0 ? appended.slice(changing) : appended);
+      this.#onAppend(runId, appended.slice(changing));
     }
   }
 

@@ -1,8 +1,8 @@
 /**
  * The tail hands what it appends to this replica's subscribers: a batch without a state change
  * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
- * once the record shows it, save the entries before the state change, which go at once. Store reads of the log are held here, so only the hand-over can
- * deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
+ * once the record shows it, save the entries before the state change, which go at once. Store
+ * reads of the log are held here, so only the hand-over can deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
  * most every `RECORD_DELAY_MS`. A record write derived from a record another writer changed since
  * is derived again, so a follow-up recorded meanwhile is kept.
  *
