@@ -21,6 +21,7 @@ import {
   StoreUnavailableError,
   SupersededNamespaceError,
 } from "./types.ts";
+import { commitKv, whileBusy } from "./kv/_commit.ts";
 
 /** First part of every key of a namespace. */
 export const ROOT = "automation-runtime";
@@ -75,17 +76,11 @@ function retiredKey(namespace: string): Deno.KvKey {
  */
 export async function claimAuthority(kv: Deno.Kv, namespace: string, now: number): Promise<void> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    let read: [Deno.KvEntryMaybe<CurrentEntry>, Deno.KvEntryMaybe<RetiredEntry>];
-    try {
-      read = await kv.getMany<[CurrentEntry, RetiredEntry]>([CURRENT_KEY, retiredKey(namespace)]);
-    } catch (error) {
-      // Workers of `deno serve --parallel` open one SQLite file at the same instant; the first
-      // access of one of them can find the file locked (seen 1 start in 3 with two workers).
-      if (attempt >= LOCKED_RETRIES || !isLocked(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
-      continue;
-    }
-    const [current, retired] = read;
+    // Workers of `deno serve --parallel` open one SQLite file at the same instant; the first
+    // access of one of them can find the file locked (seen 1 start in 3 with two workers).
+    const [current, retired] = await whileBusy(() =>
+      kv.getMany<[CurrentEntry, RetiredEntry]>([CURRENT_KEY, retiredKey(namespace)])
+    );
     if (retired.value !== null) {
       throw new SupersededNamespaceError(
         `This bootstrap was replaced on the store at ${
@@ -102,21 +97,9 @@ export async function claimAuthority(kv: Deno.Kv, namespace: string, now: number
         { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
       );
     }
-    try {
-      if ((await operation.commit()).ok) return;
-    } catch (error) {
-      if (attempt >= LOCKED_RETRIES || !isLocked(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
-    }
+    if ((await commitKv(operation)).ok) return;
   }
   throw new StoreUnavailableError("The KV store is too contended to commit");
-}
-
-/** Attempts of a claim that found the SQLite file locked, about 1 s in all. */
-const LOCKED_RETRIES = 9;
-
-function isLocked(error: unknown): boolean {
-  return error instanceof Error && /database is locked/i.test(error.message);
 }
 
 /**
@@ -202,10 +185,11 @@ export async function purgeRetired(
   let principals = 0;
   for await (const entry of kv.list<PrincipalRecord>({ prefix: [ROOT, namespace, "principal"] })) {
     if (!isRetiredBefore(entry.value, cutoff)) continue;
-    const result = await kv.atomic().check(entry)
-      .delete(entry.key)
-      .delete([ROOT, namespace, "digest", entry.value.bearerDigest])
-      .commit();
+    const result = await commitKv(
+      kv.atomic().check(entry)
+        .delete(entry.key)
+        .delete([ROOT, namespace, "digest", entry.value.bearerDigest]),
+    );
     if (result.ok) principals++;
   }
   return { principals, namespaces: await purgeNamespaces(kv, options.now, cutoff) };
@@ -232,9 +216,10 @@ async function purgeNamespaces(kv: Deno.Kv, now: number, cutoff: number): Promis
     if (namespace === current.namespace) continue;
     const retired = await kv.get<RetiredEntry>(retiredKey(namespace));
     if (retired.value === null) {
-      await kv.atomic().check(retired)
-        .set(retiredKey(namespace), { retiredAt: now, purgedAt: null } satisfies RetiredEntry)
-        .commit();
+      await commitKv(
+        kv.atomic().check(retired)
+          .set(retiredKey(namespace), { retiredAt: now, purgedAt: null } satisfies RetiredEntry),
+      );
       continue;
     }
     if (retired.value.retiredAt > cutoff) continue;
@@ -246,9 +231,14 @@ async function purgeNamespaces(kv: Deno.Kv, now: number, cutoff: number): Promis
       if (keys.length === 0) break;
       const operation = kv.atomic();
       for (const key of keys) operation.delete(key);
-      await operation.commit();
+      await commitKv(operation);
     }
-    await kv.set(retiredKey(namespace), { ...retired.value, purgedAt: now } satisfies RetiredEntry);
+    await commitKv(
+      kv.atomic().set(
+        retiredKey(namespace),
+        { ...retired.value, purgedAt: now } satisfies RetiredEntry,
+      ),
+    );
     purged++;
   }
 }

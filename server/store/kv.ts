@@ -58,6 +58,7 @@ import {
   revocationsKey,
   ROOT,
 } from "./_kv_authority.ts";
+import { commitKv } from "./kv/_commit.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -484,11 +485,12 @@ class KvStore extends GatewayRecords implements Store {
           expiresAt: params.expiresAt,
         };
         const expireIn = Math.max(params.expiresAt - params.now, 0) + EXPIRY_SLACK_MS;
-        const result = await this.#kv.atomic()
-          .check(entry)
-          .set(key, claimed, { expireIn })
-          .set(this.#expiryKey(params.expiresAt, params.scope), true, { expireIn })
-          .commit();
+        const result = await commitKv(
+          this.#kv.atomic()
+            .check(entry)
+            .set(key, claimed, { expireIn })
+            .set(this.#expiryKey(params.expiresAt, params.scope), true, { expireIn }),
+        );
         if (result.ok) return { state: "claimed", token };
       }
       throw contention();
@@ -502,7 +504,7 @@ class KvStore extends GatewayRecords implements Store {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const operation = this.#kv.atomic();
         if (!(await this.#addCompletion(operation, completion))) return;
-        if ((await operation.commit()).ok) return;
+        if ((await commitKv(operation)).ok) return;
       }
       throw contention();
     } catch (error) {
@@ -520,11 +522,12 @@ class KvStore extends GatewayRecords implements Store {
         ) {
           return;
         }
-        const result = await this.#kv.atomic()
-          .check(entry)
-          .delete(key)
-          .delete(this.#expiryKey(entry.value.expiresAt, scope))
-          .commit();
+        const result = await commitKv(
+          this.#kv.atomic()
+            .check(entry)
+            .delete(key)
+            .delete(this.#expiryKey(entry.value.expiresAt, scope)),
+        );
         if (result.ok) return;
       }
       throw contention();
@@ -545,7 +548,7 @@ class KvStore extends GatewayRecords implements Store {
         const operation = this.#kv.atomic().check(entry).delete(index.key);
         const expired = entry.value !== null && entry.value.expiresAt <= now;
         if (expired) operation.delete(key);
-        if ((await operation.commit()).ok && expired) deleted++;
+        if ((await commitKv(operation)).ok && expired) deleted++;
       }
       return deleted;
     } catch (error) {

@@ -121,3 +121,50 @@ Deno.test("kv store: two handles taking turns at the audit log number it without
     await Deno.remove(own, { recursive: true });
   }
 });
+
+Deno.test("kv store: two handles writing at the same time both succeed, the audit log without gap or repeat", async () => {
+  // Each handle has its own SQLite connection; a commit that meets the other's write lock finds
+  // the file busy and must wait, not fail the request.
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-busy-" });
+  const file = `${own}/busy.kv`;
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const first = await openKvStore({ path: file, namespace });
+  const second = await openKvStore({ path: file, namespace });
+  const writes = async (store: typeof first): Promise<number[]> => {
+    const seqs: number[] = [];
+    for (let i = 0; i < 120; i++) {
+      const entry = {
+        at: new Date().toISOString(),
+        action: "principal.issued" as const,
+        actorId: crypto.randomUUID(),
+        subjectId: crypto.randomUUID(),
+        correlationId: crypto.randomUUID(),
+        outcome: "ok",
+      };
+      if (i % 4 === 0) {
+        const record = testPrincipal();
+        assert.equal(await store.createPrincipal(record, undefined, entry), "created");
+      } else {
+        seqs.push((await store.appendAudit(entry)).seq);
+      }
+    }
+    return seqs;
+  };
+  try {
+    const seqs = (await Promise.all([writes(first), writes(second)])).flat();
+    const listed: number[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await second.listAudit({ limit: 100, cursor });
+      listed.push(...page.entries.map((e) => e.seq));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    assert.equal(listed.length, 240);
+    assert.deepEqual([...listed].sort((x, y) => x - y), listed.map((_, i) => i + 1));
+    assert.equal(new Set(seqs).size, seqs.length);
+  } finally {
+    await first.close();
+    await second.close();
+    await Deno.remove(own, { recursive: true });
+  }
+});

@@ -19,6 +19,7 @@ import {
   type ToolAnswerResult,
 } from "../answer_types.ts";
 import { StoreUnavailableError } from "../types.ts";
+import { commitKv } from "./_commit.ts";
 
 const MAX_ATTEMPTS = 64;
 
@@ -64,9 +65,10 @@ export class KvAnswerStore implements AnswerStore {
           result: params.result,
           claimedAt: params.now,
         };
-        const result = await this.#kv.atomic().check(current)
-          .set(key, record, { expireIn: ANSWER_RETENTION_MS })
-          .commit();
+        const result = await commitKv(
+          this.#kv.atomic().check(current)
+            .set(key, record, { expireIn: ANSWER_RETENTION_MS }),
+        );
         if (result.ok) {
           return stale
             ? { state: "claimed", token: record.token, recovered: existing! }
@@ -92,9 +94,10 @@ export class KvAnswerStore implements AnswerStore {
         const record = current.value;
         if (record === null || record.state !== "claimed" || record.token !== token) return false;
         const answered: ToolAnswerRecord = { ...record, ...final, state: "answered" };
-        const result = await this.#kv.atomic().check(current)
-          .set(key, answered, { expireIn: ANSWER_RETENTION_MS })
-          .commit();
+        const result = await commitKv(
+          this.#kv.atomic().check(current)
+            .set(key, answered, { expireIn: ANSWER_RETENTION_MS }),
+        );
         if (result.ok) return true;
       }
       throw contention();
@@ -110,7 +113,7 @@ export class KvAnswerStore implements AnswerStore {
         const current = await this.#kv.get<ToolAnswerRecord>(key);
         const record = current.value;
         if (record === null || record.state !== "claimed" || record.token !== token) return;
-        if ((await this.#kv.atomic().check(current).delete(key).commit()).ok) return;
+        if ((await commitKv(this.#kv.atomic().check(current).delete(key))).ok) return;
       }
       throw contention();
     } catch (error) {
@@ -142,14 +145,15 @@ export class KvAnswerStore implements AnswerStore {
   async recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
     try {
       const key = [...this.#root, "webhook-delivery", id];
-      const result = await this.#kv.atomic().check({ key, versionstamp: null })
-        .set(key, now, { expireIn: ttlMs })
-        .commit();
+      const result = await commitKv(
+        this.#kv.atomic().check({ key, versionstamp: null })
+          .set(key, now, { expireIn: ttlMs }),
+      );
       if (result.ok) return true;
       // KV drops expired keys lazily: an entry past its time is a new delivery.
       const seen = await this.#kv.get<number>(key);
       if (seen.value !== null && seen.value + ttlMs > now) return false;
-      return (await this.#kv.atomic().check(seen).set(key, now, { expireIn: ttlMs }).commit()).ok;
+      return (await commitKv(this.#kv.atomic().check(seen).set(key, now, { expireIn: ttlMs }))).ok;
     } catch (error) {
       throw fail(error);
     }

@@ -28,6 +28,7 @@ import type {
   RunLeaseParams,
 } from "../run_event_types.ts";
 import { StoreUnavailableError } from "../types.ts";
+import { commitKv } from "./_commit.ts";
 
 /** A tail lease. */
 interface LeaseEntry {
@@ -157,7 +158,7 @@ export class KvRunEventStore implements RunEventStore {
         .set(this.#key("run-event", runId, entry.seq), entry)
         .set(sourceKey, entry.seq);
     }
-    const result = await operation.commit();
+    const result = await commitKv(operation);
     if (result.ok) this.#remember(runId, last, result.versionstamp);
     return result.ok;
   }
@@ -192,13 +193,15 @@ export class KvRunEventStore implements RunEventStore {
         if (lease !== null && lease.holder !== params.holder && lease.leaseUntil > params.now) {
           return false;
         }
-        const result = await this.#kv.atomic().check(current).set(
-          key,
-          {
-            holder: params.holder,
-            leaseUntil: params.now + params.ttlMs,
-          } satisfies LeaseEntry,
-        ).commit();
+        const result = await commitKv(
+          this.#kv.atomic().check(current).set(
+            key,
+            {
+              holder: params.holder,
+              leaseUntil: params.now + params.ttlMs,
+            } satisfies LeaseEntry,
+          ),
+        );
         if (result.ok) return true;
       }
       return false;
@@ -212,7 +215,7 @@ export class KvRunEventStore implements RunEventStore {
       const key = this.#key("run-lease", runId);
       const current = await this.#kv.get<LeaseEntry>(key);
       if (current.value?.holder !== holder) return;
-      await this.#kv.atomic().check(current).delete(key).commit();
+      await commitKv(this.#kv.atomic().check(current).delete(key));
     } catch (error) {
       throw fail(error);
     }
@@ -256,17 +259,18 @@ export class KvRunEventStore implements RunEventStore {
             operation.delete(item.key);
             if (part === "run-event") deleted++;
             if (++pending === 500) {
-              await operation.commit();
+              await commitKv(operation);
               operation = this.#kv.atomic();
               pending = 0;
             }
           }
-          if (pending > 0) await operation.commit();
+          if (pending > 0) await commitKv(operation);
         }
-        await this.#kv.atomic()
-          .delete(this.#key("run-event-head", runId))
-          .delete(this.#key("run-lease", runId))
-          .commit();
+        await commitKv(
+          this.#kv.atomic()
+            .delete(this.#key("run-event-head", runId))
+            .delete(this.#key("run-lease", runId)),
+        );
       }
       return deleted;
     } catch (error) {

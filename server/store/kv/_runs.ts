@@ -29,6 +29,7 @@ import {
   type RunStore,
 } from "../run_types.ts";
 import { StoreUnavailableError } from "../types.ts";
+import { commitKv } from "./_commit.ts";
 
 /** One active-run slot: a reservation (with its lease) or a run's own (`leaseUntil` null). */
 interface SlotEntry {
@@ -118,14 +119,14 @@ export class KvAuditLog {
     inputs: readonly AuditEntryInput[],
   ): Promise<{ ok: boolean; entries: AuditEntry[] }> {
     if (inputs.length === 0) {
-      return operation.commit().then((result) => ({ ok: result.ok, entries: [] }));
+      return commitKv(operation).then((result) => ({ ok: result.ok, entries: [] }));
     }
     const run = async () => {
       const last = this.#last ?? await this.#kv.get<number>(auditSeqKey(this.#root));
       const entries = addAuditEntries(operation, this.#root, last, inputs);
       // Until this commit settles the seq is unknown; after a failed one it may have moved.
       this.#last = null;
-      const result = await operation.commit();
+      const result = await commitKv(operation);
       if (result.ok) {
         const value = entries[entries.length - 1].seq;
         this.#last = { key: last.key, value, versionstamp: result.versionstamp };
@@ -212,12 +213,13 @@ export class KvRunStore implements RunStore {
           await this.#sweep(refusal === "principalQuota" ? params.principalId : null, params.now);
           continue;
         }
-        const result = await this.#kv.atomic()
-          .check(slot, count, all)
-          .set(slotKey, { leaseUntil: params.now + params.leaseMs } satisfies SlotEntry)
-          .set(countKey, principalCount + 1)
-          .set(allKey, serviceCount + 1)
-          .commit();
+        const result = await commitKv(
+          this.#kv.atomic()
+            .check(slot, count, all)
+            .set(slotKey, { leaseUntil: params.now + params.leaseMs } satisfies SlotEntry)
+            .set(countKey, principalCount + 1)
+            .set(allKey, serviceCount + 1),
+        );
         if (result.ok) return "reserved";
       }
       throw contention();
@@ -258,12 +260,13 @@ export class KvRunStore implements RunStore {
         allKey,
       ]);
       if (slot.value === null || !when(slot.value)) return;
-      const result = await this.#kv.atomic()
-        .check(slot, count, all)
-        .delete(slotKey)
-        .set(countKey, Math.max((count.value ?? 1) - 1, 0))
-        .set(allKey, Math.max((all.value ?? 1) - 1, 0))
-        .commit();
+      const result = await commitKv(
+        this.#kv.atomic()
+          .check(slot, count, all)
+          .delete(slotKey)
+          .set(countKey, Math.max((count.value ?? 1) - 1, 0))
+          .set(allKey, Math.max((all.value ?? 1) - 1, 0)),
+      );
       if (result.ok) return;
     }
     throw contention();
@@ -302,7 +305,7 @@ export class KvRunStore implements RunStore {
           .set(this.#key("run-by-time", record.createdAt, record.runId), record.principalId)
           .delete(reservationKey);
         setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
-        if ((await operation.commit()).ok) return;
+        if ((await commitKv(operation)).ok) return;
       }
       throw contention();
     } catch (error) {
@@ -338,7 +341,7 @@ export class KvRunStore implements RunStore {
         if (wanted !== undefined) operation.check(current);
         operation.set(runKey, record);
         setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
-        if ((await operation.commit()).ok) return true;
+        if ((await commitKv(operation)).ok) return true;
       }
       throw contention();
     } catch (error) {
