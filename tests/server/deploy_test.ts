@@ -76,7 +76,7 @@ Deno.test("deploy entry: without the bootstrap variables it refuses to start and
   }
 });
 
-Deno.test("deploy entry: with two workers, every request after a revocation is refused", async () => {
+Deno.test("deploy entry: with two workers on one KV file, writes at the same time all succeed and every request after a revocation is refused", async () => {
   const dir = await Deno.makeTempDir({ prefix: "art-deploy-" });
   const bootstrap = createTestBootstrap();
   const port = freePort();
@@ -131,6 +131,27 @@ Deno.test("deploy entry: with two workers, every request after a revocation is r
     });
     assert.equal(issued.status, 201);
     bearer = issued.body!.bearer as string;
+    // Both workers write the one file at once: a commit that meets the other's write lock waits
+    // for it rather than failing the request (10 rounds of 40, inside the in-flight quota).
+    const issue = () =>
+      once(`${base}/v1/principals`, {
+        method: "POST",
+        headers: sharedHeaders(bootstrap.token, {
+          "content-type": "application/json",
+          "idempotency-key": crypto.randomUUID(),
+        }),
+        body: JSON.stringify({
+          principalId: crypto.randomUUID(),
+          capabilities: ["session:read"],
+          expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+        }),
+      });
+    const refused: number[] = [];
+    for (let round = 0; round < 10; round++) {
+      const answers = await Promise.all(Array.from({ length: 40 }, issue));
+      refused.push(...answers.map((answer) => answer.status).filter((status) => status !== 201));
+    }
+    assert.deepEqual(refused, []);
     const useIt = () => once(`${base}/v1/runtime`, { headers: sharedHeaders(bearer) });
     // Fresh connections land on both workers (SO_REUSEPORT); each caches the principal.
     for (let i = 0; i < 20; i++) assert.equal((await useIt()).status, 200);
