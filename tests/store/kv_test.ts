@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { openKvStore } from "../../server/store/kv.ts";
-import { openStore, StoreLocationError } from "../../server/store/mod.ts";
+import { openStore, type Store, StoreLocationError } from "../../server/store/mod.ts";
+import type { AuditEntryInput } from "../../server/store/run_types.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
 
 const directory = Deno.makeTempDirSync({ prefix: "automation-runtime-kv-" });
@@ -78,22 +79,51 @@ Deno.test("kv store: the change marker moves with every commit of another connec
   }
 });
 
-Deno.test("kv store: two handles taking turns at the audit log number it without gap or repeat", async () => {
-  // Each handle commits against the seq it last wrote; the other handle's commits move it, so
-  // every turn must notice, read the seq and number after it.
-  const own = await Deno.makeTempDir({ prefix: "automation-runtime-audit-" });
-  const file = `${own}/audit.kv`;
+/** Two store handles on one KV file, as two processes or workers hold it. */
+async function twoHandles(): Promise<{ first: Store; second: Store; close(): Promise<void> }> {
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-two-" });
+  const file = `${own}/two.kv`;
   const namespace = crypto.randomUUID().replaceAll("-", "");
   const first = await openKvStore({ path: file, namespace });
   const second = await openKvStore({ path: file, namespace });
-  const entry = (subjectId: string) => ({
+  return {
+    first,
+    second,
+    async close() {
+      await first.close();
+      await second.close();
+      await Deno.remove(own, { recursive: true });
+    },
+  };
+}
+
+function auditEntry(subjectId: string = crypto.randomUUID()): AuditEntryInput {
+  return {
     at: new Date().toISOString(),
-    action: "principal.issued" as const,
+    action: "principal.issued",
     actorId: crypto.randomUUID(),
     subjectId,
     correlationId: crypto.randomUUID(),
     outcome: "ok",
-  });
+  };
+}
+
+/** Every seq of the audit log, through all its pages. */
+async function allAuditSeqs(store: Store): Promise<number[]> {
+  const seqs: number[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listAudit({ limit: 100, cursor });
+    seqs.push(...page.entries.map((e) => e.seq));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+  return seqs;
+}
+
+Deno.test("kv store: two handles taking turns at the audit log number it without gap or repeat", async () => {
+  // Each handle commits against the seq it last wrote; the other handle's commits move it, so
+  // every turn must notice, read the seq and number after it.
+  const { first, second, close } = await twoHandles();
   try {
     const seqs: number[] = [];
     for (let turn = 0; turn < 12; turn++) {
@@ -101,70 +131,48 @@ Deno.test("kv store: two handles taking turns at the audit log number it without
       if (turn % 3 === 0) {
         const record = testPrincipal();
         assert.equal(
-          await store.createPrincipal(record, undefined, entry(record.principalId)),
+          await store.createPrincipal(record, undefined, auditEntry(record.principalId)),
           "created",
         );
       } else {
-        seqs.push((await store.appendAudit(entry(crypto.randomUUID()))).seq);
+        seqs.push((await store.appendAudit(auditEntry())).seq);
       }
       // Then the other handle, whose last seq is stale now.
-      seqs.push((await (store === first ? second : first).appendAudit(entry("x"))).seq);
+      seqs.push((await (store === first ? second : first).appendAudit(auditEntry("x"))).seq);
     }
-    const listed = (await first.listAudit({ limit: 100 })).entries.map((e) => e.seq);
+    const listed = await allAuditSeqs(first);
     assert.equal(listed.length, 24);
     assert.deepEqual([...listed].sort((x, y) => x - y), listed.map((_, i) => i + 1));
     assert.ok(seqs.every((seq) => listed.includes(seq)));
     assert.equal(new Set(seqs).size, seqs.length);
   } finally {
-    await first.close();
-    await second.close();
-    await Deno.remove(own, { recursive: true });
+    await close();
   }
 });
 
 Deno.test("kv store: two handles writing at the same time both succeed, the audit log without gap or repeat", async () => {
   // Each handle has its own SQLite connection; a commit that meets the other's write lock finds
   // the file busy and must wait, not fail the request.
-  const own = await Deno.makeTempDir({ prefix: "automation-runtime-busy-" });
-  const file = `${own}/busy.kv`;
-  const namespace = crypto.randomUUID().replaceAll("-", "");
-  const first = await openKvStore({ path: file, namespace });
-  const second = await openKvStore({ path: file, namespace });
-  const writes = async (store: typeof first): Promise<number[]> => {
+  const { first, second, close } = await twoHandles();
+  const writes = async (store: Store): Promise<number[]> => {
     const seqs: number[] = [];
     for (let i = 0; i < 120; i++) {
-      const entry = {
-        at: new Date().toISOString(),
-        action: "principal.issued" as const,
-        actorId: crypto.randomUUID(),
-        subjectId: crypto.randomUUID(),
-        correlationId: crypto.randomUUID(),
-        outcome: "ok",
-      };
       if (i % 4 === 0) {
         const record = testPrincipal();
-        assert.equal(await store.createPrincipal(record, undefined, entry), "created");
+        assert.equal(await store.createPrincipal(record, undefined, auditEntry()), "created");
       } else {
-        seqs.push((await store.appendAudit(entry)).seq);
+        seqs.push((await store.appendAudit(auditEntry())).seq);
       }
     }
     return seqs;
   };
   try {
     const seqs = (await Promise.all([writes(first), writes(second)])).flat();
-    const listed: number[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await second.listAudit({ limit: 100, cursor });
-      listed.push(...page.entries.map((e) => e.seq));
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+    const listed = await allAuditSeqs(second);
     assert.equal(listed.length, 240);
     assert.deepEqual([...listed].sort((x, y) => x - y), listed.map((_, i) => i + 1));
     assert.equal(new Set(seqs).size, seqs.length);
   } finally {
-    await first.close();
-    await second.close();
-    await Deno.remove(own, { recursive: true });
+    await close();
   }
 });
