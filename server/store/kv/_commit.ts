@@ -20,18 +20,8 @@
 /** How long a busy file is waited for before its error reaches the caller. */
 const BUSY_BUDGET_MS = 2_000;
 
-/**
- * Whether `error` is SQLite's "database is locked": another connection holds the write lock.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { isBusy } from "./_commit.ts";
- * assert.equal(isBusy(new TypeError("database is locked")), true);
- * assert.equal(isBusy(new TypeError("Database is closed.")), false);
- * ```
- */
-export function isBusy(error: unknown): boolean {
+/** Whether `error` is SQLite's "database is locked": another connection holds the write lock. */
+function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked/i.test(error.message);
 }
 
