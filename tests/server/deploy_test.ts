@@ -116,24 +116,7 @@ Deno.test("deploy entry: with two workers on one KV file, writes at the same tim
       assert.ok(Date.now() < deadline, "deno serve did not answer /healthz in time");
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const principalId = crypto.randomUUID();
-    const issued = await once(`${base}/v1/principals`, {
-      method: "POST",
-      headers: sharedHeaders(bootstrap.token, {
-        "content-type": "application/json",
-        "idempotency-key": crypto.randomUUID(),
-      }),
-      body: JSON.stringify({
-        principalId,
-        capabilities: ["session:read"],
-        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      }),
-    });
-    assert.equal(issued.status, 201);
-    bearer = issued.body!.bearer as string;
-    // Both workers write the one file at once: a commit that meets the other's write lock waits
-    // for it rather than failing the request (10 rounds of 40, inside the in-flight quota).
-    const issue = () =>
+    const issue = (principalId: string = crypto.randomUUID()) =>
       once(`${base}/v1/principals`, {
         method: "POST",
         headers: sharedHeaders(bootstrap.token, {
@@ -141,14 +124,20 @@ Deno.test("deploy entry: with two workers on one KV file, writes at the same tim
           "idempotency-key": crypto.randomUUID(),
         }),
         body: JSON.stringify({
-          principalId: crypto.randomUUID(),
+          principalId,
           capabilities: ["session:read"],
           expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
         }),
       });
+    const principalId = crypto.randomUUID();
+    const issued = await issue(principalId);
+    assert.equal(issued.status, 201);
+    bearer = issued.body!.bearer as string;
+    // Both workers write the one file at once: a commit that meets the other's write lock waits
+    // for it rather than failing the request (10 rounds of 40, inside the in-flight quota).
     const refused: number[] = [];
     for (let round = 0; round < 10; round++) {
-      const answers = await Promise.all(Array.from({ length: 40 }, issue));
+      const answers = await Promise.all(Array.from({ length: 40 }, () => issue()));
       refused.push(...answers.map((answer) => answer.status).filter((status) => status !== 201));
     }
     assert.deepEqual(refused, []);
