@@ -60,6 +60,30 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
   }
 });
 
+Deno.test("feed: a read racing a publish of the same entry wakes no one again", async () => {
+  const store = await openKvStore({ path: ":memory:", namespace: "feed-race-test" });
+  const feed = new RunFeed(store, "run_r");
+  try {
+    feed.publish(await store.appendRunEvents("run_r", [input("run_r", 1)]));
+    await feed.refresh();
+    let woken = 0;
+    const wake = () => woken++;
+    feed.wait(wake);
+    // The watch fired before this replica's publish: the read starts, then the publish lands.
+    const entries = await store.appendRunEvents("run_r", [input("run_r", 2)]);
+    const reading = feed.refresh();
+    feed.publish(entries);
+    assert.equal(woken, 1, "the publish wakes the waiter");
+    feed.wait(wake); // the stream sent entry 2 and waits again
+    await reading;
+    assert.equal(feed.window.last, 2);
+    assert.equal(woken, 1, "the read found only what the publish brought: no second wake-up");
+  } finally {
+    feed.stop();
+    store.close();
+  }
+});
+
 Deno.test("feed: a watch that tells a last seq the window holds causes no read", async () => {
   const store = await openKvStore({ path: ":memory:", namespace: "feed-watch-test" });
   let reads = 0;
