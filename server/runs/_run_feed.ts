@@ -111,8 +111,8 @@ export class RunFeed {
 
   /**
    * Reads what the log gained since the window's last entry, then wakes the subscribers when the
-   * read added entries (or, for the poll, `always`). A call during a read makes one more read after it
-   * (the read under way may have started before the append).
+   * read added entries (or, for the poll, `always`). A call during a read makes one more read
+   * after it (the read under way may have started before the append).
    */
   refresh(always = false): Promise<void> {
     if (always) this.#wakeAnyway = true;
