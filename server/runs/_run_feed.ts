@@ -155,11 +155,11 @@ export class RunFeed {
       const page = await this.#store.listRunEvents(this.runId, this.window.last, READ_BATCH);
       const last = this.window.last;
       // Entries a publish appended meanwhile are skipped. A page starts right after the window
-      // (the log has no gaps); were it not so, the window restarts there rather than loop.
+      // (the log has no gaps); were it not so, the window restarts there rather than loop (past
+      // `last`, so the change counts as found).
       if (!this.window.append(page)) {
         this.window.reset(page[0].seq - 1);
         this.window.append(page);
-        found = true;
       }
       if (this.window.last !== last) found = true;
       if (page.length < READ_BATCH) return found;
