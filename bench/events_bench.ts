@@ -9,12 +9,14 @@
  * 1. **Delivery** to 1, 100 and 1,000 subscribers of one finished run (a burst of messages, its
  *    whole log replayed from seq 0, as a reconnecting client does): events/s over all subscribers,
  *    runtime vs the peer, medians of 7 interleaved rounds (target: ≥ 0.5 of the peer at 100).
- * 2. **Added latency** from the provider's frame (the fake's `processed_at`) to a subscriber's
+ * 2. **Added latency** from the provider's frame (the time the fake made it) to a subscriber's
  *    frame, 100 subscribers on a live run, after an uncounted warm-up run: medians of 3 rounds of
  *    150 frames (target: p99 < 10 ms); and, in rounds interleaved with those, the same from the
  *    peer writing each frame straight to 100 streams (the floor), and from the peer committing
  *    each frame to Deno KV first, as the runtime appends it to the run's log before anyone gets
- *    it (the floor of a durable log).
+ *    it (the floor of a durable log). Both ends are stamped with {@linkcode preciseNow}, to a
+ *    microsecond, not with `Date.now()`: two stamps rounded down to the millisecond make each
+ *    latency up to 1 ms off either way, and the p99 a whole number of ms.
  * 3. **Memory per idle subscriber**: what the child holds with 1,000 idle streams open, over what
  *    it held before, per stream, in a fresh child and after a full collection (the RSS growth
  *    less the heap room V8 keeps free after the burst); and the same for a bare `Deno.serve`
@@ -70,6 +72,26 @@ export interface EventsBenchResult {
 
 const RETRY_LINE = new TextEncoder().encode("retry: 2000\n\n");
 
+/**
+ * The wall-clock time in ms, to a microsecond. Parent and child stamp with it, so a latency is
+ * the difference of two of its readings in two processes: each reading is the process's start
+ * time on the wall clock plus its monotonic clock since, which agree with each other as long as
+ * neither process's clock drifted from the wall clock ({@linkcode checkClock}).
+ */
+function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * Throws when this process's {@linkcode preciseNow} no longer agrees with the wall clock (an NTP
+ * step since it started): latencies across the two processes would then be off.
+ */
+function checkClock(): void {
+  // Date.now() is rounded down, so an exact clock reads 0 to 1 ms ahead of it.
+  const drift = preciseNow() - Date.now();
+  if (drift < -0.5 || drift > 1.5) throw new Error(`the clock drifted ${drift.toFixed(2)} ms`);
+}
+
 async function serveChild(): Promise<void> {
   // The parent's folder for this child, removed by the parent (the child is killed, not closed).
   const dir = Deno.env.get("EVENTS_BENCH_DIR");
@@ -84,6 +106,15 @@ async function serveChild(): Promise<void> {
     },
   });
   gateway.fake.managedAgents!.deltaChunk = 1_000_000;
+  // When the fake made each agent.message, by session and text.
+  const made = new Map<string, Record<string, number>>();
+  gateway.fake.managedAgents!.onEmit = (sessionId, event) => {
+    if (event.type !== "agent.message") return;
+    const text = (event.content as { text: string }[])[0].text;
+    let times = made.get(sessionId);
+    if (times === undefined) made.set(sessionId, times = {});
+    times[text] = preciseNow();
+  };
   // "burst:N:GAP": N messages GAP ms apart (after a 300 ms pause); "hold": a turn that lasts.
   gateway.fake.managedAgents!.script = ({ text }) => {
     if (text === "hold") return [{ delayMs: 3_600_000 }];
@@ -106,18 +137,10 @@ async function serveChild(): Promise<void> {
       frames = new Uint8Array(await request.arrayBuffer());
       return new Response(null, { status: 204 });
     }
-    if (path === "/processed") {
-      // processed_at of each agent.message of a session, by its text.
-      const runId = new URL(request.url).searchParams.get("run")!;
-      const session = gateway.fake.managedAgents!.sessions.get(runId)!;
-      const out: Record<string, string> = {};
-      for (const event of session.events) {
-        if (event.type === "agent.message") {
-          const content = event.content as { text: string }[];
-          out[content[0].text] = event.processed_at as string;
-        }
-      }
-      return Response.json(out);
+    if (path === "/made") {
+      // When the fake made each agent.message of a session, by its text.
+      checkClock();
+      return Response.json(made.get(new URL(request.url).searchParams.get("run")!) ?? {});
     }
     if (path === "/memory") {
       // After a full collection, so garbage a burst left behind does not count as held.
@@ -157,7 +180,7 @@ async function serveChild(): Promise<void> {
       };
       const timer = setInterval(() => {
         const seq = made;
-        const data = JSON.stringify({ text: `m${seq}`, at: new Date().toISOString() });
+        const data = JSON.stringify({ text: `m${seq}`, at: preciseNow() });
         const frame = encoder.encode(`id: ${seq}\nevent: message.completed\ndata: ${data}\n\n`);
         if (++made === n) clearInterval(timer);
         if (!commit) return write(seq, frame);
@@ -224,7 +247,7 @@ function percentile(values: number[], p: number): number {
 
 /** The runtime child of one phase, and what the phases do with it. */
 interface BenchChild {
-  /** The peer's base URL (precomputed frames, the fake provider's times, RSS). */
+  /** The peer's base URL (precomputed frames, when the fake made its frames, RSS). */
   peer: string;
   /** Starts a run with `input` (see the fake's script); returns its id. */
   start(input: string): Promise<string>;
@@ -263,7 +286,7 @@ async function rawFollow(url: string, head: Record<string, string>): Promise<Rea
     for (;;) {
       const count = await connection.read(buffer);
       if (count === null) return reads;
-      const time = Date.now();
+      const time = preciseNow();
       const bytes = buffer.slice(0, count);
       reads.push([time, bytes]);
       for (const byte of bytes.subarray(Math.max(count - CHUNKED_END.length, 0))) tail.push(byte);
@@ -405,7 +428,7 @@ type LiveSource = "runtime" | "bare" | "commit";
 
 /**
  * Phase 2: added latency on a live run, 100 subscribers: from the provider's frame (the fake's
- * `processed_at`) to each subscriber's frame; and, in the same child and interleaved with it round
+ * time it made it) to each subscriber's frame; and, in the same child and interleaved with it round
  * by round, from the peer making a frame to each subscriber's frame, the peer writing it straight
  * to 100 open streams (`bare`: the floor of this runtime and of this client) or after committing
  * it to Deno KV (`commit`: the floor of a durable log). Interleaved, so a pause of the machine
@@ -461,7 +484,7 @@ async function liveRound(
     lastConnected = Math.max(lastConnected, reads[0]?.[0] ?? 0);
     for (const { data, time } of completedFrames(reads)) {
       (received[data.text as string] ??= []).push(time);
-      if (floor) stamped[data.text as string] = Date.parse(data.at as string);
+      if (floor) stamped[data.text as string] = data.at as number;
     }
   });
   if (floor) {
@@ -470,12 +493,8 @@ async function liveRound(
     await fetch(`${peer}/live/go?n=${messages}&commit=${source === "commit" ? 1 : 0}`);
   }
   await Promise.all(subscribers);
-  if (!floor) {
-    const processed: Record<string, string> = await (await fetch(
-      `${peer}/processed?run=${live}`,
-    )).json();
-    for (const [text, at] of Object.entries(processed)) stamped[text] = Date.parse(at);
-  }
+  if (!floor) Object.assign(stamped, await (await fetch(`${peer}/made?run=${live}`)).json());
+  checkClock();
   const latencies: number[] = [];
   for (const [text, times] of Object.entries(received)) {
     for (const time of times) latencies.push(time - stamped[text]);
@@ -586,11 +605,12 @@ export async function runEventsBench(
  *   floorHeapBytesPerIdleSubscriber: 4_000,
  * });
  * assert.match(text, /100 subscribers/);
- * assert.match(text, /durable log's floor\): p50 1 ms, p99 4 ms \(worst round 4 ms\)/);
+ * assert.match(text, /durable log's floor\): p50 1\.0 ms, p99 4\.0 ms \(worst round 4\.0 ms\)/);
  * ```
  */
 export function formatEventsBench(result: EventsBenchResult): string {
   const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+  const ms = (value: number) => `${value.toFixed(1)} ms`;
   const rows = result.delivery.map((row) =>
     `  ${String(row.subscribers).padStart(5)} subscribers: runtime ${
       Math.round(row.runtime).toLocaleString("en")
@@ -601,13 +621,17 @@ export function formatEventsBench(result: EventsBenchResult): string {
   return [
     `Run events: delivery of a ${result.logEvents}-event log`,
     ...rows,
-    `  added latency at 100 subscribers: p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms` +
+    `  added latency at 100 subscribers: p50 ${ms(result.latency.p50)}, p99 ${
+      ms(result.latency.p99)
+    }` +
     ` (target p99 < 10 ms; medians of rounds, ${result.latency.samples} frames, worst round p99` +
-    ` ${result.latency.worstP99} ms); the floor, frames written straight to 100 streams: p50` +
-    ` ${result.latencyFloor.p50} ms, p99 ${result.latencyFloor.p99} ms (worst round` +
-    ` ${result.latencyFloor.worstP99} ms); the same after one Deno KV commit per frame (a durable` +
-    ` log's floor): p50 ${result.latencyCommitFloor.p50} ms, p99` +
-    ` ${result.latencyCommitFloor.p99} ms (worst round ${result.latencyCommitFloor.worstP99} ms)`,
+    ` ${ms(result.latency.worstP99)}); the floor, frames written straight to 100 streams: p50` +
+    ` ${ms(result.latencyFloor.p50)}, p99 ${ms(result.latencyFloor.p99)} (worst round` +
+    ` ${
+      ms(result.latencyFloor.worstP99)
+    }); the same after one Deno KV commit per frame (a durable` +
+    ` log's floor): p50 ${ms(result.latencyCommitFloor.p50)}, p99` +
+    ` ${ms(result.latencyCommitFloor.p99)} (worst round ${ms(result.latencyCommitFloor.worstP99)})`,
     `  memory per idle subscriber (resident, after a full GC): ${
       kib(result.bytesPerIdleSubscriber)
     }; a bare Deno.serve streaming response: ${
