@@ -611,6 +611,10 @@ export async function runEventsBench(
 export function formatEventsBench(result: EventsBenchResult): string {
   const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
   const ms = (value: number) => `${value.toFixed(1)} ms`;
+  // A floor's percentiles, as both floors print them.
+  const floor = (figures: LatencyFigures) =>
+    `p50 ${ms(figures.p50)}, p99 ${ms(figures.p99)} (worst round ${ms(figures.worstP99)})`;
+  const { latency } = result;
   const rows = result.delivery.map((row) =>
     `  ${String(row.subscribers).padStart(5)} subscribers: runtime ${
       Math.round(row.runtime).toLocaleString("en")
@@ -621,17 +625,11 @@ export function formatEventsBench(result: EventsBenchResult): string {
   return [
     `Run events: delivery of a ${result.logEvents}-event log`,
     ...rows,
-    `  added latency at 100 subscribers: p50 ${ms(result.latency.p50)}, p99 ${
-      ms(result.latency.p99)
-    }` +
-    ` (target p99 < 10 ms; medians of rounds, ${result.latency.samples} frames, worst round p99` +
-    ` ${ms(result.latency.worstP99)}); the floor, frames written straight to 100 streams: p50` +
-    ` ${ms(result.latencyFloor.p50)}, p99 ${ms(result.latencyFloor.p99)} (worst round` +
-    ` ${
-      ms(result.latencyFloor.worstP99)
-    }); the same after one Deno KV commit per frame (a durable` +
-    ` log's floor): p50 ${ms(result.latencyCommitFloor.p50)}, p99` +
-    ` ${ms(result.latencyCommitFloor.p99)} (worst round ${ms(result.latencyCommitFloor.worstP99)})`,
+    `  added latency at 100 subscribers: p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}` +
+    ` (target p99 < 10 ms; medians of rounds, ${latency.samples} frames, worst round p99` +
+    ` ${ms(latency.worstP99)}); the floor, frames written straight to 100 streams:` +
+    ` ${floor(result.latencyFloor)}; the same after one Deno KV commit per frame (a durable` +
+    ` log's floor): ${floor(result.latencyCommitFloor)}`,
     `  memory per idle subscriber (resident, after a full GC): ${
       kib(result.bytesPerIdleSubscriber)
     }; a bare Deno.serve streaming response: ${
