@@ -72,7 +72,10 @@ export interface RuntimeServerOptions {
   inFlightQuota?: number;
   /** Log sink (default: JSON lines on stderr). */
   logger?: RuntimeLogger;
-  /** Clock, ms since the epoch (default `Date.now`). */
+  /**
+   * Clock, ms since the epoch (default `Date.now`): the one the server reads every time through
+   * (`services.now`, a request's `receivedAt`, the cleanup, the log's `time` by default).
+   */
   now?: () => number;
   /**
    * Cache principals in this process (default on). Safe with several processes or replicas on
@@ -205,10 +208,11 @@ function shuttingDown(): InterfaceError {
  */
 export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {
   const { bootstrap, metrics, tracer } = options;
-  const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
-  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, Date.now());
+  // The server's one clock: every time it reads goes through `now` (services.now).
   const now = options.now ?? Date.now;
-  const logger = options.logger ?? createJsonLogger();
+  const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
+  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, now());
+  const logger = options.logger ?? createJsonLogger({ now });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authenticator = new Authenticator({
     bootstrap,
