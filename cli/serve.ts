@@ -9,12 +9,18 @@ import { parseCorsOrigins } from "../server/cors.ts";
 import { createJsonLogger } from "../server/log.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
-import { formatBaseUrl, type RunningRuntime, serveRuntime } from "../server/serve.ts";
+import {
+  formatBaseUrl,
+  type RunningRuntime,
+  serveRuntime,
+  type ServeRuntimeOptions,
+} from "../server/serve.ts";
 import { openStore } from "../server/store/mod.ts";
 import { resolveProviderSettings } from "../server/runs/provider.ts";
 import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS } from "../server/runs/runs.ts";
 import { DEFAULT_PENDING_TIMEOUT_MS } from "../server/runs/answers.ts";
 import type { Store } from "../server/store/types.ts";
+import { testHooksFromEnv, withTestHooks } from "../server/test_hooks.ts";
 import { loadRequestTracer, tracingEnabled } from "../server/tracing.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { printOut, reportError } from "./_output.ts";
@@ -32,12 +38,6 @@ export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
 export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
 /** Environment variable of the pending tool-request timeout when the flag is absent. */
 export const PENDING_TIMEOUT_VARIABLE = "AUTOMATION_RUNTIME_PENDING_TIMEOUT_MS";
-
-/**
- * Test hook, for the process tests of tool answers only: pause this many ms between claiming a
- * tool answer and sending it (absent: no pause). Never settable by a request.
- */
-export const ANSWER_PAUSE_TEST_VARIABLE = "AUTOMATION_RUNTIME_TEST_PAUSE_AFTER_CLAIM_MS";
 
 /** Environment variable of `--max-event-streams`. */
 export const MAX_EVENT_STREAMS_VARIABLE = "AUTOMATION_RUNTIME_MAX_EVENT_STREAMS";
@@ -269,23 +269,6 @@ function integerSetting(
   return number;
 }
 
-/** The tool-answer test hook from its variable, when set (see ANSWER_PAUSE_TEST_VARIABLE). */
-function answerTestHooks(
-  logger: { info(message: string, fields?: Record<string, unknown>): void },
-): { answerTestHooks?: { afterClaim: () => Promise<void> } } {
-  const text = Deno.env.get(ANSWER_PAUSE_TEST_VARIABLE);
-  if (text === undefined || !/^[0-9]{1,7}$/.test(text)) return {};
-  const ms = Number(text);
-  return {
-    answerTestHooks: {
-      afterClaim: () => {
-        logger.info("test hook: pausing after a tool-answer claim", { ms });
-        return new Promise((resolve) => setTimeout(resolve, ms));
-      },
-    },
-  };
-}
-
 function maxActiveRuns(flag: string | undefined): number {
   return integerSetting("max-active-runs", flag, MAX_ACTIVE_RUNS_VARIABLE, {
     min: 1,
@@ -398,7 +381,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const signal = waitForSignal();
   let running: RunningRuntime;
   try {
-    running = await serveRuntime({
+    const options: ServeRuntimeOptions = {
       bootstrap: credential,
       store,
       hostname: flags.hostname,
@@ -408,7 +391,6 @@ export async function serveCommand(args: string[]): Promise<number> {
       provider,
       maxActiveRuns: flags.maxActiveRuns,
       pendingTimeoutMs: flags.pendingTimeoutMs,
-      ...answerTestHooks(logger),
       maxEventStreams: flags.maxEventStreams,
       ...(flags.runLeaseMs !== undefined ? { runLeaseMs: flags.runLeaseMs } : {}),
       cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
@@ -420,7 +402,9 @@ export async function serveCommand(args: string[]): Promise<number> {
       tracer: tracingEnabled({ OTEL_DENO: Deno.env.get("OTEL_DENO") })
         ? await loadRequestTracer()
         : undefined,
-    });
+    };
+    const hooks = testHooksFromEnv(Deno.env.toObject(), logger);
+    running = await serveRuntime(hooks === undefined ? options : withTestHooks(options, hooks));
   } catch (error) {
     signal.dispose();
     await store.close();
