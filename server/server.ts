@@ -121,8 +121,8 @@ export interface RuntimeServerOptions {
   /** Open event streams this replica allows (default 10000), then 503 `resourceExhausted`. */
   maxEventStreams?: number;
   /**
-   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s).
-   * Shorter only in tests.
+   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s by
+   * another replica once its holder is gone). Shorter: faster takeover, more store writes.
    */
   runLeaseMs?: number;
 }
