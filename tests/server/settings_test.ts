@@ -1,7 +1,7 @@
 /**
  * The settings table of `serve` (`server/settings.ts`) and what is derived from it: which place a
- * value comes from, how an invalid one is reported, what the Deploy-style entry reads and the help
- * of `serve`.
+ * value comes from, how an invalid one is reported, what the Deploy-style entry reads, the help of
+ * `serve` and the generated section of `docs/cli.md`.
  */
 import assert from "node:assert/strict";
 import { UsageError } from "../../cli/_args.ts";
@@ -13,6 +13,7 @@ import {
   serverOptionsOf,
   SettingError,
 } from "../../server/settings.ts";
+import { CLI_DOC, renderCliDoc } from "../../tools/cli_doc.ts";
 
 const settings = Object.values(SERVE_SETTINGS);
 
@@ -21,6 +22,14 @@ function serve(args: string[], env: Record<string, string> = {}) {
   assert.equal(parsed.help, false);
   return (parsed as Extract<typeof parsed, { help: false }>).settings;
 }
+
+Deno.test("docs/cli.md holds the settings section generated from the table", async () => {
+  const committed = await Deno.readTextFile(CLI_DOC);
+  assert.ok(
+    renderCliDoc(committed) === committed,
+    "the settings section of docs/cli.md differs from the settings table: run `deno task docs`",
+  );
+});
 
 Deno.test("settings: each flag and each variable is declared once, each default within bounds", () => {
   const flags = settings.flatMap((setting) => setting.flag ?? []);
