@@ -5,105 +5,35 @@
  * @module
  */
 import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
-import { parseCorsOrigins } from "../server/cors.ts";
 import { createJsonLogger } from "../server/log.ts";
-import { parseAllowedHosts, parseAllowedOrigins } from "../server/mcp/origin.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../server/rules/body.ts";
-import { formatBaseUrl, type RunningRuntime, serveRuntime } from "../server/serve.ts";
+import {
+  formatBaseUrl,
+  type RunningRuntime,
+  serveRuntime,
+  type ServeRuntimeOptions,
+} from "../server/serve.ts";
+import { SERVE_SETTINGS, serverOptionsOf, type ServeSettings } from "../server/settings.ts";
 import { openStore } from "../server/store/mod.ts";
 import { resolveProviderSettings } from "../server/runs/provider.ts";
-import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS } from "../server/runs/runs.ts";
-import { DEFAULT_PENDING_TIMEOUT_MS } from "../server/runs/answers.ts";
 import type { Store } from "../server/store/types.ts";
+import { testHooksFromEnv, withTestHooks } from "../server/test_hooks.ts";
 import { loadRequestTracer, tracingEnabled } from "../server/tracing.ts";
-import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { printOut, reportError } from "./_output.ts";
+import { parseSettingArgs, settingsHelp } from "./_settings.ts";
 
 /** How long a graceful shutdown waits for requests in flight, in ms. */
 export const SHUTDOWN_GRACE_MS = 10_000;
-
-/** Environment variable naming the store when `--store` is absent. */
-export const STORE_VARIABLE = "AUTOMATION_RUNTIME_STORE";
-
-/** Environment variable listing the MCP allowed origins when the flag is absent. */
-export const MCP_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS";
-
-/** Environment variable of the service-wide active-run limit when the flag is absent. */
-export const MAX_ACTIVE_RUNS_VARIABLE = "AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS";
-/** Environment variable of the pending tool-request timeout when the flag is absent. */
-export const PENDING_TIMEOUT_VARIABLE = "AUTOMATION_RUNTIME_PENDING_TIMEOUT_MS";
-
-/**
- * Test hook, for the process tests of tool answers only: pause this many ms between claiming a
- * tool answer and sending it (absent: no pause). Never settable by a request.
- */
-export const ANSWER_PAUSE_TEST_VARIABLE = "AUTOMATION_RUNTIME_TEST_PAUSE_AFTER_CLAIM_MS";
-
-/** Environment variable of `--max-event-streams`. */
-export const MAX_EVENT_STREAMS_VARIABLE = "AUTOMATION_RUNTIME_MAX_EVENT_STREAMS";
-/** Default open event streams per replica. */
-const DEFAULT_MAX_EVENT_STREAMS = 10_000;
-/** Environment variable listing the CORS origins when the flag is absent. */
-export const CORS_ORIGINS_VARIABLE = "AUTOMATION_RUNTIME_CORS_ORIGINS";
-
-/** Environment variable giving the retention in days when the flag is absent. */
-export const RETENTION_VARIABLE = "AUTOMATION_RUNTIME_RETENTION_DAYS";
-
-/** Environment variable of the metrics port when `--metrics-port` is absent. */
-export const METRICS_PORT_VARIABLE = "AUTOMATION_RUNTIME_METRICS_PORT";
-
-/** Environment variable of the metrics address when `--metrics-hostname` is absent. */
-export const METRICS_HOSTNAME_VARIABLE = "AUTOMATION_RUNTIME_METRICS_HOSTNAME";
-
-/** Environment variable listing the MCP allowed hosts when the flag is absent. */
-export const MCP_HOSTS_VARIABLE = "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS";
 
 const USAGE = `Usage: automation-runtime serve [options]
 
 Serves the automation runtime HTTP API.
 
 Options:
-  --hostname H         address to bind (default 127.0.0.1)
-  --port P             port to bind, 0 for a free one (default 7777)
-  --store URL          postgres://… URL or KV file path (default: $${STORE_VARIABLE},
-                       else store.kv beside the secret file)
-  --max-body-bytes N   request body limit (default ${DEFAULT_MAX_BODY_BYTES})
-  --mcp-allowed-origins LIST
-                       browser origins allowed on /v1/mcp: comma-separated exact origins
-                       and/or "loopback" (default: $${MCP_ORIGINS_VARIABLE},
-                       else loopback)
-  --mcp-allowed-hosts LIST
-                       Host names allowed on /v1/mcp: names, "loopback" or "*" (default:
-                       $${MCP_HOSTS_VARIABLE}, else loopback on a loopback
-                       bind, any on other binds)
-  --provider-base-url URL
-                       base URL of the managed-agents provider (default:
-                       $AUTOMATION_RUNTIME_PROVIDER_BASE_URL, else the provider file)
-  --default-agent ID   agent of runs that name none (default:
-                       $AUTOMATION_RUNTIME_DEFAULT_AGENT_ID, else the provider file)
-  --default-environment ID
-                       environment of runs that name none (default:
-                       $AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID, else the provider file)
-  --max-active-runs N  active runs the whole service allows (default:
-                       $${MAX_ACTIVE_RUNS_VARIABLE}, else ${DEFAULT_SERVICE_MAX_ACTIVE_RUNS})
-  --pending-timeout-ms N
-                       a tool request still pending after N ms is denied (or answered with
-                       an error result) by the runtime (default: $${PENDING_TIMEOUT_VARIABLE},
-                       else ${DEFAULT_PENDING_TIMEOUT_MS})
-  --max-event-streams N
-                       open run event streams this replica allows, then 503 (default:
-                       $${MAX_EVENT_STREAMS_VARIABLE}, else ${DEFAULT_MAX_EVENT_STREAMS})
-  --run-lease-ms N     lease of a run's event tail: renewed every third of it, taken over by
-                       another replica once it lapses (default 15000; shorter only for tests)
-  --cors-origins LIST  browser origins allowed to call /v1/* across origins: comma-separated
-                       exact origins (default: $${CORS_ORIGINS_VARIABLE}, else none)
-  --retention-days N   days revoked and expired principals and the records of a rotated
-                       bootstrap are kept (default: $${RETENTION_VARIABLE}, else 30)
-  --metrics-port P     serve Prometheus metrics at /metrics on this port, a separate listener
-                       (default: $${METRICS_PORT_VARIABLE}, else no metrics)
-  --metrics-hostname H address of the metrics listener (default:
-                       $${METRICS_HOSTNAME_VARIABLE}, else 127.0.0.1)
+${settingsHelp(SERVE_SETTINGS)}
   -h, --help           show this help
+
+A flag wins over its environment variable, the variable over the provider file, and any of them
+over the default.
 
 The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
 secret file ($RUNTIME_BOOTSTRAP_ENV or the default path), else (loopback binds only) it is
@@ -115,210 +45,6 @@ or AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN in the environment, else in the provid
 \`automation-runtime provider init\`). The environment wins over the file.
 
 Traces: set OTEL_DENO=true and the standard OTEL_EXPORTER_OTLP_* variables; off by default.`;
-
-interface ServeFlags {
-  hostname: string;
-  port: number;
-  store: string | undefined;
-  maxBodyBytes: number;
-  mcpAllowedOrigins: string[] | undefined;
-  mcpAllowedHosts: string[] | undefined;
-  providerBaseUrl: string | undefined;
-  defaultAgent: string | undefined;
-  defaultEnvironment: string | undefined;
-  maxActiveRuns: number;
-  pendingTimeoutMs: number;
-  maxEventStreams: number;
-  runLeaseMs: number | undefined;
-  corsOrigins: string[] | undefined;
-  retentionDays: number;
-  metricsPort: number | undefined;
-  metricsHostname: string;
-  help: boolean;
-}
-
-function parseList(
-  value: string | undefined,
-  variable: string,
-  flag: string,
-  parse: (list: string) => string[],
-): string[] | undefined {
-  const fromEnv = value === undefined;
-  const list = value ?? Deno.env.get(variable);
-  if (list === undefined) return undefined;
-  try {
-    return parse(list);
-  } catch (error) {
-    const message = (error as Error).message;
-    if (fromEnv) throw new Error(`${variable}: ${message}`);
-    throw new UsageError("serve", `--${flag}: ${message}`);
-  }
-}
-
-function parseFlags(args: string[]): ServeFlags {
-  const parsed = parseArgs(args, {
-    command: "serve",
-    string: [
-      "hostname",
-      "port",
-      "store",
-      "max-body-bytes",
-      "mcp-allowed-origins",
-      "mcp-allowed-hosts",
-      "provider-base-url",
-      "default-agent",
-      "default-environment",
-      "max-active-runs",
-      "pending-timeout-ms",
-      "max-event-streams",
-      "run-lease-ms",
-      "cors-origins",
-      "retention-days",
-      "metrics-port",
-      "metrics-hostname",
-    ],
-  });
-  const strings = parsed.strings;
-  const hostname = strings.get("hostname") ?? "127.0.0.1";
-  if (hostname.trim() === "") throw new UsageError("serve", "--hostname must not be empty");
-  const port = strings.get("port");
-  const maxBodyBytes = strings.get("max-body-bytes");
-  return {
-    hostname,
-    port: port === undefined
-      ? 7777
-      : parseIntegerFlag(port, { command: "serve", flag: "port", min: 0, max: 65535 }),
-    store: strings.get("store"),
-    maxBodyBytes: maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : parseIntegerFlag(
-      maxBodyBytes,
-      { command: "serve", flag: "max-body-bytes", min: 1, max: 2 ** 31 - 1 },
-    ),
-    mcpAllowedOrigins: parsed.help ? undefined : parseList(
-      strings.get("mcp-allowed-origins"),
-      MCP_ORIGINS_VARIABLE,
-      "mcp-allowed-origins",
-      parseAllowedOrigins,
-    ),
-    mcpAllowedHosts: parsed.help ? undefined : parseList(
-      strings.get("mcp-allowed-hosts"),
-      MCP_HOSTS_VARIABLE,
-      "mcp-allowed-hosts",
-      parseAllowedHosts,
-    ),
-    providerBaseUrl: strings.get("provider-base-url"),
-    defaultAgent: strings.get("default-agent"),
-    defaultEnvironment: strings.get("default-environment"),
-    maxActiveRuns: parsed.help
-      ? DEFAULT_SERVICE_MAX_ACTIVE_RUNS
-      : maxActiveRuns(strings.get("max-active-runs")),
-    pendingTimeoutMs: parsed.help ? DEFAULT_PENDING_TIMEOUT_MS : integerSetting(
-      "pending-timeout-ms",
-      strings.get("pending-timeout-ms"),
-      PENDING_TIMEOUT_VARIABLE,
-      { min: 100, max: 7 * 86_400_000, fallback: DEFAULT_PENDING_TIMEOUT_MS },
-    ),
-    maxEventStreams: parsed.help ? DEFAULT_MAX_EVENT_STREAMS : integerSetting(
-      "max-event-streams",
-      strings.get("max-event-streams"),
-      MAX_EVENT_STREAMS_VARIABLE,
-      {
-        min: 1,
-        max: 1_000_000,
-        fallback: DEFAULT_MAX_EVENT_STREAMS,
-      },
-    ),
-    runLeaseMs: strings.get("run-lease-ms") === undefined
-      ? undefined
-      : parseIntegerFlag(strings.get("run-lease-ms")!, {
-        command: "serve",
-        flag: "run-lease-ms",
-        min: 300,
-        max: 600_000,
-      }),
-    corsOrigins: parsed.help ? undefined : parseList(
-      strings.get("cors-origins"),
-      CORS_ORIGINS_VARIABLE,
-      "cors-origins",
-      parseCorsOrigins,
-    ),
-    retentionDays: parsed.help ? 30 : parseRetentionDays(strings.get("retention-days")),
-    metricsPort: parsed.help ? undefined : parseMetricsPort(strings.get("metrics-port")),
-    metricsHostname: parsed.help ? "127.0.0.1" : metricsHostname(strings.get("metrics-hostname")),
-    help: parsed.help,
-  };
-}
-
-/**
- * A whole-number setting from its flag, else its environment variable, else `fallback`; out of
- * `min`..`max` is a usage error for the flag and a one-line error naming the variable.
- */
-function integerSetting(
-  flag: string,
-  value: string | undefined,
-  variable: string,
-  limits: { min: number; max: number; fallback: number },
-): number {
-  const range = { command: "serve", flag, min: limits.min, max: limits.max };
-  if (value !== undefined) return parseIntegerFlag(value, range);
-  const text = Deno.env.get(variable);
-  if (text === undefined || text === "") return limits.fallback;
-  const number = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(number >= limits.min && number <= limits.max)) {
-    throw new Error(`${variable} must be a whole number from ${limits.min} to ${limits.max}`);
-  }
-  return number;
-}
-
-/** The tool-answer test hook from its variable, when set (see ANSWER_PAUSE_TEST_VARIABLE). */
-function answerTestHooks(
-  logger: { info(message: string, fields?: Record<string, unknown>): void },
-): { answerTestHooks?: { afterClaim: () => Promise<void> } } {
-  const text = Deno.env.get(ANSWER_PAUSE_TEST_VARIABLE);
-  if (text === undefined || !/^[0-9]{1,7}$/.test(text)) return {};
-  const ms = Number(text);
-  return {
-    answerTestHooks: {
-      afterClaim: () => {
-        logger.info("test hook: pausing after a tool-answer claim", { ms });
-        return new Promise((resolve) => setTimeout(resolve, ms));
-      },
-    },
-  };
-}
-
-function maxActiveRuns(flag: string | undefined): number {
-  return integerSetting("max-active-runs", flag, MAX_ACTIVE_RUNS_VARIABLE, {
-    min: 1,
-    max: 1_000_000,
-    fallback: DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
-  });
-}
-
-function parseRetentionDays(flag: string | undefined): number {
-  return integerSetting("retention-days", flag, RETENTION_VARIABLE, {
-    min: 1,
-    max: 36_500,
-    fallback: 30,
-  });
-}
-
-function parseMetricsPort(flag: string | undefined): number | undefined {
-  if (flag === undefined && (Deno.env.get(METRICS_PORT_VARIABLE) ?? "") === "") return undefined;
-  return integerSetting("metrics-port", flag, METRICS_PORT_VARIABLE, {
-    min: 0,
-    max: 65535,
-    fallback: 0,
-  });
-}
-
-function metricsHostname(flag: string | undefined): string {
-  const hostname = flag ?? Deno.env.get(METRICS_HOSTNAME_VARIABLE) ?? "127.0.0.1";
-  if (hostname.trim() === "") {
-    if (flag !== undefined) throw new UsageError("serve", "--metrics-hostname must not be empty");
-    throw new Error(`${METRICS_HOSTNAME_VARIABLE} must not be empty`);
-  }
-  return hostname;
-}
 
 function storeBeside(secretFilePath: string): string {
   const slash = Math.max(secretFilePath.lastIndexOf("/"), secretFilePath.lastIndexOf("\\"));
@@ -354,22 +80,27 @@ function waitForSignal(): { promise: Promise<string>; dispose(): void } {
  * ```
  */
 export async function serveCommand(args: string[]): Promise<number> {
-  let flags: ServeFlags;
+  const env = Deno.env.toObject();
+  let settings: ServeSettings;
   let resolved;
   let provider;
   try {
-    flags = parseFlags(args);
-    if (flags.help) {
+    const parsed = parseSettingArgs(args, { command: "serve", settings: SERVE_SETTINGS, env });
+    if (parsed.help) {
       printOut(USAGE);
       return 0;
     }
-    resolved = await resolveBootstrap({ hostname: flags.hostname });
+    settings = parsed.settings;
+    resolved = await resolveBootstrap({ hostname: settings.hostname });
+    // The provider file, the last place of the three provider settings, is read here, once the
+    // bootstrap has named its directory; the flag or variable already found wins over it.
     provider = await resolveProviderSettings({
+      env,
       secretFilePath: resolved.secretFilePath,
       flags: {
-        baseUrl: flags.providerBaseUrl,
-        defaultAgentId: flags.defaultAgent,
-        defaultEnvironmentId: flags.defaultEnvironment,
+        baseUrl: settings.providerBaseUrl,
+        defaultAgentId: settings.defaultAgent,
+        defaultEnvironmentId: settings.defaultEnvironment,
       },
     });
   } catch (error) {
@@ -381,7 +112,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   let store: Store;
   try {
     store = await openStore({
-      location: flags.store ?? Deno.env.get(STORE_VARIABLE),
+      location: settings.store,
       namespace: credential.namespace,
       defaultKvPath: storeBeside(resolved.secretFilePath),
     });
@@ -398,38 +129,30 @@ export async function serveCommand(args: string[]): Promise<number> {
   const signal = waitForSignal();
   let running: RunningRuntime;
   try {
-    running = await serveRuntime({
+    const options: ServeRuntimeOptions = {
       bootstrap: credential,
       store,
-      hostname: flags.hostname,
-      port: flags.port,
-      maxBodyBytes: flags.maxBodyBytes,
-      mcp: { allowedOrigins: flags.mcpAllowedOrigins, allowedHosts: flags.mcpAllowedHosts },
+      hostname: settings.hostname,
+      port: settings.port,
+      metricsPort: settings.metricsPort,
+      metricsHostname: settings.metricsHostname,
+      ...serverOptionsOf(settings),
       provider,
-      maxActiveRuns: flags.maxActiveRuns,
-      pendingTimeoutMs: flags.pendingTimeoutMs,
-      ...answerTestHooks(logger),
-      maxEventStreams: flags.maxEventStreams,
-      ...(flags.runLeaseMs !== undefined ? { runLeaseMs: flags.runLeaseMs } : {}),
-      cors: flags.corsOrigins === undefined ? undefined : { allowedOrigins: flags.corsOrigins },
-      retentionMs: flags.retentionDays * 86_400_000,
       logger,
-      metricsPort: flags.metricsPort,
-      metricsHostname: flags.metricsHostname,
       // The OpenTelemetry API is loaded only when tracing is on.
-      tracer: tracingEnabled({ OTEL_DENO: Deno.env.get("OTEL_DENO") })
-        ? await loadRequestTracer()
-        : undefined,
-    });
+      tracer: tracingEnabled({ OTEL_DENO: env.OTEL_DENO }) ? await loadRequestTracer() : undefined,
+    };
+    const hooks = testHooksFromEnv(env, logger);
+    running = await serveRuntime(hooks === undefined ? options : withTestHooks(options, hooks));
   } catch (error) {
     signal.dispose();
     await store.close();
     const message = (error as Error).message;
     const reason = error instanceof Deno.errors.AddrInUse
-      ? `Address ${flags.hostname}:${flags.port} is already in use`
+      ? `Address ${settings.hostname}:${settings.port} is already in use`
       : message.startsWith("Cannot listen for metrics")
       ? message
-      : `Cannot listen on ${flags.hostname}:${flags.port}: ${message}`;
+      : `Cannot listen on ${settings.hostname}:${settings.port}: ${message}`;
     return reportError(new Error(reason));
   }
 

@@ -16,17 +16,22 @@
  * 3. claims the store for this bootstrap (a rotated-away bootstrap is refused), then serves.
  *
  * Every isolate answers with the same truth: a revocation made through any of them holds for the
- * next request on all of them (see `server/authenticator.ts`). `AUTOMATION_RUNTIME_CORS_ORIGINS`,
- * `AUTOMATION_RUNTIME_RETENTION_DAYS`, `AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS` and
- * `AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS` work as for `serve`.
+ * next request on all of them (see `server/authenticator.ts`). The settings the table of
+ * `server/settings.ts` marks for this entry (the store, the CORS and MCP lists, the retention) are
+ * read from their variables as `serve` reads them; the host owns the listener, and without a
+ * provider credential this entry serves no runs, so the other settings keep their defaults.
  *
  * @module
  */
 import { resolveEnvironmentBootstrap } from "./bootstrap/resolve.ts";
-import { parseCorsOrigins } from "./cors.ts";
 import { createJsonLogger } from "./log.ts";
-import { parseAllowedHosts, parseAllowedOrigins } from "./mcp/origin.ts";
 import { createRuntimeServer, type RuntimeServer } from "./server.ts";
+import {
+  resolveSettings,
+  SERVE_SETTINGS,
+  serverOptionsOf,
+  type ServeSettings,
+} from "./settings.ts";
 import { openKvStore } from "./store/kv.ts";
 import { openStore } from "./store/mod.ts";
 
@@ -36,6 +41,11 @@ export type { RuntimeServer } from "./server.ts";
 export interface DeployServerOptions {
   /** The environment to read (default: the process environment). */
   env?: Record<string, string | undefined>;
+  /**
+   * Clock, ms since the epoch (default `Date.now`): the bootstrap's expiry check, the claim of
+   * the store and the server's `now`.
+   */
+  now?: () => number;
 }
 
 /** Raised when the Deploy-style entry cannot start; the message says what to set. */
@@ -58,20 +68,6 @@ export class DeployStartError extends Error {
   }
 }
 
-function list<T>(
-  env: Record<string, string | undefined>,
-  name: string,
-  parse: (text: string) => T,
-): T | undefined {
-  const text = env[name];
-  if (text === undefined) return undefined;
-  try {
-    return parse(text);
-  } catch (error) {
-    throw new DeployStartError(`${name}: ${(error as Error).message}`);
-  }
-}
-
 /**
  * Builds the runtime server of the Deploy-style entry (steps 1 to 3 of the module doc).
  *
@@ -86,24 +82,23 @@ export async function createDeployServer(
   options: DeployServerOptions = {},
 ): Promise<RuntimeServer> {
   const env = options.env ?? Deno.env.toObject();
+  const now = options.now ?? Date.now;
   let bootstrap;
   try {
-    bootstrap = resolveEnvironmentBootstrap(env);
+    bootstrap = resolveEnvironmentBootstrap(env, now());
   } catch (error) {
     throw new DeployStartError((error as Error).message, { cause: error });
   }
-  const cors = list(env, "AUTOMATION_RUNTIME_CORS_ORIGINS", parseCorsOrigins);
-  const retentionDays = list(env, "AUTOMATION_RUNTIME_RETENTION_DAYS", (text) => {
-    const days = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
-    if (!(days >= 1 && days <= 36_500)) throw new Error("must be an integer from 1 to 36500");
-    return days;
-  });
-  const mcpOrigins = list(env, "AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS", parseAllowedOrigins);
-  const mcpHosts = list(env, "AUTOMATION_RUNTIME_MCP_ALLOWED_HOSTS", parseAllowedHosts);
-  const location = env.AUTOMATION_RUNTIME_STORE;
+  let settings: ServeSettings;
+  try {
+    settings = resolveSettings(SERVE_SETTINGS, { env, deploy: true });
+  } catch (error) {
+    throw new DeployStartError((error as Error).message, { cause: error });
+  }
+  const location = settings.store;
   let store;
   try {
-    store = location === undefined || location === ""
+    store = location === undefined
       ? await openKvStore({ namespace: bootstrap.namespace })
       : await openStore({ location, namespace: bootstrap.namespace });
   } catch (error) {
@@ -112,20 +107,22 @@ export async function createDeployServer(
     });
   }
   try {
-    await store.claimAuthority(Date.now());
+    await store.claimAuthority(now());
   } catch (error) {
     await store.close();
     throw new DeployStartError(`Cannot serve this store: ${(error as Error).message}`, {
       cause: error,
     });
   }
+  const server = serverOptionsOf(settings);
   return createRuntimeServer({
+    ...server,
     bootstrap,
     store,
-    logger: createJsonLogger(),
-    cors: cors === undefined ? undefined : { allowedOrigins: cors },
-    retentionMs: retentionDays === undefined ? undefined : retentionDays * 86_400_000,
-    mcp: { allowedOrigins: mcpOrigins, allowedHosts: mcpHosts ?? ["*"] },
+    now,
+    logger: createJsonLogger({ now }),
+    // No bind address to judge by: any `Host`, as on a non-loopback bind.
+    mcp: { ...server.mcp, allowedHosts: server.mcp.allowedHosts ?? ["*"] },
   });
 }
 

@@ -40,7 +40,6 @@ import {
 } from "./runs/provider.ts";
 import { RunGateway } from "./runs/runs.ts";
 import type { RunActivity } from "./runs/activity.ts";
-import type { ProviderManagedAgentClient } from "../client/mod.ts";
 import { authenticateRule } from "./rules/authenticate.ts";
 import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
 import { capabilityRule } from "./rules/capability.ts";
@@ -55,6 +54,7 @@ import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaRule } from "./rules/quota
 import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
 import type { Store } from "./store/types.ts";
+import { testHooksOf } from "./test_hooks.ts";
 import type { RequestTracer } from "./tracing.ts";
 
 /** Default retention of revoked and expired principals and retired namespaces: 30 days. */
@@ -72,7 +72,10 @@ export interface RuntimeServerOptions {
   inFlightQuota?: number;
   /** Log sink (default: JSON lines on stderr). */
   logger?: RuntimeLogger;
-  /** Clock, ms since the epoch (default `Date.now`). */
+  /**
+   * Clock, ms since the epoch (default `Date.now`): the one the server reads every time through
+   * (`services.now`, a request's `receivedAt`, the cleanup, the log's `time` by default).
+   */
   now?: () => number;
   /**
    * Cache principals in this process (default on). Safe with several processes or replicas on
@@ -98,8 +101,6 @@ export interface RuntimeServerOptions {
   mcp?: McpOptions;
   /** Provider settings of the run gateway; without a credential runs are disabled. */
   provider?: ProviderSettings;
-  /** The provider client to use instead of one built from `provider` (tests, benchmarks). */
-  providerClient?: ProviderManagedAgentClient;
   /** Active runs the whole service allows (default 1000). */
   maxActiveRuns?: number;
   /**
@@ -107,12 +108,6 @@ export interface RuntimeServerOptions {
    * result), in ms (default 10 min).
    */
   pendingTimeoutMs?: number;
-  /**
-   * Test hooks of the tool answers, off by default and never reachable from a request:
-   * `afterClaim` is awaited between a claim and its send; `claimStaleMs` replaces the 30 s after
-   * which a claim counts as left by a dead replica.
-   */
-  answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
   /**
    * Metrics to keep (default none: no metric is counted). The server counts its requests, times
    * its store calls and reads the active runs from its store when scraped.
@@ -126,8 +121,8 @@ export interface RuntimeServerOptions {
   /** Open event streams this replica allows (default 10000), then 503 `resourceExhausted`. */
   maxEventStreams?: number;
   /**
-   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s).
-   * Shorter only in tests.
+   * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s by
+   * another replica once its holder is gone). Shorter: faster takeover, more store writes.
    */
   runLeaseMs?: number;
 }
@@ -205,10 +200,12 @@ function shuttingDown(): InterfaceError {
  */
 export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServer {
   const { bootstrap, metrics, tracer } = options;
-  const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
-  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, Date.now());
+  // The server's one clock: every time it reads goes through `now` (services.now).
   const now = options.now ?? Date.now;
-  const logger = options.logger ?? createJsonLogger();
+  const hooks = testHooksOf(options);
+  const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
+  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, now());
+  const logger = options.logger ?? createJsonLogger({ now });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authenticator = new Authenticator({
     bootstrap,
@@ -275,7 +272,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     store,
     logger,
     settings: providerSettings,
-    client: options.providerClient ??
+    client: hooks?.providerClient ??
       (hasProviderCredential(providerSettings)
         ? async () => (await createGatewayProviderClient(providerSettings))!
         : null),
@@ -288,8 +285,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     logger,
     gateway: runs,
     pendingTimeoutMs: options.pendingTimeoutMs,
-    afterClaim: options.answerTestHooks?.afterClaim,
-    claimStaleMs: options.answerTestHooks?.claimStaleMs,
+    afterClaim: hooks?.afterClaim,
+    claimStaleMs: hooks?.claimStaleMs,
   });
   if (runs.enabled) answers.start();
   const events = new RunEventHub({

@@ -73,7 +73,7 @@ export function webhookRoutes(options: WebhookRouteOptions): RouteDefinition[] {
       }
     }
     if (event === null) throw verificationFailed();
-    const now = Date.now();
+    const now = context.receivedAt;
     if (!await store.recordWebhookDelivery(event.id, now, ANSWER_RETENTION_MS)) {
       return new Response(null, { status: 204 });
     }

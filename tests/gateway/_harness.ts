@@ -21,6 +21,7 @@ import {
   type RuntimeServerOptions,
 } from "../../server/server.ts";
 import { openKvStore } from "../../server/store/kv.ts";
+import { type RuntimeTestHooks, withTestHooks } from "../../server/test_hooks.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
 import { assertKeepsContract } from "../support/contract.ts";
@@ -61,7 +62,7 @@ export interface GatewayOptions {
   /** Webhook signing secrets (enables `POST /webhooks/provider`). */
   webhookSecrets?: string[];
   /** Tool-answer test hooks of the runtime. */
-  answerTestHooks?: { afterClaim?: () => Promise<void>; claimStaleMs?: number };
+  answerTestHooks?: RuntimeTestHooks;
   /** Metrics the server keeps. */
   metrics?: RuntimeMetrics;
   /** Further server options (event stream limits, lease timings). */
@@ -153,18 +154,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       : { defaultEnvironmentId: options.defaultEnvironment ?? (environment.id as string) }),
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   };
-  const server = createRuntimeServer({
+  const server = createRuntimeServer(withTestHooks({
     bootstrap,
     store,
     logger,
     provider,
     maxActiveRuns: options.maxActiveRuns,
     pendingTimeoutMs: options.pendingTimeoutMs,
-    answerTestHooks: options.answerTestHooks,
     cleanupIntervalMs: 0,
     metrics: options.metrics,
     ...options.serverOptions,
-  });
+  }, options.answerTestHooks ?? {}));
   const answers: Answer[] = [];
 
   async function request(

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createDeployServer, DeployStartError } from "../../server/deploy.ts";
-import { createTestBootstrap, sharedHeaders } from "../support/server.ts";
+import { createTestBootstrap, sharedHeaders, type TestBootstrap } from "../support/server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const ENTRY = new URL("server/deploy.ts", ROOT).pathname;
@@ -18,6 +18,16 @@ async function taskFlags(): Promise<string[]> {
   assert.deepEqual(words.slice(0, 2), ["deno", "serve"]);
   assert.equal(words.at(-1), "server/deploy.ts");
   return words.slice(2, -1);
+}
+
+/** The four bootstrap variables of `bootstrap`. */
+function bootstrapVariables(bootstrap: TestBootstrap): Record<string, string> {
+  return {
+    AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
+    AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
+    AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
+    AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
+  };
 }
 
 function denoDir(): string {
@@ -95,10 +105,7 @@ Deno.test("deploy entry: with two workers on one KV file, writes at the same tim
       NO_COLOR: "1",
       DENO_JOBS: "2",
       AUTOMATION_RUNTIME_STORE: `${dir}/store.kv`,
-      AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
-      AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
-      AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
-      AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
+      ...bootstrapVariables(bootstrap),
     },
     clearEnv: true,
     stdin: "null",
@@ -178,12 +185,7 @@ Deno.test("deploy entry: with two workers on one KV file, writes at the same tim
 
 Deno.test("deploy entry: without a configured store it opens the host's KV with no path", async () => {
   const bootstrap = createTestBootstrap();
-  const env = {
-    AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: bootstrap.token,
-    AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL: bootstrap.principalId,
-    AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES: bootstrap.capabilities.join(","),
-    AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: bootstrap.expiresAt,
-  };
+  const env = bootstrapVariables(bootstrap);
   const original = Deno.openKv;
   const descriptor = Object.getOwnPropertyDescriptor(Deno, "openKv")!;
   const paths: (string | undefined)[] = [];
@@ -219,4 +221,65 @@ Deno.test("deploy entry: without a configured store it opens the host's KV with 
   } finally {
     Object.defineProperty(Deno, "openKv", descriptor);
   }
+});
+
+Deno.test("deploy entry: settings come from the table's variables; an invalid one stops it, named", async () => {
+  const bootstrap = createTestBootstrap();
+  const env = { ...bootstrapVariables(bootstrap), AUTOMATION_RUNTIME_STORE: ":memory:" };
+  for (
+    const [variable, value, message] of [
+      ["AUTOMATION_RUNTIME_RETENTION_DAYS", "0", " must be an integer from 1 to 36500"],
+      ["AUTOMATION_RUNTIME_CORS_ORIGINS", "*", ': "*" is not an origin'],
+      ["AUTOMATION_RUNTIME_MCP_ALLOWED_ORIGINS", "ide.example", ": MCP allowed origin"],
+    ]
+  ) {
+    await assert.rejects(
+      () => createDeployServer({ env: { ...env, [variable]: value } }),
+      (error: Error) =>
+        error instanceof DeployStartError &&
+        error.message.startsWith(`automation-runtime: ${variable}${message}`),
+    );
+  }
+  // The listener's and the runs' settings are not the entry's: their variables are not read.
+  const clock = { now: Date.now() };
+  const server = await createDeployServer({
+    env: {
+      ...env,
+      AUTOMATION_RUNTIME_MAX_ACTIVE_RUNS: "not read here",
+      AUTOMATION_RUNTIME_CORS_ORIGINS: "https://app.example",
+    },
+    now: () => clock.now,
+  });
+  try {
+    const preflight = await server.handler(
+      new Request("http://deploy.test/v1/runtime", {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://app.example",
+          "access-control-request-method": "GET",
+          "access-control-request-headers": "authorization",
+        },
+      }),
+    );
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "https://app.example");
+    // The entry's clock is the server's: a bootstrap past its expiry by that clock is refused.
+    const runtime = () =>
+      server.handler(
+        new Request("http://deploy.test/v1/runtime", {
+          headers: sharedHeaders(bootstrap.token),
+        }),
+      );
+    assert.equal((await runtime()).status, 200);
+    clock.now = Date.parse(bootstrap.expiresAt) + 1;
+    const late = await runtime();
+    assert.equal(late.status, 401);
+    assert.equal((await late.json()).error.code, "tokenExpired");
+  } finally {
+    await server.close();
+    await server.services.store.close();
+  }
+  await assert.rejects(
+    () => createDeployServer({ env, now: () => Date.parse(bootstrap.expiresAt) + 1 }),
+    DeployStartError,
+  );
 });
