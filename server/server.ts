@@ -279,6 +279,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       (hasProviderCredential(providerSettings)
         ? async () => (await createGatewayProviderClient(providerSettings))!
         : null),
+    now,
     serviceLimit: options.maxActiveRuns,
     onProviderError: metrics === undefined ? undefined : (type) => metrics.providerError(type),
   });
@@ -287,6 +288,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     store,
     logger,
     gateway: runs,
+    now,
     pendingTimeoutMs: options.pendingTimeoutMs,
     afterClaim: options.answerTestHooks?.afterClaim,
     claimStaleMs: options.answerTestHooks?.claimStaleMs,
@@ -303,6 +305,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       logger,
       client: () => runs.providerClient(),
       activity: runs.activity,
+      now,
       leaseMs: options.runLeaseMs,
       onAppend: (runId, entries) => events.publish(runId, entries),
     })
