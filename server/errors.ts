@@ -157,6 +157,40 @@ export class InterfaceError extends Error {
   }
 }
 
+/** One violation reported in the `details` of a 422 `invalidRequest`. */
+export interface ValidationDetail {
+  /** Dotted path of the offending field (empty for the whole body). */
+  path: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * The 422 `invalidRequest` error listing what is wrong with a request.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { invalidRequest } from "./errors.ts";
+ * const error = invalidRequest([{ path: "expiresAt", message: "Must be in the future" }]);
+ * assert.equal(error.status, 422);
+ * assert.equal(error.message, "Invalid request: expiresAt: Must be in the future");
+ * ```
+ */
+export function invalidRequest(
+  details: readonly ValidationDetail[],
+  options?: { layer?: "interface" | "authority" },
+): InterfaceError {
+  const first = details[0];
+  const message = first === undefined
+    ? "The request body is invalid"
+    : `Invalid request: ${first.path === "" ? "" : `${first.path}: `}${first.message}`;
+  return new InterfaceError("invalidRequest", message, {
+    layer: options?.layer,
+    extra: { details },
+  });
+}
+
 /** The JSON error body of every refused request. */
 export interface ErrorBody {
   /** The error. */

@@ -276,6 +276,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       (hasProviderCredential(providerSettings)
         ? async () => (await createGatewayProviderClient(providerSettings))!
         : null),
+    now,
     serviceLimit: options.maxActiveRuns,
     onProviderError: metrics === undefined ? undefined : (type) => metrics.providerError(type),
   });
@@ -284,6 +285,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     store,
     logger,
     gateway: runs,
+    now,
     pendingTimeoutMs: options.pendingTimeoutMs,
     afterClaim: hooks?.afterClaim,
     claimStaleMs: hooks?.claimStaleMs,
@@ -300,6 +302,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       logger,
       client: () => runs.providerClient(),
       activity: runs.activity,
+      now,
       leaseMs: options.runLeaseMs,
       onAppend: (runId, entries) => events.publish(runId, entries),
     })

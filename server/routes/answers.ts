@@ -17,6 +17,7 @@ import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { CustomToolResultBody, ToolAnswers, ToolConfirmationBody } from "../runs/answers.ts";
+import { runCallOf } from "./_run_call.ts";
 
 /**
  * Body of `POST /v1/runs/{runId}/tool-confirmations` (`toolConfirmationBody` in
@@ -45,19 +46,19 @@ export const customToolResultSchema: LazyBodySchema = lazyBodySchema(async () =>
  */
 export function answerRoutes(answers: ToolAnswers): RouteDefinition[] {
   async function pending(context: RequestContext): Promise<Response> {
-    const list = await answers.pending(context, context.params.runId);
+    const list = await answers.pending(runCallOf(context), context.params.runId);
     return context.json(JSON.stringify({ pending: list }), 200);
   }
 
   async function confirm(context: RequestContext): Promise<Response> {
     const body = context.body as ToolConfirmationBody;
-    const answer = await answers.confirm(context, context.params.runId, body);
+    const answer = await answers.confirm(runCallOf(context), context.params.runId, body);
     return context.json(JSON.stringify(answer), 200);
   }
 
   async function respond(context: RequestContext): Promise<Response> {
     const body = context.body as CustomToolResultBody;
-    const answer = await answers.respond(context, context.params.runId, body);
+    const answer = await answers.respond(runCallOf(context), context.params.runId, body);
     return context.json(
       JSON.stringify({
         toolUseId: answer.toolUseId,

@@ -22,6 +22,7 @@ import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import type { RunEventHub } from "../runs/events.ts";
 import type { RunGateway } from "../runs/runs.ts";
+import { runCallOf } from "./_run_call.ts";
 
 /** Most entries of one JSON page. */
 export const MAX_EVENT_PAGE = 500;
@@ -82,7 +83,7 @@ export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefi
       }
       after = Number(trimmed);
     }
-    const record = await gateway.readableRun(context, context.params.runId);
+    const record = await gateway.readableRun(runCallOf(context), context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
       const page = await hub.page(record.runId, after, query.limit, record);
       return context.json(JSON.stringify(page), 200);

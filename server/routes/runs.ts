@@ -12,16 +12,18 @@
  * Without a provider credential each answers 503 `providerNotConfigured`. Another principal's
  * run is 404 `runNotFound` (admins see every run; approvers read every run). The bodies are
  * checked by the zod schemas of `server/schemas/runs.ts`, loaded on the first body so that
- * startup does not load zod.
+ * startup does not load zod. Each handler hands the run gateway (`server/runs/runs.ts`) the
+ * request's run call and serialises the public run it answers.
  *
  * @module
  */
 import type { RequestContext } from "../context.ts";
+import { invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
-import { publicRun, type RunGateway, type StartRunBody } from "../runs/runs.ts";
+import type { ListRunsQuery, RunGateway, StartRunBody } from "../runs/runs.ts";
 import { ACTIVE_RUN_STATES, type RunState } from "../store/types.ts";
+import { runCallOf } from "./_run_call.ts";
 
 const RUN_STATES: ReadonlySet<string> = new Set<RunState>([
   ...ACTIVE_RUN_STATES,
@@ -42,14 +44,6 @@ export const startRunSchema: LazyBodySchema = lazyBodySchema(async () =>
 export const sendMessageSchema: LazyBodySchema = lazyBodySchema(async () =>
   (await import("../schemas/runs.ts")).sendMessageBody
 );
-
-/** The parsed query of `GET /v1/runs`. */
-interface ListQuery {
-  limit: number;
-  cursor?: string;
-  state?: RunState;
-  principalId?: string;
-}
 
 /**
  * Parses `limit` (1 to `max`, default `fallback`) and the named string parameters of a query;
@@ -86,7 +80,7 @@ export function parseListQuery(
   return { limit, values };
 }
 
-function parseRunsQuery(query: string): ListQuery {
+function parseRunsQuery(query: string): ListRunsQuery {
   const { limit, values } = parseListQuery(query, { names: ["state", "principalId"] });
   const details: ValidationDetail[] = [];
   if (values.state !== undefined && !RUN_STATES.has(values.state)) {
@@ -119,35 +113,29 @@ export function runRoutes(gateway: RunGateway): RouteDefinition[] {
   }
 
   async function start(context: RequestContext): Promise<Response> {
-    const record = await gateway.start(context, context.body as StartRunBody);
-    // The run's tail starts at once (on this replica when it takes the lease).
-    gateway.activity.notify(record.runId);
-    return answer(context, publicRun(record), 201);
+    const run = await gateway.start(runCallOf(context), context.body as StartRunBody);
+    return answer(context, run, 201);
   }
 
   async function list(context: RequestContext): Promise<Response> {
+    // Runs disabled answer 503 before a malformed query's 422.
     gateway.requireEnabled();
-    const page = await gateway.list(context, parseRunsQuery(context.query));
-    return answer(context, { runs: page.runs.map(publicRun), nextCursor: page.nextCursor }, 200);
+    const page = await gateway.list(runCallOf(context), parseRunsQuery(context.query));
+    return answer(context, page, 200);
   }
 
   async function get(context: RequestContext): Promise<Response> {
-    const record = await gateway.get(context, context.params.runId);
-    return answer(context, publicRun(record), 200);
+    return answer(context, await gateway.get(runCallOf(context), context.params.runId), 200);
   }
 
   async function cancel(context: RequestContext): Promise<Response> {
-    const record = await gateway.cancel(context, context.params.runId);
-    gateway.activity.notify(record.runId);
-    return answer(context, publicRun(record), 202);
+    return answer(context, await gateway.cancel(runCallOf(context), context.params.runId), 202);
   }
 
   async function send(context: RequestContext): Promise<Response> {
     const body = context.body as { input: StartRunBody["input"] };
-    const record = await gateway.send(context, context.params.runId, body.input);
-    // A follow-up may start a finished run's new turn: its tail must follow it.
-    gateway.activity.notify(record.runId);
-    return answer(context, publicRun(record), 202);
+    const run = await gateway.send(runCallOf(context), context.params.runId, body.input);
+    return answer(context, run, 202);
   }
 
   return [

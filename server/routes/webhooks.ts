@@ -22,6 +22,7 @@ import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type { RouteDefinition } from "../router.ts";
 import { DEFAULT_MAX_BODY_BYTES, readLimitedBody } from "../rules/body.ts";
+import { appendAudit } from "../runs/audit.ts";
 import type { RunGateway } from "../runs/runs.ts";
 import { ANSWER_RETENTION_MS, type Store } from "../store/types.ts";
 
@@ -85,7 +86,7 @@ export function webhookRoutes(options: WebhookRouteOptions): RouteDefinition[] {
       if (run !== null) {
         runId = run.runId;
         try {
-          await gateway.refreshRun(run.runId, 10_000);
+          await gateway.refreshRun(run.runId, { timeoutMs: 10_000 });
         } catch (error) {
           logger.error("webhook refresh failed", {
             runId: run.runId,
@@ -95,21 +96,14 @@ export function webhookRoutes(options: WebhookRouteOptions): RouteDefinition[] {
         gateway.activity.notify(run.runId);
       }
     }
-    try {
-      await store.appendAudit({
-        at: new Date(now).toISOString(),
-        action: "webhook.accepted",
-        actorId: "provider",
-        ...(runId !== undefined ? { runId } : {}),
-        correlationId: context.responseCorrelationId,
-        outcome: "ok",
-      });
-    } catch (error) {
-      logger.error("audit append failed", {
-        errorName: error instanceof Error ? error.name : typeof error,
-        action: "webhook.accepted",
-      });
-    }
+    await appendAudit(store, logger, {
+      at: new Date(now).toISOString(),
+      action: "webhook.accepted",
+      actorId: "provider",
+      ...(runId !== undefined ? { runId } : {}),
+      correlationId: context.responseCorrelationId,
+      outcome: "ok",
+    });
     return new Response(null, { status: 204 });
   }
 

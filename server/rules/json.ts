@@ -6,42 +6,13 @@
  */
 import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
-import { InterfaceError } from "../errors.ts";
+import { InterfaceError, invalidRequest } from "../errors.ts";
 import type { BodySchema } from "../router.ts";
 import { isLazyBodySchema, type LazyBodySchema } from "../schemas/lazy.ts";
 
-/** One schema violation reported in `details`. */
-export interface ValidationDetail {
-  /** Dotted path of the offending field (empty for the whole body). */
-  path: string;
-  /** What is wrong with it. */
-  message: string;
-}
-
-/**
- * The 422 `invalidRequest` error listing what is wrong with a body.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { invalidRequest } from "./json.ts";
- * const error = invalidRequest([{ path: "expiresAt", message: "Must be in the future" }]);
- * assert.equal(error.status, 422);
- * ```
- */
-export function invalidRequest(
-  details: readonly ValidationDetail[],
-  options?: { layer?: "interface" | "authority" },
-): InterfaceError {
-  const first = details[0];
-  const message = first === undefined
-    ? "The request body is invalid"
-    : `Invalid request: ${first.path === "" ? "" : `${first.path}: `}${first.message}`;
-  return new InterfaceError("invalidRequest", message, {
-    layer: options?.layer,
-    extra: { details },
-  });
-}
+// The 422 error and its details are the service's shared error type (`errors.ts`); the routes
+// import them from here too.
+export { invalidRequest, type ValidationDetail } from "../errors.ts";
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 

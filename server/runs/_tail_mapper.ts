@@ -37,6 +37,7 @@ export type TurnPosition = "open" | "waiting" | "ended";
 /** The per-connection mapping state of one run's tail. */
 export class TailMapper {
   readonly #runId: string;
+  readonly #now: () => number;
   readonly #mapper: RunEventMapper;
   readonly #seen = new Set<string>();
   readonly #streamed = new Map<string, number>();
@@ -44,8 +45,10 @@ export class TailMapper {
   #position: TurnPosition = "open";
   #turn = 0;
 
-  constructor(runId: string) {
+  /** Starts the mapping of one run's events; `now` stamps the entries (`at`). */
+  constructor(runId: string, now: () => number) {
     this.#runId = runId;
+    this.#now = now;
     this.#mapper = new RunEventMapper(runId, true);
   }
 
@@ -61,7 +64,7 @@ export class TailMapper {
 
   /** Appends to `out` the log entries one provider event yields (rules of the module doc). */
   feed(event: ManagedAgentSessionEvent, out: RunEventInput[]): void {
-    const at = new Date().toISOString();
+    const at = new Date(this.#now()).toISOString();
     if (!this.#started) {
       this.#started = true;
       out.push({ sourceId: "run.started", at, event: { type: "run.started", runId: this.#runId } });

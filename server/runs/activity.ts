@@ -1,8 +1,9 @@
 /**
- * Run activity within one replica: a run was started, messaged, cancelled, or a provider webhook
- * told of it. The run's tail subscribes to learn that it should wake now instead of at its next
- * poll; the routes and the webhook intake notify. Across replicas the store carries the truth
- * (the event log and the run records); this is only the prompt to look at it.
+ * Run activity within one replica: a run was started, messaged, cancelled, a tool request of it
+ * answered, or a provider webhook told of it. The run's tail subscribes to learn that it should
+ * wake now instead of at its next poll; the run gateway, the tool answers and the webhook intake
+ * notify. Across replicas the store carries the truth (the event log and the run records); this
+ * is only the prompt to look at it.
  *
  * @module
  */

@@ -25,7 +25,6 @@
  * @module
  */
 import type { ProviderManagedAgentClient } from "../../client/mod.ts";
-import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type {
@@ -35,7 +34,8 @@ import type {
   ToolAnswerResult,
   ToolRequestKind,
 } from "../store/types.ts";
-import { audit } from "./audit.ts";
+import { appendAudit, audit } from "./audit.ts";
+import { deadlineSignal, type RunCall } from "./call.ts";
 import { pendingOf, type PendingToolRequest, readToolRequests } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
 
@@ -92,8 +92,10 @@ export interface ToolAnswersOptions {
   store: Store;
   /** Log sink. */
   logger: RuntimeLogger;
-  /** The run gateway (client, ownership, failures). */
+  /** The run gateway (client, ownership, failures, refresh, activity). */
   gateway: RunGateway;
+  /** The clock, ms since the epoch (the server's `now`). */
+  now: () => number;
   /** How long a request may stay pending before the fail-closed answer, in ms. */
   pendingTimeoutMs?: number;
   /** How old a claim must be to be taken back, in ms (default 30 s). */
@@ -133,6 +135,7 @@ export class ToolAnswers {
   readonly #gateway: RunGateway;
   readonly #afterClaim: (() => Promise<void>) | undefined;
   readonly #claimStaleMs: number;
+  readonly #now: () => number;
   /** How long a request may stay pending, in ms. */
   readonly pendingTimeoutMs: number;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -147,39 +150,35 @@ export class ToolAnswers {
     this.#gateway = options.gateway;
     this.#afterClaim = options.afterClaim;
     this.#claimStaleMs = options.claimStaleMs ?? CLAIM_STALE_MS;
+    this.#now = options.now;
     this.pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
   }
 
   /** The pending tool requests of a run the caller may read. */
-  async pending(context: RequestContext, runId: string): Promise<PendingToolRequest[]> {
+  async pending(call: RunCall, runId: string): Promise<PendingToolRequest[]> {
     const client = await this.#gateway.providerClient();
-    await this.#gateway.visibleRun(context.principal!, runId, "read");
-    const signal = AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1));
+    await this.#gateway.visibleRun(call.principal, runId, "read");
     let found;
     try {
-      found = await readToolRequests(client, runId, signal);
+      found = await readToolRequests(client, runId, deadlineSignal(call, this.#now));
     } catch (error) {
-      throw this.#gateway.providerFailure(error);
+      throw this.#gateway.failures.refusal(error);
     }
     return pendingOf(found, await this.#store.listToolAnswers(runId));
   }
 
   /** Answers a tool confirmation (any run the caller may read: approvers and admins). */
-  async confirm(
-    context: RequestContext,
-    runId: string,
-    body: ToolConfirmationBody,
-  ): Promise<ToolAnswer> {
-    const caller = context.principal!;
+  async confirm(call: RunCall, runId: string, body: ToolConfirmationBody): Promise<ToolAnswer> {
+    const caller = call.principal;
     await this.#gateway.providerClient();
     await this.#gateway.visibleRun(caller, runId, "read");
-    return await this.#audited(context, "tool.confirmed", runId, {
+    return await this.#audited(call, "tool.confirmed", runId, {
       runId,
       toolUseId: body.toolUseId,
       kind: "confirmation",
       principalId: caller.principalId,
       result: body.result,
-      signal: AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1)),
+      signal: deadlineSignal(call, this.#now),
       send: (client, signal) =>
         client.confirmTool(runId, {
           toolUseId: body.toolUseId,
@@ -192,21 +191,17 @@ export class ToolAnswers {
   }
 
   /** Answers a custom tool call (the caller's own runs; admins any). */
-  async respond(
-    context: RequestContext,
-    runId: string,
-    body: CustomToolResultBody,
-  ): Promise<ToolAnswer> {
-    const caller = context.principal!;
+  async respond(call: RunCall, runId: string, body: CustomToolResultBody): Promise<ToolAnswer> {
+    const caller = call.principal;
     await this.#gateway.providerClient();
     await this.#gateway.visibleRun(caller, runId, "write");
-    return await this.#audited(context, "tool.responded", runId, {
+    return await this.#audited(call, "tool.responded", runId, {
       runId,
       toolUseId: body.toolUseId,
       kind: "custom_tool",
       principalId: caller.principalId,
       result: body.isError === true ? "error" : "ok",
-      signal: AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1)),
+      signal: deadlineSignal(call, this.#now),
       send: (client, signal) =>
         client.respondCustomTool(runId, {
           toolUseId: body.toolUseId,
@@ -217,18 +212,18 @@ export class ToolAnswers {
   }
 
   async #audited(
-    context: RequestContext,
+    call: RunCall,
     action: AuditAction,
     runId: string,
     job: AnswerJob,
   ): Promise<ToolAnswer> {
     try {
       const answer = await this.#answer(job);
-      await audit(this.#store, this.#logger, context, { action, runId, outcome: "ok" });
+      await audit(this.#store, this.#logger, call, { action, runId, outcome: "ok" });
       return answer;
     } catch (error) {
       if (error instanceof InterfaceError) {
-        await audit(this.#store, this.#logger, context, { action, runId, outcome: error.code });
+        await audit(this.#store, this.#logger, call, { action, runId, outcome: error.code });
       }
       throw error;
     }
@@ -241,7 +236,7 @@ export class ToolAnswers {
       try {
         return await readToolRequests(client, job.runId, job.signal);
       } catch (error) {
-        throw this.#gateway.providerFailure(error);
+        throw this.#gateway.failures.refusal(error);
       }
     };
     let found = await read();
@@ -257,7 +252,7 @@ export class ToolAnswers {
       kind: job.kind,
       principalId: job.principalId,
       result: job.result,
-      now: Date.now(),
+      now: this.#now(),
       staleMs: this.#claimStaleMs,
     });
     if (claim.state === "taken") throw alreadyAnswered(claim.record);
@@ -271,7 +266,7 @@ export class ToolAnswers {
           const final = {
             principalId: claim.recovered?.principalId ?? EXTERNAL_ACTOR,
             result: shown,
-            answeredAt: new Date().toISOString(),
+            answeredAt: this.#isoNow(),
           };
           await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
           throw alreadyAnswered(final);
@@ -282,20 +277,20 @@ export class ToolAnswers {
       try {
         await job.send(client, job.signal);
       } catch (error) {
-        throw this.#gateway.providerFailure(error);
+        throw this.#gateway.failures.refusal(error);
       }
     } catch (error) {
       await this.#store.releaseToolAnswer(job.runId, job.toolUseId, token).catch(() => {});
       throw error;
     }
-    const answeredAt = new Date().toISOString();
+    const answeredAt = this.#isoNow();
     const final = { principalId: job.principalId, result: job.result, answeredAt };
     // False only when a sweeper took the claim back meanwhile: it then found this very answer
     // in the provider's history and recorded it.
     await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
     // The run moves on at the provider: record its state now (a failure leaves it to the next
     // read), and wake its tail.
-    await this.#gateway.refreshRun(job.runId, 5_000).catch(() => null);
+    await this.#gateway.refreshRun(job.runId, { timeoutMs: 5_000 }).catch(() => null);
     this.#gateway.activity.notify(job.runId);
     return {
       toolUseId: job.toolUseId,
@@ -341,7 +336,7 @@ export class ToolAnswers {
    * One pass over the runs in `requires_action`: answers what waited past the pending timeout,
    * takes back stale claims. Returns when the pass is done.
    */
-  async sweep(now: number = Date.now()): Promise<void> {
+  async sweep(now: number = this.#now()): Promise<void> {
     if (!this.#gateway.enabled) return;
     const client = await this.#gateway.providerClient();
     if (now - this.#lastPurge > 3_600_000) {
@@ -385,7 +380,7 @@ export class ToolAnswers {
       }
     }
     // Nothing waits any more: the recorded state is old; read it so the next pass skips the run.
-    if (pending.length === 0) await this.#gateway.refreshRun(runId, SWEEP_CALL_MS);
+    if (pending.length === 0) await this.#gateway.refreshRun(runId, { timeoutMs: SWEEP_CALL_MS });
   }
 
   #stale(record: ToolAnswerRecord, now: number): boolean {
@@ -444,7 +439,7 @@ export class ToolAnswers {
       kind: stale.kind,
       principalId: stale.principalId,
       result: stale.result,
-      now: Date.now(),
+      now: this.#now(),
       staleMs: this.#claimStaleMs,
     });
     if (claim.state !== "claimed") return;
@@ -455,7 +450,7 @@ export class ToolAnswers {
         await this.#store.completeToolAnswer(runId, stale.toolUseId, claim.token, {
           principalId: stale.principalId,
           result: shown,
-          answeredAt: new Date().toISOString(),
+          answeredAt: this.#isoNow(),
         });
         return;
       }
@@ -466,21 +461,18 @@ export class ToolAnswers {
     await this.#store.releaseToolAnswer(runId, stale.toolUseId, claim.token);
   }
 
-  async #systemAudit(action: AuditAction, runId: string, outcome: string): Promise<void> {
-    try {
-      await this.#store.appendAudit({
-        at: new Date().toISOString(),
-        action,
-        actorId: FAIL_CLOSED_ACTOR,
-        runId,
-        correlationId: crypto.randomUUID(),
-        outcome,
-      });
-    } catch (error) {
-      this.#logger.error("audit append failed", {
-        errorName: error instanceof Error ? error.name : typeof error,
-        action,
-      });
-    }
+  #systemAudit(action: AuditAction, runId: string, outcome: string): Promise<void> {
+    return appendAudit(this.#store, this.#logger, {
+      at: this.#isoNow(),
+      action,
+      actorId: FAIL_CLOSED_ACTOR,
+      runId,
+      correlationId: crypto.randomUUID(),
+      outcome,
+    });
+  }
+
+  #isoNow(): string {
+    return new Date(this.#now()).toISOString();
   }
 }

@@ -1,16 +1,17 @@
 /**
- * Writing audit entries from request handlers. An entry holds who did what to whom, the
- * correlation id and the outcome, never a bearer, key, secret or message content. Appending is
- * awaited but cannot fail the request whose effect already happened: a store failure is logged
- * (without the entry's content) instead.
+ * Writing audit entries. An entry holds who did what to whom, the correlation id and the
+ * outcome, never a bearer, key, secret or message content. Appending is awaited but cannot fail
+ * the call whose effect already happened: a store failure is logged (without the entry's
+ * content) instead.
  *
  * @module
  */
 import type { RequestContext } from "../context.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type { AuditAction, AuditEntryInput, Store } from "../store/types.ts";
+import type { RunCall } from "./call.ts";
 
-/** What one audit call records beside the request's own actor and correlation id. */
+/** What one audit call records beside the call's own actor and correlation id. */
 export interface AuditFacts {
   /** What happened. */
   action: AuditAction;
@@ -38,40 +39,87 @@ export function auditEntry(
 ): AuditEntryInput | undefined {
   const actorId = context.principal?.principalId;
   if (actorId === undefined) return undefined;
+  return entryOf(actorId, context.responseCorrelationId, context.receivedAt, facts);
+}
+
+/**
+ * The audit entry of a call into the run gateway: its principal acted, at the call's time.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { callAuditEntry } from "./audit.ts";
+ * const entry = callAuditEntry({
+ *   principal: {
+ *     principalId: "p", capabilities: [], expiresAt: "", expiresAtMs: 0, bootstrap: false,
+ *   },
+ *   deadline: 0,
+ *   correlationId: "c",
+ *   at: 0,
+ * }, { action: "run.cancelled", runId: "sesn_1", outcome: "ok" });
+ * assert.equal(entry.actorId, "p");
+ * assert.equal(entry.at, "1970-01-01T00:00:00.000Z");
+ * ```
+ */
+export function callAuditEntry(call: RunCall, facts: AuditFacts): AuditEntryInput {
+  return entryOf(call.principal.principalId, call.correlationId, call.at, facts);
+}
+
+function entryOf(
+  actorId: string,
+  correlationId: string,
+  at: number,
+  facts: AuditFacts,
+): AuditEntryInput {
   return {
-    at: new Date(context.receivedAt).toISOString(),
+    at: new Date(at).toISOString(),
     action: facts.action,
     actorId,
     ...(facts.subjectId !== undefined ? { subjectId: facts.subjectId } : {}),
     ...(facts.runId !== undefined ? { runId: facts.runId } : {}),
-    correlationId: context.responseCorrelationId,
+    correlationId,
     outcome: facts.outcome,
   };
 }
 
 /**
- * Appends one audit entry for the request in `context`.
+ * Appends one audit entry; a store failure is logged (the action and correlation id, never the
+ * entry) and swallowed.
  *
  * @example
  * ```ts ignore
- * await audit(store, logger, context, { action: "run.started", runId, outcome: "ok" });
+ * await appendAudit(store, logger, entry);
  * ```
  */
-export async function audit(
+export async function appendAudit(
   store: Store,
   logger: RuntimeLogger,
-  context: RequestContext,
-  facts: AuditFacts,
+  entry: AuditEntryInput,
 ): Promise<void> {
-  const entry = auditEntry(context, facts);
-  if (entry === undefined) return;
   try {
     await store.appendAudit(entry);
   } catch (error) {
     logger.error("audit append failed", {
       errorName: error instanceof Error ? error.name : typeof error,
-      action: facts.action,
-      correlationId: context.responseCorrelationId,
+      action: entry.action,
+      correlationId: entry.correlationId,
     });
   }
+}
+
+/**
+ * Appends the audit entry of a call into the run gateway.
+ *
+ * @example
+ * ```ts ignore
+ * await audit(store, logger, call, { action: "run.started", runId, outcome: "ok" });
+ * ```
+ */
+export function audit(
+  store: Store,
+  logger: RuntimeLogger,
+  call: RunCall,
+  facts: AuditFacts,
+): Promise<void> {
+  return appendAudit(store, logger, callAuditEntry(call, facts));
 }

@@ -1,16 +1,23 @@
 /**
  * The run gateway: provider settings and the one provider client, principals' run policy, and
- * the service that starts and steers runs for principals. Tool answers (`answers.ts`, `pending.ts`)
- * are internal to the server: their routes are the public face.
+ * the service that starts and steers runs for principals, with what it is built from: the call
+ * it takes (`call.ts`) and how provider failures are answered (`provider_failure.ts`). The rules
+ * of a run's state (`run_state.ts`), tool answers (`answers.ts`, `pending.ts`) and run tails
+ * (`tail.ts`) are internal to the server: their routes are the public face.
  *
  * @module
  */
 export * from "./provider.ts";
 export * from "./policy.ts";
 export * from "./activity.ts";
+export * from "./call.ts";
+export * from "./provider_failure.ts";
 export {
   DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
+  type ListRunsQuery,
+  type PublicRun,
   publicRun,
+  type PublicRunPage,
   readsEveryRun,
   RESERVATION_LEASE_MS,
   RunGateway,

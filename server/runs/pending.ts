@@ -26,6 +26,9 @@ import {
 } from "../../client/managed_agents/events.ts";
 import type { ToolAnswerRecord, ToolAnswerResult, ToolRequestKind } from "../store/types.ts";
 
+/** `requestedAt` of a request whose processing time the provider did not say: the epoch. */
+const UNKNOWN_TIME = "1970-01-01T00:00:00.000Z";
+
 /** A tool request of a run, as `GET /v1/runs/{runId}/pending` lists it. */
 export interface PendingToolRequest {
   /** The tool-use event id: what an answer names. */
@@ -82,7 +85,7 @@ export function deriveToolRequests(events: readonly unknown[]): ToolRequests {
         kind: event.kind === "custom_tool_use" ? "custom_tool" : "confirmation",
         name: event.name,
         input: event.input ?? {},
-        requestedAt: event.processedAt ?? new Date(0).toISOString(),
+        requestedAt: event.processedAt ?? UNKNOWN_TIME,
       });
       if (!answered.has(event.id)) open.add(event.id);
     } else if (event.type === "user.tool_confirmation") {

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { ValidationDetail } from "../rules/json.ts";
+import type { ValidationDetail } from "../errors.ts";
 
-export type { ValidationDetail } from "../rules/json.ts";
+export type { ValidationDetail } from "../errors.ts";
 
 /** `maxActiveRuns` of a principal issued without one (when the issuer allows that many). */
 export const DEFAULT_MAX_ACTIVE_RUNS = 8;

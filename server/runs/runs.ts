@@ -1,6 +1,8 @@
 /**
- * The run gateway: starts and steers managed-agent runs for principals through the one provider
- * client, records them in the store and keeps the active-run quotas.
+ * The run gateway: the run lifecycle (start, read, list, cancel, message) for principals
+ * through the one provider client, and the active-run quotas. Each call is a
+ * {@linkcode RunCall} (`call.ts`): the caller, its deadline and signal, what its audit entry
+ * carries; the gateway knows nothing of HTTP.
  *
  * Starting a run, in order:
  *
@@ -8,53 +10,55 @@
  * 2. check the principal's `agentIds` (403 `agentNotAllowed`);
  * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
  *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
- * 4. create the provider session and send the kickoff message, bounded by the request's
- *    `x-deadline` (the client's own retries and timeouts apply inside it);
- * 5. record the run, turning the reservation into the run's slot in the same store write.
+ * 4. open the provider session and send the kickoff message within the call's deadline (the
+ *    client's own retries and timeouts apply inside it), leaving no orphan session behind when
+ *    either fails (`_open_session.ts`);
+ * 5. record the run, turning the reservation into the run's slot in the same store write, and
+ *    wake the run's tail (`RunActivity`).
  *
- * A failure after step 3 releases the reservation; a session created before a failed kickoff is
- * deleted, so a retry does not leave an orphan running. Replays of the same idempotency key never
+ * A failure after step 3 releases the reservation. Replays of the same idempotency key never
  * reach this code: the idempotency rule answers them with the recorded run.
  *
- * Run state in this part (no event tail yet): a run's state is refreshed from the provider
- * (`getRun`) when it is read with `GET /v1/runs/{runId}` while active, and every active run of a
- * principal is refreshed when a start finds its quota full (then the reservation is tried once
- * more); a terminal state frees its slot. A cancel marks the run `cancelled` at once (the provider's interrupt is graceful),
- * and a follow-up message wakes a finished run after reserving a slot again.
- *
- * One file because it is one concept: the run lifecycle (start, read, list, cancel, message)
- * and its quota; tails, events, answers and webhooks live in their own files.
+ * A run's state is refreshed from the provider when it is read while active, and every active
+ * run of a principal is refreshed when a start finds its quota full (then the reservation is
+ * tried once more). A cancel marks the run `cancelled` at once (the provider's interrupt is
+ * graceful), and a follow-up message wakes a finished run after reserving a slot again. What
+ * each of these does to the run's record is decided by the rules of `run_state.ts`; a provider
+ * failure is answered through `provider_failure.ts`. Cancels and messages wake the run's tail too.
  *
  * @module
  */
-import { RunActivity } from "./activity.ts";
-import { changeRun } from "./_change_run.ts";
 import type {
   ManagedAgentEvent,
   ProviderManagedAgentClient,
   RuntimeRunInput,
 } from "../../client/mod.ts";
-// The error classes only: the client itself is loaded on first use (see `provider.ts`).
-import {
-  ProviderAbortError,
-  ProviderApiError,
-  ProviderConnectionError,
-  ProviderTimeoutError,
-} from "../../client/errors.ts";
-import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
-import { InterfaceError } from "../errors.ts";
+import type { AuthenticatedPrincipal } from "../context.ts";
+import { InterfaceError, invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
-import { invalidRequest } from "../rules/json.ts";
 import {
   ACTIVE_RUN_STATES,
-  type RunPage,
   type RunRecord,
+  type RunSlotResult,
   type RunState,
   type Store,
 } from "../store/types.ts";
+import { RunActivity } from "./activity.ts";
 import { audit } from "./audit.ts";
+import { deadlineSignal, type RunCall } from "./call.ts";
+import { changeRun } from "./_change_run.ts";
+import { openSession } from "./_open_session.ts";
 import { allowsAgent, runPolicyOf } from "./policy.ts";
 import type { ProviderSettings } from "./provider.ts";
+import { isSessionGone, ProviderFailures } from "./provider_failure.ts";
+import {
+  afterCancel,
+  afterFollowUp,
+  afterStatus,
+  isTerminal,
+  type StatusReport,
+  turnOf,
+} from "./run_state.ts";
 
 /** Default service-wide active-run limit (`--max-active-runs`). */
 export const DEFAULT_SERVICE_MAX_ACTIVE_RUNS = 1000;
@@ -62,8 +66,8 @@ export const DEFAULT_SERVICE_MAX_ACTIVE_RUNS = 1000;
 export const RESERVATION_LEASE_MS = 5 * 60_000;
 /** `Retry-After` of a quota refusal, in seconds. */
 const QUOTA_RETRY_AFTER = "5";
-/** Longest provider message passed on, in characters. */
-const MAX_PROVIDER_MESSAGE = 500;
+/** Active runs of a principal refreshed when a start finds its quota full. */
+const REFRESH_ON_FULL = 100;
 
 /** Body of `POST /v1/runs`, validated. */
 export interface StartRunBody {
@@ -81,6 +85,29 @@ export interface StartRunBody {
   };
 }
 
+/** The public form of a run record: without the internal cancel marker and turn count. */
+export type PublicRun = Omit<RunRecord, "cancelRequested" | "turns">;
+
+/** A page of runs in their public form, newest first. */
+export interface PublicRunPage {
+  /** The runs. */
+  runs: PublicRun[];
+  /** The cursor of the next page, or null at the end. */
+  nextCursor: string | null;
+}
+
+/** What `GET /v1/runs` asks for, parsed. */
+export interface ListRunsQuery {
+  /** Page size, 1 to 100. */
+  limit: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Only runs in this state. */
+  state?: RunState;
+  /** Only this principal's runs (admins and approvers; anyone else only their own). */
+  principalId?: string;
+}
+
 /** Options of {@linkcode RunGateway}. */
 export interface RunGatewayOptions {
   /** The store. */
@@ -94,6 +121,8 @@ export interface RunGatewayOptions {
    * is configured (runs disabled).
    */
   client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
+  /** The clock, ms since the epoch (the server's `now`). */
+  now: () => number;
   /** Service-wide active-run limit. */
   serviceLimit?: number;
   /**
@@ -101,13 +130,6 @@ export interface RunGatewayOptions {
    * (`rate_limit_error`...), or `connection`, `timeout`, `aborted` (the metrics count them).
    */
   onProviderError?: (type: string) => void;
-}
-
-/** A managed-agent session as far as the gateway reads it. */
-interface SessionView {
-  id: string;
-  created_at?: unknown;
-  agent?: unknown;
 }
 
 function notConfigured(): InterfaceError {
@@ -129,10 +151,6 @@ function quotaExceeded(which: "principal" | "service"): InterfaceError {
       : "The runtime has as many active runs as it allows",
     { headers: { "retry-after": QUOTA_RETRY_AFTER } },
   );
-}
-
-function isTerminal(state: RunState): boolean {
-  return !ACTIVE_RUN_STATES.has(state);
 }
 
 /** Whether `caller` may read any principal's runs. */
@@ -161,10 +179,11 @@ export class RunGateway {
   readonly #client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
   #loaded: Promise<ProviderManagedAgentClient> | null = null;
   readonly #serviceLimit: number;
-  readonly #secrets: string[];
-  readonly #onProviderError: ((type: string) => void) | undefined;
-  /** Runs with news in this process: the routes notify, the run's tail listens. */
+  readonly #now: () => number;
+  /** Runs with news in this process: the gateway, tool answers, webhooks notify; tails listen. */
   readonly activity: RunActivity = new RunActivity();
+  /** How provider failures are scrubbed, counted and answered (for the tool answers too). */
+  readonly failures: ProviderFailures;
 
   /** Creates the gateway. */
   constructor(options: RunGatewayOptions) {
@@ -172,15 +191,12 @@ export class RunGateway {
     this.#logger = options.logger;
     this.#settings = options.settings;
     this.#client = options.client;
+    this.#now = options.now;
     this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
-    this.#onProviderError = options.onProviderError;
-    this.#secrets = [
-      options.settings.apiKey,
-      options.settings.authToken,
-      ...(options.settings.webhookSecrets ?? []),
-    ].filter(
-      (value): value is string => value !== undefined && value !== "",
-    );
+    this.failures = new ProviderFailures({
+      settings: options.settings,
+      ...(options.onProviderError !== undefined ? { onFailure: options.onProviderError } : {}),
+    });
   }
 
   /** Whether runs are enabled (a provider credential is configured). */
@@ -188,7 +204,13 @@ export class RunGateway {
     return this.#client !== null;
   }
 
-  #requireClient(): Promise<ProviderManagedAgentClient> {
+  /** Throws 503 `providerNotConfigured` when runs are disabled. */
+  requireEnabled(): void {
+    if (this.#client === null) throw notConfigured();
+  }
+
+  /** The provider client (loaded on first use); 503 `providerNotConfigured` without one. */
+  providerClient(): Promise<ProviderManagedAgentClient> {
     const client = this.#client;
     if (client === null) throw notConfigured();
     if (typeof client !== "function") return Promise.resolve(client);
@@ -198,81 +220,11 @@ export class RunGateway {
     });
   }
 
-  /** The provider client (loaded on first use); 503 `providerNotConfigured` without one. */
-  providerClient(): Promise<ProviderManagedAgentClient> {
-    return this.#requireClient();
-  }
-
   /**
-   * Reads a run the caller may read (its own; any, for admins and approvers), else 404
-   * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
+   * Reads a run the caller may see, else 404 `runNotFound`: `read` (and tool confirmations) for
+   * its owner, admins and approvers; `write` for its owner and admins. No provider call.
    */
-  readableRun(context: RequestContext, runId: string): Promise<RunRecord> {
-    this.requireEnabled();
-    return this.#visibleRun(context.principal!, runId, "read");
-  }
-
-  /** Throws 503 `providerNotConfigured` when runs are disabled. */
-  requireEnabled(): void {
-    if (this.#client === null) throw notConfigured();
-  }
-
-  /** A signal that fires at the request's deadline. */
-  #deadline(context: RequestContext): AbortSignal {
-    return AbortSignal.timeout(Math.max(context.deadline - Date.now(), 1));
-  }
-
-  /** Strips the provider credential from a provider message (a provider may echo it). */
-  #scrub(message: string): string {
-    let text = message.slice(0, MAX_PROVIDER_MESSAGE * 4);
-    for (const secret of this.#secrets) text = text.replaceAll(secret, "[redacted]");
-    return text.slice(0, MAX_PROVIDER_MESSAGE);
-  }
-
-  /** Maps a provider client failure to the gateway's error codes. */
-  providerFailure(error: unknown): InterfaceError {
-    if (error instanceof ProviderApiError) {
-      this.#onProviderError?.(error.type ?? "api_error");
-      const extra: Record<string, unknown> = { providerErrorType: error.type };
-      if (error.status !== undefined) extra.providerStatus = error.status;
-      const message = this.#scrub(error.message);
-      if (error.status === 429 || error.status === 503 || error.status === 529) {
-        return new InterfaceError(
-          "providerUnavailable",
-          `The provider is busy; try again later: ${message}`,
-          { extra, headers: { "retry-after": "1" } },
-        );
-      }
-      return new InterfaceError("providerError", `The provider refused the request: ${message}`, {
-        extra,
-      });
-    }
-    if (
-      error instanceof ProviderConnectionError || error instanceof ProviderTimeoutError ||
-      error instanceof ProviderAbortError
-    ) {
-      this.#onProviderError?.(
-        error instanceof ProviderAbortError
-          ? "aborted"
-          : error instanceof ProviderTimeoutError
-          ? "timeout"
-          : "connection",
-      );
-      const message = error instanceof ProviderAbortError
-        ? "The provider did not answer before the request's deadline"
-        : error instanceof ProviderTimeoutError
-        ? "The provider did not answer in time"
-        : "The provider is unreachable";
-      return new InterfaceError("providerUnavailable", message, {
-        headers: { "retry-after": "1" },
-      });
-    }
-    if (error instanceof InterfaceError) return error;
-    throw error;
-  }
-
-  /** Reads a run the caller may see, else 404 `runNotFound`. */
-  async #visibleRun(
+  async visibleRun(
     caller: AuthenticatedPrincipal,
     runId: string,
     access: "read" | "write",
@@ -287,83 +239,42 @@ export class RunGateway {
   }
 
   /**
-   * Reads a run the caller may see, else 404 `runNotFound`: `read` (and tool confirmations) for
-   * its owner, admins and approvers; `write` for its owner and admins.
+   * Reads a run the caller may read (its own; any, for admins and approvers), else 404
+   * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
    */
-  visibleRun(
-    caller: AuthenticatedPrincipal,
-    runId: string,
-    access: "read" | "write",
-  ): Promise<RunRecord> {
-    return this.#visibleRun(caller, runId, access);
+  readableRun(call: RunCall, runId: string): Promise<RunRecord> {
+    this.requireEnabled();
+    return this.visibleRun(call.principal, runId, "read");
   }
 
   /**
-   * Refreshes an active run's state from the provider outside a request (a webhook told of it),
-   * within `timeoutMs`; answers the record, or null for an unknown run.
+   * Refreshes an active run's state from the provider outside a caller's call (a webhook told
+   * of it, a tool answer moved it on), within `timeoutMs` (default 30 s) or until `signal`
+   * fires; answers the record, or null for an unknown run.
    */
-  async refreshRun(runId: string, timeoutMs = 30_000): Promise<RunRecord | null> {
-    const client = await this.#requireClient();
+  async refreshRun(
+    runId: string,
+    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<RunRecord | null> {
+    const client = await this.providerClient();
     const record = await this.#store.getRun(runId);
     if (record === null || isTerminal(record.state)) return record;
-    // #refresh reads only the deadline of its context.
-    const context = { deadline: Date.now() + timeoutMs } as RequestContext;
-    return await this.#refresh(client, context, record);
-  }
-
-  /**
-   * Creates the provider session, answering no later than `deadline`. The creation itself is not
-   * cut at the caller's deadline: a session the provider made after the caller gave up would be
-   * an orphan nobody knows of, so when the deadline wins, the session is deleted as soon as its
-   * creation is answered (the caller got 503 `providerUnavailable` and may retry).
-   */
-  #createSession(
-    client: ProviderManagedAgentClient,
-    params: Parameters<ProviderManagedAgentClient["createSession"]>[0],
-    deadline: AbortSignal,
-  ): Promise<SessionView> {
-    const creation = client.createSession(params) as Promise<SessionView>;
-    if (deadline.aborted) return this.#abandon(client, creation, deadline);
-    return new Promise<SessionView>((resolve, reject) => {
-      const onDeadline = () => {
-        this.#abandon(client, creation, deadline).catch(reject);
-      };
-      deadline.addEventListener("abort", onDeadline, { once: true });
-      creation.then(
-        (session) => {
-          deadline.removeEventListener("abort", onDeadline);
-          resolve(session);
-        },
-        (error) => {
-          deadline.removeEventListener("abort", onDeadline);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  /** Gives up on a creation at the deadline; deletes the session once the provider answers. */
-  #abandon(
-    client: ProviderManagedAgentClient,
-    creation: Promise<SessionView>,
-    deadline: AbortSignal,
-  ): Promise<never> {
-    creation.then(
-      (session) =>
-        client.deleteSession(session.id, { signal: AbortSignal.timeout(30_000) }).catch(() => {}),
-      () => {},
+    const deadline = this.#now() + (options.timeoutMs ?? 30_000);
+    const signal = deadlineSignal(
+      { deadline, ...(options.signal !== undefined ? { signal: options.signal } : {}) },
+      this.#now,
     );
-    return Promise.reject(new ProviderAbortError({ cause: deadline.reason }));
+    return await this.#refresh(client, record, signal);
   }
 
-  /** Starts a run (steps 1 to 5 of the module doc); answers its record. */
-  async start(context: RequestContext, body: StartRunBody): Promise<RunRecord> {
-    const client = await this.#requireClient();
-    const caller = context.principal!;
+  /** Starts a run (steps 1 to 5 of the module doc); answers its public record. */
+  async start(call: RunCall, body: StartRunBody): Promise<PublicRun> {
+    const client = await this.providerClient();
+    const caller = call.principal;
     const metadata = body.metadata ?? {};
     const agentId = metadata.agent_id ?? this.#settings.defaultAgentId;
     const environmentId = metadata.environment_id ?? this.#settings.defaultEnvironmentId;
-    const missing = [];
+    const missing: ValidationDetail[] = [];
     if (agentId === undefined) {
       missing.push({
         path: "metadata.agent_id",
@@ -376,77 +287,55 @@ export class RunGateway {
         message: "No environment: name one, or start the runtime with a default environment",
       });
     }
-    if (missing.length > 0) throw invalidRequest(missing);
+    if (agentId === undefined || environmentId === undefined) throw invalidRequest(missing);
     const policy = runPolicyOf(caller);
-    if (!allowsAgent(policy, agentId!)) {
-      await audit(this.#store, this.#logger, context, {
-        action: "run.started",
-        outcome: "agentNotAllowed",
-      });
+    if (!allowsAgent(policy, agentId)) {
+      await this.#audit(call, "run.started", undefined, "agentNotAllowed");
       throw new InterfaceError("agentNotAllowed", "The principal may not start runs on this agent");
     }
     const slotId = `reservation:${crypto.randomUUID()}`;
-    const reserve = () =>
-      this.#store.reserveRunSlot({
-        principalId: caller.principalId,
-        slotId,
-        principalLimit: policy.maxActiveRuns,
-        serviceLimit: this.#serviceLimit,
-        now: Date.now(),
-        leaseMs: RESERVATION_LEASE_MS,
-      });
-    let reserved = await reserve();
-    if (reserved === "principalQuota" && await this.#refreshActive(context, caller.principalId)) {
+    let reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
+    if (reserved === "principalQuota" && await this.#refreshActive(call, caller.principalId)) {
       // Some of the principal's runs had ended at the provider: their slots are free now.
-      reserved = await reserve();
+      reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
     }
     if (reserved !== "reserved") {
-      await audit(this.#store, this.#logger, context, {
-        action: "run.started",
-        outcome: "runQuotaExceeded",
-      });
+      await this.#audit(call, "run.started", undefined, "runQuotaExceeded");
       throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
     }
-    let session: SessionView;
+    let session;
     try {
-      const signal = this.#deadline(context);
-      session = await this.#createSession(client, {
-        agentId: agentId!,
-        environmentId: environmentId!,
-        ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
-        ...(body.title !== undefined ? { title: body.title } : {}),
-        ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
-        ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
-      }, signal);
-      try {
-        await client.sendEvents(session.id, userMessages(body.input), { signal });
-      } catch (error) {
-        // The session never got its task: delete it so a retry leaves no orphan behind.
-        // Bounded too: at most a second past the request's deadline.
-        const cleanupMs = Math.min(5_000, Math.max(context.deadline - Date.now(), 0) + 1_000);
-        await client.deleteSession(session.id, { signal: AbortSignal.timeout(cleanupMs) })
-          .catch(() => {});
-        throw error;
-      }
+      session = await openSession({
+        client,
+        params: {
+          agentId,
+          environmentId,
+          ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
+          ...(body.title !== undefined ? { title: body.title } : {}),
+          ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
+          ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
+        },
+        messages: userMessages(body.input),
+        signal: deadlineSignal(call, this.#now),
+        deadline: call.deadline,
+        now: this.#now,
+      });
     } catch (error) {
       await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
-      const refusal = this.providerFailure(error);
-      await audit(this.#store, this.#logger, context, {
-        action: "run.started",
-        outcome: refusal.code,
-      });
+      const refusal = this.failures.refusal(error);
+      await this.#audit(call, "run.started", undefined, refusal.code);
       throw refusal;
     }
-    const now = new Date().toISOString();
+    const now = this.#isoNow();
     const agent = session.agent as { version?: unknown } | undefined;
     const version = metadata.agent_version ??
       (typeof agent?.version === "number" ? agent.version : undefined);
     const record: RunRecord = {
       runId: session.id,
       principalId: caller.principalId,
-      agentId: agentId!,
+      agentId,
       ...(version !== undefined ? { agentVersion: version } : {}),
-      environmentId: environmentId!,
+      environmentId,
       ...(body.title !== undefined ? { title: body.title } : {}),
       state: "running",
       lastEventSeq: 0,
@@ -460,100 +349,24 @@ export class RunGateway {
       await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
       throw error;
     }
-    await audit(this.#store, this.#logger, context, {
-      action: "run.started",
-      runId: record.runId,
-      outcome: "ok",
-    });
-    return record;
+    await this.#audit(call, "run.started", record.runId, "ok");
+    // The run's tail starts at once (on this replica when it takes the lease).
+    this.activity.notify(record.runId);
+    return publicRun(record);
   }
 
   /** Reads a run, refreshing an active one from the provider. */
-  async get(context: RequestContext, runId: string): Promise<RunRecord> {
-    const client = await this.#requireClient();
-    const record = await this.#visibleRun(context.principal!, runId, "read");
-    if (isTerminal(record.state)) return record;
-    return await this.#refresh(client, context, record);
-  }
-
-  /**
-   * Reads an active run's state from the provider and records a change (a terminal state frees
-   * its slot). A session the provider no longer knows (404) ends the run as `failed`.
-   */
-  async #refresh(
-    client: ProviderManagedAgentClient,
-    context: RequestContext,
-    record: RunRecord,
-  ): Promise<RunRecord> {
-    const runId = record.runId;
-    let status;
-    try {
-      status = await client.getRun(runId, { signal: this.#deadline(context) });
-    } catch (error) {
-      if (!(error instanceof ProviderApiError && error.status === 404)) {
-        throw this.providerFailure(error);
-      }
-      const now = new Date().toISOString();
-      const gone = await changeRun(this.#store, runId, (current) => ({
-        ...current,
-        state: "failed",
-        updatedAt: now,
-        endedAt: now,
-      }), record);
-      return gone ?? record;
-    }
-    const reported: RunState = status.status === "started" ? "running" : status.status;
-    const now = new Date().toISOString();
-    const refreshed = (current: RunRecord): RunRecord | null => {
-      // A follow-up sent since the status was read started a turn this status knows nothing of;
-      // and a turn's end, once recorded (by the run's tail, say), stays until a follow-up.
-      if (current.turns !== record.turns) return null;
-      if (isTerminal(current.state) && !isTerminal(reported)) return null;
-      let state = reported;
-      if (current.cancelRequested === true && (state === "completed" || state === "failed")) {
-        state = "cancelled";
-      }
-      if (
-        state === current.state && status.stopReason === current.stopReason &&
-        JSON.stringify(status.usage) === JSON.stringify(current.usage)
-      ) {
-        return null;
-      }
-      const updated: RunRecord = { ...current, state, updatedAt: now };
-      if (status.stopReason !== undefined) updated.stopReason = status.stopReason;
-      if (status.usage !== undefined) updated.usage = status.usage;
-      if (isTerminal(state)) updated.endedAt = now;
-      return updated;
-    };
-    return await changeRun(this.#store, runId, refreshed, record) ?? record;
-  }
-
-  /**
-   * Refreshes a principal's active runs from the provider (at most 100 of them); returns whether
-   * any of them ended. Provider failures leave a run as it was.
-   */
-  async #refreshActive(context: RequestContext, principalId: string): Promise<boolean> {
-    const client = await this.#requireClient();
-    const active: RunRecord[] = [];
-    for (const state of ACTIVE_RUN_STATES) {
-      const page = await this.#store.listRuns({ principalId, state, limit: 100 });
-      active.push(...page.runs);
-    }
-    const refreshed = await Promise.all(
-      active.slice(0, 100).map((record) =>
-        this.#refresh(client, context, record).catch(() => record)
-      ),
-    );
-    return refreshed.some((record) => isTerminal(record.state));
+  async get(call: RunCall, runId: string): Promise<PublicRun> {
+    const client = await this.providerClient();
+    const record = await this.visibleRun(call.principal, runId, "read");
+    if (isTerminal(record.state)) return publicRun(record);
+    return publicRun(await this.#refresh(client, record, deadlineSignal(call, this.#now)));
   }
 
   /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */
-  list(
-    context: RequestContext,
-    query: { limit: number; cursor?: string; state?: RunState; principalId?: string },
-  ): Promise<RunPage> {
+  async list(call: RunCall, query: ListRunsQuery): Promise<PublicRunPage> {
     this.requireEnabled();
-    const caller = context.principal!;
+    const caller = call.principal;
     let principalId: string | undefined = caller.principalId;
     if (readsEveryRun(caller)) principalId = query.principalId;
     else if (query.principalId !== undefined && query.principalId !== caller.principalId) {
@@ -563,110 +376,139 @@ export class RunGateway {
         { extra: { requiredCapability: "session:approve" } },
       );
     }
-    return this.#store.listRuns({
+    const page = await this.#store.listRuns({
       limit: query.limit,
       ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
       ...(query.state !== undefined ? { state: query.state } : {}),
       ...(principalId !== undefined ? { principalId } : {}),
     });
+    return { runs: page.runs.map(publicRun), nextCursor: page.nextCursor };
   }
 
-  /** Cancels a run: interrupts its session and marks it `cancelled`. */
-  async cancel(context: RequestContext, runId: string): Promise<RunRecord> {
-    const client = await this.#requireClient();
-    const record = await this.#visibleRun(context.principal!, runId, "write");
-    if (isTerminal(record.state)) {
-      await audit(this.#store, this.#logger, context, {
-        action: "run.cancelled",
-        runId,
-        outcome: "ok",
-      });
-      return record;
+  /** Cancels a run: interrupts its session, marks it `cancelled` and wakes its tail. */
+  async cancel(call: RunCall, runId: string): Promise<PublicRun> {
+    const client = await this.providerClient();
+    const record = await this.visibleRun(call.principal, runId, "write");
+    let updated = record;
+    if (!isTerminal(record.state)) {
+      try {
+        await client.cancelRun(runId, { signal: deadlineSignal(call, this.#now) });
+      } catch (error) {
+        const refusal = this.failures.refusal(error);
+        await this.#audit(call, "run.cancelled", runId, refusal.code);
+        throw refusal;
+      }
+      const at = this.#isoNow();
+      updated = await changeRun(this.#store, runId, (current) =>
+        afterCancel(current, at), record) ??
+        afterCancel(record, at);
     }
-    try {
-      await client.cancelRun(runId, { signal: this.#deadline(context) });
-    } catch (error) {
-      const refusal = this.providerFailure(error);
-      await audit(this.#store, this.#logger, context, {
-        action: "run.cancelled",
-        runId,
-        outcome: refusal.code,
-      });
-      throw refusal;
-    }
-    const now = new Date().toISOString();
-    const cancelled = (current: RunRecord): RunRecord => ({
-      ...current,
-      state: "cancelled",
-      cancelRequested: true,
-      updatedAt: now,
-      endedAt: now,
-    });
-    const updated = await changeRun(this.#store, runId, cancelled, record) ?? cancelled(record);
-    await audit(this.#store, this.#logger, context, {
-      action: "run.cancelled",
-      runId,
-      outcome: "ok",
-    });
-    return updated;
+    await this.#audit(call, "run.cancelled", runId, "ok");
+    this.activity.notify(runId);
+    return publicRun(updated);
   }
 
-  /** Sends a follow-up message; a finished run starts again once a slot is reserved for it. */
-  async send(
-    context: RequestContext,
-    runId: string,
-    input: StartRunBody["input"],
-  ): Promise<RunRecord> {
-    const client = await this.#requireClient();
-    const caller = context.principal!;
-    const record = await this.#visibleRun(caller, runId, "write");
+  /**
+   * Sends a follow-up message; a finished run starts again once a slot is reserved for it. The
+   * run's tail is woken: the new turn must be followed.
+   */
+  async send(call: RunCall, runId: string, input: StartRunBody["input"]): Promise<PublicRun> {
+    const client = await this.providerClient();
+    const caller = call.principal;
+    const record = await this.visibleRun(caller, runId, "write");
     const waking = isTerminal(record.state);
     if (waking) {
       // The slot counts against the run's owner, who may not be the caller (an admin).
       const owner = record.principalId === caller.principalId
         ? runPolicyOf(caller)
         : runPolicyOf(await this.#ownerPolicy(record.principalId));
-      const reserved = await this.#store.reserveRunSlot({
-        principalId: record.principalId,
-        slotId: runId,
-        principalLimit: owner.maxActiveRuns,
-        serviceLimit: this.#serviceLimit,
-        now: Date.now(),
-        leaseMs: RESERVATION_LEASE_MS,
-      });
+      const reserved = await this.#reserve(record.principalId, runId, owner.maxActiveRuns);
       if (reserved !== "reserved") {
-        await audit(this.#store, this.#logger, context, {
-          action: "run.message",
-          runId,
-          outcome: "runQuotaExceeded",
-        });
+        await this.#audit(call, "run.message", runId, "runQuotaExceeded");
         throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
       }
     }
     try {
-      await client.sendEvents(runId, userMessages(input), { signal: this.#deadline(context) });
+      await client.sendEvents(runId, userMessages(input), {
+        signal: deadlineSignal(call, this.#now),
+      });
     } catch (error) {
       if (waking) await this.#store.releaseRunSlot(record.principalId, runId).catch(() => {});
-      const refusal = this.providerFailure(error);
-      await audit(this.#store, this.#logger, context, {
-        action: "run.message",
-        runId,
-        outcome: refusal.code,
-      });
+      const refusal = this.failures.refusal(error);
+      await this.#audit(call, "run.message", runId, refusal.code);
       throw refusal;
     }
-    const now = new Date().toISOString();
-    const resumed = (current: RunRecord): RunRecord => {
-      const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = current;
-      return { ...rest, state: "running", turns: (current.turns ?? 1) + 1, updatedAt: now };
-    };
-    const updated = await changeRun(this.#store, runId, resumed, record) ?? resumed(record);
-    await audit(this.#store, this.#logger, context, {
-      action: "run.message",
+    const at = this.#isoNow();
+    const updated = await changeRun(
+      this.#store,
       runId,
-      outcome: "ok",
+      (current) => afterFollowUp(current, at),
+      record,
+    ) ?? afterFollowUp(record, at);
+    await this.#audit(call, "run.message", runId, "ok");
+    this.activity.notify(runId);
+    return publicRun(updated);
+  }
+
+  /**
+   * Reads an active run's state from the provider and records what it changes (`run_state.ts`;
+   * a terminal state frees its slot). A session the provider no longer knows (404) ends the run
+   * as `failed`; any other failure is answered through `provider_failure.ts`.
+   */
+  async #refresh(
+    client: ProviderManagedAgentClient,
+    record: RunRecord,
+    signal: AbortSignal,
+  ): Promise<RunRecord> {
+    const runId = record.runId;
+    const turn = turnOf(record);
+    let report: StatusReport;
+    try {
+      const status = await client.getRun(runId, { signal });
+      report = {
+        turn,
+        state: status.status === "started" ? "running" : status.status,
+        ...(status.stopReason !== undefined ? { stopReason: status.stopReason } : {}),
+        ...(status.usage !== undefined ? { usage: status.usage } : {}),
+      };
+    } catch (error) {
+      if (!isSessionGone(error)) throw this.failures.refusal(error);
+      report = { turn, state: "failed" };
+    }
+    const at = this.#isoNow();
+    const change = (current: RunRecord) => afterStatus(current, report, at);
+    return await changeRun(this.#store, runId, change, record) ?? record;
+  }
+
+  /**
+   * Refreshes a principal's active runs from the provider (at most 100 of them); returns whether
+   * any of them ended. Provider failures leave a run as it was.
+   */
+  async #refreshActive(call: RunCall, principalId: string): Promise<boolean> {
+    const client = await this.providerClient();
+    const active: RunRecord[] = [];
+    for (const state of ACTIVE_RUN_STATES) {
+      const page = await this.#store.listRuns({ principalId, state, limit: REFRESH_ON_FULL });
+      active.push(...page.runs);
+    }
+    const signal = deadlineSignal(call, this.#now);
+    const refreshed = await Promise.all(
+      active.slice(0, REFRESH_ON_FULL).map((record) =>
+        this.#refresh(client, record, signal).catch(() => record)
+      ),
+    );
+    return refreshed.some((record) => isTerminal(record.state));
+  }
+
+  #reserve(principalId: string, slotId: string, principalLimit: number): Promise<RunSlotResult> {
+    return this.#store.reserveRunSlot({
+      principalId,
+      slotId,
+      principalLimit,
+      serviceLimit: this.#serviceLimit,
+      now: this.#now(),
+      leaseMs: RESERVATION_LEASE_MS,
     });
-    return updated;
   }
 
   async #ownerPolicy(
@@ -676,9 +518,26 @@ export class RunGateway {
     // Only the bootstrap principal starts runs without a principal record.
     if (owner === null) return { bootstrap: true };
     return {
-      ...(owner?.agentIds ? { agentIds: owner.agentIds } : {}),
-      ...(owner?.maxActiveRuns !== undefined ? { maxActiveRuns: owner.maxActiveRuns } : {}),
+      ...(owner.agentIds ? { agentIds: owner.agentIds } : {}),
+      ...(owner.maxActiveRuns !== undefined ? { maxActiveRuns: owner.maxActiveRuns } : {}),
     };
+  }
+
+  #audit(
+    call: RunCall,
+    action: "run.started" | "run.cancelled" | "run.message",
+    runId: string | undefined,
+    outcome: string,
+  ): Promise<void> {
+    return audit(this.#store, this.#logger, call, {
+      action,
+      ...(runId !== undefined ? { runId } : {}),
+      outcome,
+    });
+  }
+
+  #isoNow(): string {
+    return new Date(this.#now()).toISOString();
   }
 }
 
@@ -696,7 +555,7 @@ export class RunGateway {
  * assert.equal("cancelRequested" in run, false);
  * ```
  */
-export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested" | "turns"> {
+export function publicRun(record: RunRecord): PublicRun {
   const { cancelRequested: _, turns: _turns, ...rest } = record;
   return rest;
 }

@@ -12,8 +12,9 @@
  *    what an earlier tail missed is appended;
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
  * 4. after each append, hands the appended entries to this replica's subscribers (`onAppend`) and
- *    brings the run record up to date (`state`, `stopReason`, `usage`, `lastEventSeq`, `endedAt`;
- *    a terminal state frees the run's active slot in the same store write). The entries before
+ *    brings the run record up to date by the rules of `run_state.ts` (`state`, `stopReason`,
+ *    `usage`, `lastEventSeq`, `endedAt`; a terminal state frees the run's active slot in the same
+ *    store write). The entries before
  *    a batch's first `run.status` or terminal entry are handed over at once; that entry and the
  *    ones after it once the record shows it. A batch with neither changes only `lastEventSeq`,
  *    which is written at most once per {@linkcode RECORD_DELAY_MS}, right after an append, and
@@ -21,12 +22,14 @@
  *    not two;
  * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
- * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1.
+ * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1;
+ *    a session the provider no longer knows (`provider_failure.ts`) ends the run as `failed`.
  *
- * Runs reach a tail three ways: the routes notify {@linkcode RunActivity} (start, message,
- * cancel) and this replica tries the lease at once; every replica scans the active runs every
- * 5 s and takes any whose lease is free or lapsed (a replica that died is replaced within 20 s,
- * and runs started before a restart resume); and a tail whose lease renewal is refused stops.
+ * Runs reach a tail three ways: the gateway notifies {@linkcode RunActivity} (start, message,
+ * cancel; the tool answers and webhooks too) and this replica tries the lease at once; every
+ * replica scans the active runs every 5 s and takes any whose lease is free or lapsed (a replica
+ * that died is replaced within 20 s, and runs started before a restart resume); and a tail whose
+ * lease renewal is refused stops.
  *
  * @module
  */
@@ -37,12 +40,12 @@ import {
   ACTIVE_RUN_STATES,
   type RunEventEntry,
   type RunEventInput,
-  type RunRecord,
-  type RunState,
   type Store,
 } from "../store/types.ts";
 import type { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";
+import { isSessionGone } from "./provider_failure.ts";
+import { afterEntries } from "./run_state.ts";
 
 /** Default lease length: a lease not renewed for 15 s lapses. */
 export const DEFAULT_RUN_LEASE_MS = 15_000;
@@ -55,8 +58,10 @@ export interface RunTailsOptions {
   logger: RuntimeLogger;
   /** The provider client, loaded on first use. */
   client: () => Promise<ProviderManagedAgentClient>;
-  /** Activity of this replica's routes. */
+  /** Run activity of this replica (the gateway, tool answers and webhooks notify). */
   activity: RunActivity;
+  /** The clock, ms since the epoch (the server's `now`). */
+  now: () => number;
   /**
    * Lease length in ms (default 15000). Renewal and the scan for runs to take run every third
    * of it (5 s by default), so a lapsed lease is taken within `leaseMs + leaseMs / 3`.
@@ -106,6 +111,7 @@ export class RunTails {
   readonly #leaseMs: number;
   readonly #renewMs: number;
   readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
+  readonly #now: () => number;
   /** This replica's lease holder id. */
   readonly holder: string = crypto.randomUUID();
   readonly #tails = new Map<string, Tail>();
@@ -123,6 +129,7 @@ export class RunTails {
     this.#leaseMs = options.leaseMs ?? DEFAULT_RUN_LEASE_MS;
     this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
     this.#onAppend = options.onAppend ?? (() => {});
+    this.#now = options.now;
     this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
   }
 
@@ -182,7 +189,7 @@ export class RunTails {
     const acquired = await this.#store.acquireRunLease({
       runId,
       holder: this.holder,
-      now: Date.now(),
+      now: this.#now(),
       ttlMs: this.#leaseMs,
     });
     if (!acquired || this.#closed) {
@@ -228,7 +235,7 @@ export class RunTails {
       this.#store.acquireRunLease({
         runId,
         holder: this.holder,
-        now: Date.now(),
+        now: this.#now(),
         ttlMs: this.#leaseMs,
       }).then((held) => {
         if (!held) tail.controller.abort(new Error("lease lost"));
@@ -267,7 +274,7 @@ export class RunTails {
     const signal = tail.controller.signal;
     const stream = await client.openEventStream(runId, signal, { deltas: true });
     try {
-      const mapper = new mapping.TailMapper(runId);
+      const mapper = new mapping.TailMapper(runId, this.#now);
       const pending: RunEventInput[] = [];
       // The turn of each pending entry (the user messages fed before it).
       const turns = new Map<string, number>();
@@ -318,7 +325,7 @@ export class RunTails {
       // Right after an append, when the next one is least likely to arrive and queue behind the
       // write's disk sync (a timer's moment is any moment); and once more when the log has been
       // quiet for RECORD_DELAY_MS.
-      if (Date.now() - tail.recordedAt >= RECORD_DELAY_MS) this.#flushRecord(runId, tail);
+      if (this.#now() - tail.recordedAt >= RECORD_DELAY_MS) this.#flushRecord(runId, tail);
       else {
         clearTimeout(tail.recordTimer);
         tail.recordTimer = setTimeout(() => this.#flushRecord(runId, tail), RECORD_DELAY_MS);
@@ -359,7 +366,7 @@ export class RunTails {
     const unrecorded = tail.unrecorded;
     tail.unrecorded = null;
     if (unrecorded === null && appended.length === 0) return tail.recording;
-    tail.recordedAt = Date.now();
+    tail.recordedAt = this.#now();
     let entries = appended;
     let turnsOf = turns;
     if (unrecorded !== null) {
@@ -394,22 +401,23 @@ export class RunTails {
         continue;
       }
       // Written only over the record it was derived from (see `_change_run.ts`).
+      const at = new Date(this.#now()).toISOString();
       await changeRun(
         this.#store,
         runId,
-        (current) => applyEntries(current, appended, turnOf),
+        (current) => afterEntries(current, appended, { at, turnOfEntry: turnOf }),
         record,
       );
       return;
     }
   }
 
-  /** Whether the provider says the session is gone (404): the run then ends as failed. */
+  /** Whether the provider says the session is gone: the run then ends as failed. */
   async #sessionGone(runId: string, tail: Tail, error: unknown): Promise<boolean> {
-    if ((error as { status?: unknown })?.status !== 404) return false;
+    if (!isSessionGone(error)) return false;
     const gone: RunEventInput = {
       sourceId: "session.gone",
-      at: new Date().toISOString(),
+      at: new Date(this.#now()).toISOString(),
       event: {
         type: "run.failed",
         runId,
@@ -430,64 +438,6 @@ export class RunTails {
     await Promise.all(tails.map((tail) => tail.done));
     await this.#scanning;
   }
-}
-
-/**
- * The run record after appended entries (step 4): the last state-bearing entry decides, except
- * that an entry never makes a finished run active again (only a follow-up message does), and an
- * entry of an earlier turn than the record's (`turnOf` below `record.turns`: a follow-up was sent
- * after it) changes no state.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { applyEntries } from "./tail.ts";
- * const record = applyEntries({
- *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "running",
- *   lastEventSeq: 0, createdAt: "t", updatedAt: "t",
- * }, [{ seq: 1, sourceId: "x", at: "2026-01-01T00:00:00Z", event: {
- *   type: "run.completed", runId: "sesn_1", stopReason: "end_turn",
- * } }]);
- * assert.equal(record.state, "completed");
- * assert.equal(record.lastEventSeq, 1);
- * assert.equal(record.endedAt, "2026-01-01T00:00:00Z");
- * ```
- */
-export function applyEntries(
-  record: RunRecord,
-  entries: readonly RunEventEntry[],
-  turnOf: (entry: RunEventEntry) => number | undefined = () => undefined,
-): RunRecord {
-  let updated: RunRecord = { ...record };
-  for (const entry of entries) {
-    const event = entry.event;
-    updated.lastEventSeq = Math.max(updated.lastEventSeq, entry.seq);
-    const turn = turnOf(entry);
-    if (turn !== undefined && turn < (record.turns ?? 0)) continue;
-    let state: RunState | null = null;
-    if (event.type === "run.status") state = event.state;
-    else if (event.type === "run.completed") state = "completed";
-    else if (event.type === "run.failed") state = "failed";
-    else if (event.type === "run.cancelled") state = "cancelled";
-    if (state === null) continue;
-    if (ACTIVE_RUN_STATES.has(state)) {
-      // Only a follow-up message (the route) makes a finished run active again: an entry of the
-      // turn that already ended there (a cancel, a refresh from the provider) must not, or it
-      // would take the run's slot back.
-      if (!ACTIVE_RUN_STATES.has(updated.state)) continue;
-      updated = { ...updated, state };
-      continue;
-    }
-    if (state === "completed" && updated.cancelRequested === true) state = "cancelled";
-    updated.state = state;
-    updated.endedAt = entry.at;
-    if (event.type === "run.completed") {
-      if (event.stopReason !== undefined) updated.stopReason = event.stopReason;
-      if (event.usage !== undefined) updated.usage = event.usage as Record<string, number>;
-    }
-  }
-  updated.updatedAt = new Date().toISOString();
-  return updated;
 }
 
 /** Whether an entry changes the run's state (`run.status` or a terminal event). */

@@ -309,6 +309,7 @@ Deno.test("publish: a message read with its turn's end reaches subscribers befor
     logger: { request() {}, info() {}, error() {}, flush() {} },
     client: () => Promise.resolve(client),
     activity: new RunActivity(),
+    now: Date.now,
     onAppend: (_, entries) => handed.push(entries.map((entry) => entry.event.type)),
   });
   try {

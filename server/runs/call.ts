@@ -1,0 +1,46 @@
+/**
+ * A call into the run gateway: who makes it, by when it must be answered, what may cut it short,
+ * and what its audit entries carry. The HTTP routes build one from their request; the gateway
+ * and the tool answers know nothing of HTTP.
+ *
+ * @module
+ */
+import type { AuthenticatedPrincipal } from "../context.ts";
+
+/** One call into the run gateway or the tool answers. */
+export interface RunCall {
+  /** The caller, authenticated. */
+  readonly principal: AuthenticatedPrincipal;
+  /** When the call must be answered by, in ms since the epoch: provider calls are cut there. */
+  readonly deadline: number;
+  /** Aborted when the caller goes away before the deadline; absent: only the deadline cuts. */
+  readonly signal?: AbortSignal;
+  /** The correlation id its audit entries carry. */
+  readonly correlationId: string;
+  /** When the call was made, in ms since the epoch: the time its audit entries carry. */
+  readonly at: number;
+}
+
+/**
+ * A signal that fires at `deadline` (measured on `now`), or earlier when `signal` does.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deadlineSignal } from "./call.ts";
+ * const now = () => 1_000;
+ * assert.equal(deadlineSignal({ deadline: 500 }, now).aborted, false);
+ * const gone = new AbortController();
+ * gone.abort();
+ * assert.equal(deadlineSignal({ deadline: 60_000, signal: gone.signal }, now).aborted, true);
+ * ```
+ */
+export function deadlineSignal(
+  call: { readonly deadline: number; readonly signal?: AbortSignal },
+  now: () => number,
+): AbortSignal {
+  // At least 1 ms: a deadline already passed still lets the provider call start and fail as
+  // aborted, which answers 503 like any other deadline.
+  const timeout = AbortSignal.timeout(Math.max(call.deadline - now(), 1));
+  return call.signal === undefined ? timeout : AbortSignal.any([call.signal, timeout]);
+}
