@@ -152,4 +152,4 @@ export type {
   RuntimeUsage,
 } from "../client/contract.ts";
 export type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
-export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "../client/_http.ts";
+export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "../client/http.ts";

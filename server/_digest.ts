@@ -7,7 +7,7 @@
  * @module
  */
 
-import { compress, finish, INITIAL, rounds, storeWord, W } from "../client/_sha256.ts";
+import { compress, finish, INITIAL, rounds, storeWord, W } from "../client/sha256.ts";
 
 const encoder = new TextEncoder();
 
