@@ -17,7 +17,7 @@ import { RequestContext } from "./context.ts";
 import { errorResponse, InterfaceError } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
-import { createLazyMcpEndpoint } from "./mcp/_lazy.ts";
+import { createLazyMcpEndpoint } from "./mcp/lazy_endpoint.ts";
 import { measuredStore, type RuntimeMetrics } from "./metrics.ts";
 import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { hmacSha256, sha256Hex, toBase64Url } from "../_digest.ts";
+import { hmacSha256, sha256Hex, toBase64Url } from "../digest.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
