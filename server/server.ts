@@ -169,7 +169,7 @@ function shuttingDown(): InterfaceError {
  * ```ts
  * import assert from "node:assert/strict";
  * import { deriveBootstrapCredential } from "./bootstrap/credential.ts";
- * import { INTERFACE_VERSION } from "./rules/interface_version.ts";
+ * import { INTERFACE_VERSION } from "../wire/mod.ts";
  * import { createJsonLogger } from "./log.ts";
  * import { createRuntimeServer } from "./server.ts";
  * import { openKvStore } from "./store/mod.ts";

@@ -20,15 +20,16 @@ import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
-import { publicRun, type RunGateway, type StartRunBody } from "../runs/runs.ts";
-import { ACTIVE_RUN_STATES, type RunState } from "../store/types.ts";
+import { publicRun, type RunGateway } from "../runs/runs.ts";
+import type { RunListQuery } from "../store/types.ts";
+import {
+  RUN_STATES,
+  type RuntimeRunState,
+  type SendRunMessageBody,
+  type StartRunBody,
+} from "../../wire/mod.ts";
 
-const RUN_STATES: ReadonlySet<string> = new Set<RunState>([
-  ...ACTIVE_RUN_STATES,
-  "completed",
-  "failed",
-  "cancelled",
-]);
+const STATES: ReadonlySet<string> = new Set<string>(RUN_STATES);
 
 /**
  * Body schema of `POST /v1/runs` (`startRunBody` in `server/schemas/runs.ts`), loaded with zod
@@ -42,14 +43,6 @@ export const startRunSchema: LazyBodySchema = lazyBodySchema(async () =>
 export const sendMessageSchema: LazyBodySchema = lazyBodySchema(async () =>
   (await import("../schemas/runs.ts")).sendMessageBody
 );
-
-/** The parsed query of `GET /v1/runs`. */
-interface ListQuery {
-  limit: number;
-  cursor?: string;
-  state?: RunState;
-  principalId?: string;
-}
 
 /**
  * Parses `limit` (1 to `max`, default `fallback`) and the named string parameters of a query;
@@ -86,11 +79,11 @@ export function parseListQuery(
   return { limit, values };
 }
 
-function parseRunsQuery(query: string): ListQuery {
+function parseRunsQuery(query: string): RunListQuery {
   const { limit, values } = parseListQuery(query, { names: ["state", "principalId"] });
   const details: ValidationDetail[] = [];
-  if (values.state !== undefined && !RUN_STATES.has(values.state)) {
-    details.push({ path: "state", message: `Must be one of ${[...RUN_STATES].join(", ")}` });
+  if (values.state !== undefined && !STATES.has(values.state)) {
+    details.push({ path: "state", message: `Must be one of ${RUN_STATES.join(", ")}` });
   }
   if (values.cursor !== undefined && !/^[A-Za-z0-9_-]+$/.test(values.cursor)) {
     details.push({ path: "cursor", message: "Must be a nextCursor of an earlier page" });
@@ -99,7 +92,7 @@ function parseRunsQuery(query: string): ListQuery {
   return {
     limit,
     ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
-    ...(values.state !== undefined ? { state: values.state as RunState } : {}),
+    ...(values.state !== undefined ? { state: values.state as RuntimeRunState } : {}),
     ...(values.principalId !== undefined ? { principalId: values.principalId } : {}),
   };
 }
@@ -143,7 +136,7 @@ export function runRoutes(gateway: RunGateway): RouteDefinition[] {
   }
 
   async function send(context: RequestContext): Promise<Response> {
-    const body = context.body as { input: StartRunBody["input"] };
+    const body = context.body as SendRunMessageBody;
     const record = await gateway.send(context, context.params.runId, body.input);
     // A follow-up may start a finished run's new turn: its tail must follow it.
     gateway.activity.notify(record.runId);

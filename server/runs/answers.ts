@@ -36,7 +36,8 @@ import type {
   ToolRequestKind,
 } from "../store/types.ts";
 import { audit } from "./audit.ts";
-import { pendingOf, type PendingToolRequest, readToolRequests } from "./pending.ts";
+import type { ConfirmToolBody, PendingToolRequest, RespondCustomToolBody } from "../../wire/mod.ts";
+import { pendingOf, readToolRequests } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
 
 /** Default pending timeout (`--pending-timeout-ms`): 10 minutes. */
@@ -53,26 +54,6 @@ export const TIMEOUT_DENY_MESSAGE = "No answer within the pending timeout: denie
 export const TIMEOUT_TOOL_MESSAGE = "No result within the pending timeout: the runtime answered";
 /** How long the sweeper gives the provider per run, in ms. */
 const SWEEP_CALL_MS = 30_000;
-
-/** Body of `POST /v1/runs/{runId}/tool-confirmations`, validated. */
-export interface ToolConfirmationBody {
-  /** The tool-use event id. */
-  toolUseId: string;
-  /** The decision. */
-  result: "allow" | "deny";
-  /** Shown to the agent on deny. */
-  denyMessage?: string;
-}
-
-/** Body of `POST /v1/runs/{runId}/custom-tool-results`, validated. */
-export interface CustomToolResultBody {
-  /** The custom-tool-use event id. */
-  toolUseId: string;
-  /** Result content blocks. */
-  content: Record<string, unknown>[];
-  /** Whether the result is an error. */
-  isError?: boolean;
-}
 
 /** A recorded answer, as the answer routes return it. */
 export interface ToolAnswer {
@@ -168,7 +149,7 @@ export class ToolAnswers {
   async confirm(
     context: RequestContext,
     runId: string,
-    body: ToolConfirmationBody,
+    body: ConfirmToolBody,
   ): Promise<ToolAnswer> {
     const caller = context.principal!;
     await this.#gateway.providerClient();
@@ -195,7 +176,7 @@ export class ToolAnswers {
   async respond(
     context: RequestContext,
     runId: string,
-    body: CustomToolResultBody,
+    body: RespondCustomToolBody,
   ): Promise<ToolAnswer> {
     const caller = context.principal!;
     await this.#gateway.providerClient();

@@ -15,5 +15,4 @@ export {
   RESERVATION_LEASE_MS,
   RunGateway,
   type RunGatewayOptions,
-  type StartRunBody,
 } from "./runs.ts";

@@ -24,21 +24,8 @@ import {
   parseSessionEvent,
   sessionEventNeedsConfirmation,
 } from "../../client/managed_agents/events.ts";
-import type { ToolAnswerRecord, ToolAnswerResult, ToolRequestKind } from "../store/types.ts";
-
-/** A tool request of a run, as `GET /v1/runs/{runId}/pending` lists it. */
-export interface PendingToolRequest {
-  /** The tool-use event id: what an answer names. */
-  toolUseId: string;
-  /** `confirmation` (allow or deny) or `custom_tool` (a result). */
-  kind: ToolRequestKind;
-  /** The tool's name. */
-  name: string;
-  /** The tool's input. */
-  input: unknown;
-  /** RFC 3339 time the provider processed the request. */
-  requestedAt: string;
-}
+import type { ToolAnswerRecord, ToolAnswerResult } from "../store/types.ts";
+import type { PendingToolRequest } from "../../wire/mod.ts";
 
 /** What {@linkcode deriveToolRequests} found. */
 export interface ToolRequests {

@@ -29,11 +29,7 @@
  */
 import { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";
-import type {
-  ManagedAgentEvent,
-  ProviderManagedAgentClient,
-  RuntimeRunInput,
-} from "../../client/mod.ts";
+import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
 // The error classes only: the client itself is loaded on first use (see `provider.ts`).
 import {
   ProviderAbortError,
@@ -47,11 +43,12 @@ import type { RuntimeLogger } from "../log.ts";
 import { invalidRequest } from "../rules/json.ts";
 import {
   ACTIVE_RUN_STATES,
-  type RunPage,
-  type RunRecord,
-  type RunState,
+  type RuntimeRunState,
   type Store,
+  type StoredRunPage,
+  type StoredRunRecord,
 } from "../store/types.ts";
+import type { RunRecord, StartRunBody } from "../../wire/mod.ts";
 import { audit } from "./audit.ts";
 import { allowsAgent, runPolicyOf } from "./policy.ts";
 import type { ProviderSettings } from "./provider.ts";
@@ -64,22 +61,6 @@ export const RESERVATION_LEASE_MS = 5 * 60_000;
 const QUOTA_RETRY_AFTER = "5";
 /** Longest provider message passed on, in characters. */
 const MAX_PROVIDER_MESSAGE = 500;
-
-/** Body of `POST /v1/runs`, validated. */
-export interface StartRunBody {
-  /** A prompt, or user messages. */
-  input: string | RuntimeRunInput[];
-  /** Optional title. */
-  title?: string;
-  /** Provider-specific choices. */
-  metadata?: {
-    agent_id?: string;
-    environment_id?: string;
-    agent_version?: number;
-    resources?: Record<string, unknown>[];
-    vault_ids?: string[];
-  };
-}
 
 /** Options of {@linkcode RunGateway}. */
 export interface RunGatewayOptions {
@@ -131,7 +112,7 @@ function quotaExceeded(which: "principal" | "service"): InterfaceError {
   );
 }
 
-function isTerminal(state: RunState): boolean {
+function isTerminal(state: RuntimeRunState): boolean {
   return !ACTIVE_RUN_STATES.has(state);
 }
 
@@ -207,7 +188,7 @@ export class RunGateway {
    * Reads a run the caller may read (its own; any, for admins and approvers), else 404
    * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
    */
-  readableRun(context: RequestContext, runId: string): Promise<RunRecord> {
+  readableRun(context: RequestContext, runId: string): Promise<StoredRunRecord> {
     this.requireEnabled();
     return this.#visibleRun(context.principal!, runId, "read");
   }
@@ -276,7 +257,7 @@ export class RunGateway {
     caller: AuthenticatedPrincipal,
     runId: string,
     access: "read" | "write",
-  ): Promise<RunRecord> {
+  ): Promise<StoredRunRecord> {
     if (runId.length === 0 || runId.length > 256) throw runNotFound();
     const record = await this.#store.getRun(runId);
     if (record === null) throw runNotFound();
@@ -294,7 +275,7 @@ export class RunGateway {
     caller: AuthenticatedPrincipal,
     runId: string,
     access: "read" | "write",
-  ): Promise<RunRecord> {
+  ): Promise<StoredRunRecord> {
     return this.#visibleRun(caller, runId, access);
   }
 
@@ -302,7 +283,7 @@ export class RunGateway {
    * Refreshes an active run's state from the provider outside a request (a webhook told of it),
    * within `timeoutMs`; answers the record, or null for an unknown run.
    */
-  async refreshRun(runId: string, timeoutMs = 30_000): Promise<RunRecord | null> {
+  async refreshRun(runId: string, timeoutMs = 30_000): Promise<StoredRunRecord | null> {
     const client = await this.#requireClient();
     const record = await this.#store.getRun(runId);
     if (record === null || isTerminal(record.state)) return record;
@@ -357,7 +338,7 @@ export class RunGateway {
   }
 
   /** Starts a run (steps 1 to 5 of the module doc); answers its record. */
-  async start(context: RequestContext, body: StartRunBody): Promise<RunRecord> {
+  async start(context: RequestContext, body: StartRunBody): Promise<StoredRunRecord> {
     const client = await this.#requireClient();
     const caller = context.principal!;
     const metadata = body.metadata ?? {};
@@ -441,7 +422,7 @@ export class RunGateway {
     const agent = session.agent as { version?: unknown } | undefined;
     const version = metadata.agent_version ??
       (typeof agent?.version === "number" ? agent.version : undefined);
-    const record: RunRecord = {
+    const record: StoredRunRecord = {
       runId: session.id,
       principalId: caller.principalId,
       agentId: agentId!,
@@ -469,7 +450,7 @@ export class RunGateway {
   }
 
   /** Reads a run, refreshing an active one from the provider. */
-  async get(context: RequestContext, runId: string): Promise<RunRecord> {
+  async get(context: RequestContext, runId: string): Promise<StoredRunRecord> {
     const client = await this.#requireClient();
     const record = await this.#visibleRun(context.principal!, runId, "read");
     if (isTerminal(record.state)) return record;
@@ -483,8 +464,8 @@ export class RunGateway {
   async #refresh(
     client: ProviderManagedAgentClient,
     context: RequestContext,
-    record: RunRecord,
-  ): Promise<RunRecord> {
+    record: StoredRunRecord,
+  ): Promise<StoredRunRecord> {
     const runId = record.runId;
     let status;
     try {
@@ -502,9 +483,9 @@ export class RunGateway {
       }), record);
       return gone ?? record;
     }
-    const reported: RunState = status.status === "started" ? "running" : status.status;
+    const reported: RuntimeRunState = status.status === "started" ? "running" : status.status;
     const now = new Date().toISOString();
-    const refreshed = (current: RunRecord): RunRecord | null => {
+    const refreshed = (current: StoredRunRecord): StoredRunRecord | null => {
       // A follow-up sent since the status was read started a turn this status knows nothing of;
       // and a turn's end, once recorded (by the run's tail, say), stays until a follow-up.
       if (current.turns !== record.turns) return null;
@@ -519,7 +500,7 @@ export class RunGateway {
       ) {
         return null;
       }
-      const updated: RunRecord = { ...current, state, updatedAt: now };
+      const updated: StoredRunRecord = { ...current, state, updatedAt: now };
       if (status.stopReason !== undefined) updated.stopReason = status.stopReason;
       if (status.usage !== undefined) updated.usage = status.usage;
       if (isTerminal(state)) updated.endedAt = now;
@@ -534,7 +515,7 @@ export class RunGateway {
    */
   async #refreshActive(context: RequestContext, principalId: string): Promise<boolean> {
     const client = await this.#requireClient();
-    const active: RunRecord[] = [];
+    const active: StoredRunRecord[] = [];
     for (const state of ACTIVE_RUN_STATES) {
       const page = await this.#store.listRuns({ principalId, state, limit: 100 });
       active.push(...page.runs);
@@ -550,8 +531,8 @@ export class RunGateway {
   /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */
   list(
     context: RequestContext,
-    query: { limit: number; cursor?: string; state?: RunState; principalId?: string },
-  ): Promise<RunPage> {
+    query: { limit: number; cursor?: string; state?: RuntimeRunState; principalId?: string },
+  ): Promise<StoredRunPage> {
     this.requireEnabled();
     const caller = context.principal!;
     let principalId: string | undefined = caller.principalId;
@@ -572,7 +553,7 @@ export class RunGateway {
   }
 
   /** Cancels a run: interrupts its session and marks it `cancelled`. */
-  async cancel(context: RequestContext, runId: string): Promise<RunRecord> {
+  async cancel(context: RequestContext, runId: string): Promise<StoredRunRecord> {
     const client = await this.#requireClient();
     const record = await this.#visibleRun(context.principal!, runId, "write");
     if (isTerminal(record.state)) {
@@ -595,7 +576,7 @@ export class RunGateway {
       throw refusal;
     }
     const now = new Date().toISOString();
-    const cancelled = (current: RunRecord): RunRecord => ({
+    const cancelled = (current: StoredRunRecord): StoredRunRecord => ({
       ...current,
       state: "cancelled",
       cancelRequested: true,
@@ -616,7 +597,7 @@ export class RunGateway {
     context: RequestContext,
     runId: string,
     input: StartRunBody["input"],
-  ): Promise<RunRecord> {
+  ): Promise<StoredRunRecord> {
     const client = await this.#requireClient();
     const caller = context.principal!;
     const record = await this.#visibleRun(caller, runId, "write");
@@ -656,7 +637,7 @@ export class RunGateway {
       throw refusal;
     }
     const now = new Date().toISOString();
-    const resumed = (current: RunRecord): RunRecord => {
+    const resumed = (current: StoredRunRecord): StoredRunRecord => {
       const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = current;
       return { ...rest, state: "running", turns: (current.turns ?? 1) + 1, updatedAt: now };
     };
@@ -696,7 +677,7 @@ export class RunGateway {
  * assert.equal("cancelRequested" in run, false);
  * ```
  */
-export function publicRun(record: RunRecord): Omit<RunRecord, "cancelRequested" | "turns"> {
+export function publicRun(record: StoredRunRecord): RunRecord {
   const { cancelRequested: _, turns: _turns, ...rest } = record;
   return rest;
 }

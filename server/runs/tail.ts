@@ -37,9 +37,9 @@ import {
   ACTIVE_RUN_STATES,
   type RunEventEntry,
   type RunEventInput,
-  type RunRecord,
-  type RunState,
+  type RuntimeRunState,
   type Store,
+  type StoredRunRecord,
 } from "../store/types.ts";
 import type { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";
@@ -454,17 +454,17 @@ export class RunTails {
  * ```
  */
 export function applyEntries(
-  record: RunRecord,
+  record: StoredRunRecord,
   entries: readonly RunEventEntry[],
   turnOf: (entry: RunEventEntry) => number | undefined = () => undefined,
-): RunRecord {
-  let updated: RunRecord = { ...record };
+): StoredRunRecord {
+  let updated: StoredRunRecord = { ...record };
   for (const entry of entries) {
     const event = entry.event;
     updated.lastEventSeq = Math.max(updated.lastEventSeq, entry.seq);
     const turn = turnOf(entry);
     if (turn !== undefined && turn < (record.turns ?? 0)) continue;
-    let state: RunState | null = null;
+    let state: RuntimeRunState | null = null;
     if (event.type === "run.status") state = event.state;
     else if (event.type === "run.completed") state = "completed";
     else if (event.type === "run.failed") state = "failed";
