@@ -12,15 +12,3 @@
 export * from "./server/mod.ts";
 export * from "./sdk/mod.ts";
 export * from "./client/mod.ts";
-// The run and audit shapes exist on both sides of the wire: the SDK's (what a caller receives) win
-// here; the store's records stay available from `@automation/runtime/server`.
-export type {
-  AuditAction,
-  AuditEntry,
-  AuditPage,
-  ListAuditParams,
-  ListRunsParams,
-  RunPage,
-  RunRecord,
-  StartRunBody,
-} from "./sdk/mod.ts";

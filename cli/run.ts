@@ -13,6 +13,7 @@
  */
 import {
   type ListRunsParams,
+  RUN_STATES,
   type RuntimeServiceClient,
   RuntimeServiceError,
   type StartRunBody,
@@ -37,7 +38,6 @@ import {
 /** Largest message read from standard input: the service's default body limit. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 
-const RUN_STATES = ["queued", "running", "requires_action", "completed", "failed", "cancelled"];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ID = /^[\x21-\x7e]{1,256}$/;
 
@@ -55,7 +55,7 @@ ${RUN_ANSWERS_USAGE.replaceAll("  run ", `  ${PROGRAM} run `)}
 start   Starts a run and prints its record. The message comes from --message, else from
         standard input (piped). --agent and --environment default to the service's defaults.
 list    Prints one page of runs, newest first: {"runs": [...], "nextCursor": ...}.
-        --state S        queued, running, requires_action, completed, failed or cancelled
+        --state S        ${RUN_STATES.slice(0, -1).join(", ")} or ${RUN_STATES.at(-1)}
         --limit N        page size, 1 to 100 (default 20)
         --principal ID   another principal's runs (admins and approvers)
         --cursor C       the nextCursor of the previous page
@@ -182,7 +182,7 @@ async function list(args: string[]): Promise<number> {
   });
   if (parsed.help) return help();
   const state = parsed.strings.get("state");
-  if (state !== undefined && !RUN_STATES.includes(state)) {
+  if (state !== undefined && !(RUN_STATES as readonly string[]).includes(state)) {
     throw new UsageError("run", `--state must be one of ${RUN_STATES.join(", ")}`);
   }
   const limitText = parsed.strings.get("limit");

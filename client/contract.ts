@@ -5,14 +5,44 @@
  * @module
  */
 
-/** Where a run is in its life. */
-export type RuntimeRunState =
-  | "queued"
-  | "running"
-  | "requires_action"
-  | "completed"
-  | "failed"
-  | "cancelled";
+/**
+ * Every run state, in canonical order: the active ones (see {@linkcode ACTIVE_RUN_STATES}), then
+ * the terminal ones. The one list of the states: the runtime service's API, its store, its MCP
+ * tools and its OpenAPI document take theirs from here.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ACTIVE_RUN_STATES, RUN_STATES } from "@automation/runtime/client";
+ * assert.deepEqual(RUN_STATES.filter((state) => !ACTIVE_RUN_STATES.has(state)), [
+ *   "completed",
+ *   "failed",
+ *   "cancelled",
+ * ]);
+ * ```
+ */
+export const RUN_STATES = [
+  "queued",
+  "running",
+  "requires_action",
+  "completed",
+  "failed",
+  "cancelled",
+] as const;
+
+/** Where a run is in its life: one of {@linkcode RUN_STATES}. */
+export type RuntimeRunState = typeof RUN_STATES[number];
+
+/**
+ * The states of a run that has not ended (`queued`, `running`, `requires_action`); every other
+ * state is terminal. The runtime service counts a run in these states against its active-run
+ * quotas.
+ */
+export const ACTIVE_RUN_STATES: ReadonlySet<RuntimeRunState> = new Set<RuntimeRunState>([
+  "queued",
+  "running",
+  "requires_action",
+]);
 
 /** One input item of a run: a role and its content (text or provider content blocks). */
 export interface RuntimeRunInput {

@@ -33,7 +33,7 @@ export * from "./contract.ts";
 export * from "./batchless.ts";
 export * from "./errors.ts";
 export * from "./sse.ts";
-export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "./_http.ts";
+export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "./http.ts";
 export * from "./capabilities.ts";
 export * from "./messages/mod.ts";
 export * from "./registry.ts";

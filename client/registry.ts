@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { FetchLike, ProviderTraceCallback } from "./_http.ts";
+import type { FetchLike, ProviderTraceCallback } from "./http.ts";
 import { providerCapabilities, type ProviderModuleKind } from "./capabilities.ts";
 import type { RuntimeCapabilities, RuntimeCapabilityName, RuntimeClient } from "./contract.ts";
 import {

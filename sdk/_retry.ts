@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { backoffDelayMs, sleep } from "../client/_backoff.ts";
+import { backoffDelayMs, sleep } from "../client/backoff.ts";
 
 /** Statuses that may succeed when the same request is sent again. */
 const RETRYABLE_STATUSES = new Set([408, 429, 503]);
@@ -55,7 +55,7 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
 
 /**
  * Exponential backoff with jitter: about 0.5 s, 1 s, 2 s … capped at 8 s (the clients' one
- * backoff, `client/_backoff.ts`, with the SDK's bounds).
+ * backoff, `client/backoff.ts`, with the SDK's bounds).
  *
  * @example
  * ```ts

@@ -5,59 +5,9 @@
  *
  * @module
  */
+import type { AuditEntry, AuditPage, ListAuditParams } from "../wire/mod.ts";
 import { idSegment, invalidAnswer, isObject, queryOf, type SendRequest } from "./_request.ts";
 import type { CallOptions } from "./types.ts";
-
-/** The actions the service records. */
-export type AuditAction =
-  | "principal.issued"
-  | "principal.revoked"
-  | "run.started"
-  | "run.message"
-  | "run.cancelled"
-  | "tool.confirmed"
-  | "tool.responded"
-  | "webhook.accepted";
-
-/** One audit entry. */
-export interface AuditEntry {
-  /** Position in the log, increasing. */
-  seq: number;
-  /** RFC 3339 time of the action. */
-  at: string;
-  /** What happened (a later service may add actions, hence `string` too). */
-  action: AuditAction | (string & Record<never, never>);
-  /** The principal that acted. */
-  actorId: string;
-  /** The principal acted upon, where there is one. */
-  subjectId?: string;
-  /** The run concerned, where there is one. */
-  runId?: string;
-  /** Correlation id of the request that acted. */
-  correlationId: string;
-  /** How it ended (such as `success`). */
-  outcome: string;
-}
-
-/** Parameters of {@linkcode AuditApi.list}. */
-export interface ListAuditParams {
-  /** Page size (at least 1; the service caps it). */
-  limit?: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-  /** Only entries whose actor or subject is this principal. */
-  principalId?: string;
-  /** Only entries of this action. */
-  action?: AuditAction | (string & Record<never, never>);
-}
-
-/** One page of {@linkcode AuditApi.list}. */
-export interface AuditPage {
-  /** The entries of this page. */
-  entries: AuditEntry[];
-  /** The cursor of the next page, or null on the last page. */
-  nextCursor: string | null;
-}
 
 /**
  * The audit log, as `client.audit` of a `RuntimeServiceClient`. Failures reject with

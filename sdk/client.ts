@@ -16,15 +16,18 @@ import { backoffDelay, isRetryableAnswer, parseRetryAfter, sleep } from "./_retr
 import {
   type CallOptions,
   type CreatePrincipalParams,
-  type HealthStatus,
-  type IssuedPrincipal,
   type MutatingCallOptions,
-  type PrincipalPage,
-  type PrincipalPageParams,
-  type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
-  type RuntimeInfo,
 } from "./types.ts";
+import type {
+  CreatePrincipalBody,
+  HealthStatus,
+  IssuedPrincipal,
+  PrincipalPage,
+  PrincipalPageParams,
+  PrincipalSummary,
+  RuntimeInfo,
+} from "../wire/mod.ts";
 
 /** Options of {@linkcode RuntimeServiceClient}. */
 export interface RuntimeServiceClientOptions {
@@ -258,7 +261,7 @@ export class RuntimeServiceClient {
     const expiresAt = params.expiresAt instanceof Date
       ? params.expiresAt.toISOString()
       : params.expiresAt;
-    const body: Record<string, unknown> = {
+    const body: CreatePrincipalBody = {
       principalId: params.principalId ?? crypto.randomUUID(),
       capabilities: [...params.capabilities],
       expiresAt,

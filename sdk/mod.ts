@@ -85,33 +85,9 @@
  * @module
  */
 export { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
-export {
-  type ListRunsParams,
-  type OpenStream,
-  type RunEvent,
-  type RunEventPage,
-  type RunEventsOptions,
-  type RunPage,
-  type RunRecord,
-  RunsApi,
-  type SendRunMessageBody,
-  type StartRunBody,
-  type StartRunMetadata,
-} from "./runs.ts";
-export {
-  type ConfirmToolBody,
-  type CustomToolAnswer,
-  type PendingToolRequest,
-  type RespondCustomToolBody,
-  type ToolConfirmation,
-} from "./tool_requests.ts";
-export {
-  type AuditAction,
-  AuditApi,
-  type AuditEntry,
-  type AuditPage,
-  type ListAuditParams,
-} from "./audit.ts";
+export { RunsApi } from "./runs.ts";
+export type { OpenStream, RunEventsOptions } from "./run_events.ts";
+export { AuditApi } from "./audit.ts";
 export {
   createRuntimeServiceProviderModule,
   RUNTIME_SERVICE_PROVIDER_KIND,
@@ -122,20 +98,17 @@ export { RuntimeServiceError, type RuntimeServiceErrorInit } from "./errors.ts";
 export {
   type CallOptions,
   type CreatePrincipalParams,
-  type HealthStatus,
-  type IssuedPrincipal,
   type MutatingCallOptions,
-  type PrincipalPage,
-  type PrincipalPageParams,
-  type PrincipalSummary,
   RUNTIME_INTERFACE_VERSION,
   type RuntimeCapability,
-  type RuntimeInfo,
-  type RuntimePrincipal,
 } from "./types.ts";
-// The run contract's types the SDK's own signatures use, so this entry point documents itself.
+// The wire contract: every request and answer shape of the API, the same bindings the server
+// exports.
+export * from "../wire/mod.ts";
+// What the SDK's own signatures use of the client library (the run contract's types, the base
+// class of `RuntimeServiceRunClient`, the registry's and fetch's types), so this entry point
+// documents itself; the same bindings as `@automation/runtime/client`'s.
 export type {
-  RunStreamEvent,
   RunStreamHandlers,
   RunStreamOptions,
   RunStreamResult,
@@ -145,11 +118,9 @@ export type {
   RuntimeCapabilities,
   RuntimeCapabilityName,
   RuntimeClient,
-  RuntimeRunInput,
   RuntimeRunStartBody,
-  RuntimeRunState,
   RuntimeRunStatus,
-  RuntimeUsage,
 } from "../client/contract.ts";
+export { BatchlessRuntimeClient } from "../client/batchless.ts";
 export type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
-export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "../client/_http.ts";
+export type { FetchLike, ProviderTrace, ProviderTraceCallback } from "../client/http.ts";

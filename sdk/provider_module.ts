@@ -26,7 +26,7 @@ import { BatchlessRuntimeClient } from "../client/batchless.ts";
 import { ProviderAbortError } from "../client/errors.ts";
 import type { ProviderConnectionOverrides, ProviderModule } from "../client/registry.ts";
 import { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
-import type { RunRecord, StartRunBody, StartRunMetadata } from "./runs.ts";
+import type { RunRecord, StartRunBody, StartRunMetadata } from "../wire/mod.ts";
 import { isObject } from "./_request.ts";
 
 /** The kind a registry files the module under. */

@@ -16,20 +16,12 @@
  *
  * @module
  */
-import type { RunStreamEvent } from "../client/contract.ts";
+import type { RunEvent, RunEventPage } from "../wire/mod.ts";
 import { readSse } from "../client/sse.ts";
 import { type Answer, idSegment, type SendRequest } from "./_request.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
-
-/** An entry of a run's event log: the run event with its position and time. */
-export type RunEvent = RunStreamEvent & {
-  /** Position in the run's log, from 1, without gaps. */
-  seq: number;
-  /** RFC 3339 time the service recorded it. */
-  at: string;
-};
 
 /** Options of {@linkcode RunsApi.events}. */
 export interface RunEventsOptions {
@@ -47,16 +39,6 @@ export type OpenStream = (
   lastEventId: string | undefined,
   options: CallOptions,
 ) => Promise<ReadableStream<Uint8Array>>;
-
-/** A page of a run's events (`Accept: application/json`). */
-export interface RunEventPage {
-  /** The events, in order. */
-  events: RunEvent[];
-  /** The seq to pass as `after` for the next page. */
-  nextAfter: number;
-  /** Whether the page reaches the log's end and the run has ended there. */
-  terminal: boolean;
-}
 
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const RETRIED = new Set(["connectionFailed", "shuttingDown", "storeUnavailable"]);

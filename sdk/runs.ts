@@ -29,7 +29,20 @@
  *
  * @module
  */
-import type { RuntimeRunInput, RuntimeRunState, RuntimeUsage } from "../client/contract.ts";
+import {
+  type ConfirmToolBody,
+  type CustomToolAnswer,
+  type ListRunsParams,
+  type PendingToolRequest,
+  type RespondCustomToolBody,
+  RUN_STATES,
+  type RunPage,
+  type RunRecord,
+  type RuntimeRunInput,
+  type SendRunMessageBody,
+  type StartRunBody,
+  type ToolConfirmation,
+} from "../wire/mod.ts";
 import {
   type Answer,
   idempotencyKeyOf,
@@ -40,109 +53,14 @@ import {
   type SendRequest,
 } from "./_request.ts";
 import type { CallOptions, MutatingCallOptions } from "./types.ts";
-import {
-  confirmPayload,
-  type ConfirmToolBody,
-  type CustomToolAnswer,
-  pendingOf,
-  type PendingToolRequest,
-  type RespondCustomToolBody,
-  respondPayload,
-  toolAnswerOf,
-  type ToolConfirmation,
-} from "./tool_requests.ts";
+import { confirmPayload, pendingOf, respondPayload, toolAnswerOf } from "./tool_requests.ts";
+import type { RunEvent, RunEventPage } from "../wire/mod.ts";
 import {
   iterateRunEvents,
   type OpenStream,
   readRunEventPage,
-  type RunEvent,
-  type RunEventPage,
   type RunEventsOptions,
 } from "./run_events.ts";
-
-export type { OpenStream, RunEvent, RunEventPage, RunEventsOptions };
-
-/**
- * A run as the service records it. `runId` is the provider's session id.
- */
-export interface RunRecord {
-  /** The run's id (the provider's session id). */
-  runId: string;
-  /** The principal that started it. */
-  principalId: string;
-  /** The agent it runs. */
-  agentId: string;
-  /** The agent version, when one was pinned. */
-  agentVersion?: number;
-  /** The environment it runs in. */
-  environmentId: string;
-  /** The title given at start. */
-  title?: string;
-  /** Where the run is: `queued`, `running`, `requires_action`, `completed`, `failed`, `cancelled`. */
-  state: RuntimeRunState;
-  /** Why the run last stopped, when it did. */
-  stopReason?: string;
-  /** Token usage, where the provider reports it. */
-  usage?: RuntimeUsage;
-  /** The sequence number of the run's newest event (0 before the first). */
-  lastEventSeq: number;
-  /** RFC 3339 creation time. */
-  createdAt: string;
-  /** RFC 3339 time of the last change. */
-  updatedAt: string;
-  /** RFC 3339 time the run ended, once it did. */
-  endedAt?: string;
-}
-
-/** Provider options of a run start; each is optional when the service has a default. */
-export interface StartRunMetadata {
-  /** The agent to run (default: the service's default agent). */
-  agent_id?: string;
-  /** The environment to run in (default: the service's default environment). */
-  environment_id?: string;
-  /** A pinned agent version (a whole number of at least 1). */
-  agent_version?: number;
-  /** Resources to mount, in the provider's shape. */
-  resources?: Record<string, unknown>[];
-  /** Vault ids the run may use. */
-  vault_ids?: string[];
-}
-
-/** The body of {@linkcode RunsApi.start}. */
-export interface StartRunBody {
-  /** The first message: a prompt, or a conversation. */
-  input: string | RuntimeRunInput[];
-  /** A title to recognise the run by. */
-  title?: string;
-  /** Which agent and environment, and further provider options. */
-  metadata?: StartRunMetadata;
-}
-
-/** The body of {@linkcode RunsApi.send}. */
-export interface SendRunMessageBody {
-  /** The follow-up message: a prompt, or a conversation. */
-  input: string | RuntimeRunInput[];
-}
-
-/** Parameters of {@linkcode RunsApi.list}. */
-export interface ListRunsParams {
-  /** Page size, 1 to 100 (service default 20). */
-  limit?: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-  /** Only runs in this state. */
-  state?: RuntimeRunState;
-  /** Only this principal's runs (admins and approvers; a plain reader sees only its own). */
-  principalId?: string;
-}
-
-/** One page of {@linkcode RunsApi.list}: newest first. */
-export interface RunPage {
-  /** The runs of this page. */
-  runs: RunRecord[];
-  /** The cursor of the next page, or null on the last page. */
-  nextCursor: string | null;
-}
 
 /**
  * The runs of the runtime service, as `client.runs` of a `RuntimeServiceClient`. Failures
@@ -627,15 +545,6 @@ export class RunsApi {
   }
 }
 
-const RUN_STATES: ReadonlySet<string> = new Set([
-  "queued",
-  "running",
-  "requires_action",
-  "completed",
-  "failed",
-  "cancelled",
-]);
-
 function checkedInput(input: unknown): string | RuntimeRunInput[] {
   if (typeof input === "string") {
     if (input === "") throw new TypeError("input must not be empty");
@@ -673,8 +582,8 @@ function listQuery(params: ListRunsParams): string {
   if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
     throw new TypeError("cursor must be a non-empty string");
   }
-  if (state !== undefined && !RUN_STATES.has(state)) {
-    throw new TypeError(`state must be one of ${[...RUN_STATES].join(", ")}`);
+  if (state !== undefined && !(RUN_STATES as readonly string[]).includes(state)) {
+    throw new TypeError(`state must be one of ${RUN_STATES.join(", ")}`);
   }
   if (principalId !== undefined && (typeof principalId !== "string" || principalId === "")) {
     throw new TypeError("principalId must be a non-empty string");

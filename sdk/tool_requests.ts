@@ -1,67 +1,19 @@
 /**
  * The tool requests of a run, as `client.runs.pending`, `client.runs.confirmTool` and
- * `client.runs.respondCustomTool` send and read them: the request and answer shapes and their
- * checks. Web standards only.
+ * `client.runs.respondCustomTool` send and read them: the checks of the bodies sent and of the
+ * answers read (the shapes are the wire contract's, `wire/tool_requests.ts`). Web standards only.
  *
  * @module
  */
+import {
+  type ConfirmToolBody,
+  type CustomToolAnswer,
+  type PendingToolRequest,
+  type RespondCustomToolBody,
+  TOOL_CONFIRMATION_RESULTS,
+  TOOL_REQUEST_KINDS,
+} from "../wire/mod.ts";
 import { type Answer, invalidAnswer, isObject } from "./_request.ts";
-
-/** A tool request of a run waiting for an answer. */
-export interface PendingToolRequest {
-  /** The tool-use id: what an answer names. */
-  toolUseId: string;
-  /** `confirmation` (allow or deny it) or `custom_tool` (send its result). */
-  kind: "confirmation" | "custom_tool";
-  /** The tool's name. */
-  name: string;
-  /** The tool's input. */
-  input: unknown;
-  /** RFC 3339 time the agent asked. */
-  requestedAt: string;
-}
-
-/** The body of `client.runs.confirmTool`. */
-export interface ConfirmToolBody {
-  /** The tool-use id. */
-  toolUseId: string;
-  /** Run the tool, or not. */
-  result: "allow" | "deny";
-  /** Shown to the agent on deny. */
-  denyMessage?: string;
-}
-
-/** The body of `client.runs.respondCustomTool`. */
-export interface RespondCustomToolBody {
-  /** The custom-tool-use id. */
-  toolUseId: string;
-  /** The result: content blocks (each with a `type`), such as `{type: "text", text}`. */
-  content: Record<string, unknown>[];
-  /** Whether the tool failed. */
-  isError?: boolean;
-}
-
-/** A recorded tool confirmation. */
-export interface ToolConfirmation {
-  /** The tool-use id. */
-  toolUseId: string;
-  /** The decision sent. */
-  result: "allow" | "deny";
-  /** The principal that answered. */
-  answeredBy: string;
-  /** RFC 3339 time it was recorded. */
-  answeredAt: string;
-}
-
-/** A recorded custom tool result. */
-export interface CustomToolAnswer {
-  /** The custom-tool-use id. */
-  toolUseId: string;
-  /** The principal that answered. */
-  answeredBy: string;
-  /** RFC 3339 time it was recorded. */
-  answeredAt: string;
-}
 
 function checkedToolUseId(value: unknown): string {
   if (typeof value !== "string" || value === "") {
@@ -74,8 +26,10 @@ function checkedToolUseId(value: unknown): string {
 export function confirmPayload(body: ConfirmToolBody): Record<string, unknown> {
   if (!isObject(body)) throw new TypeError("confirmTool needs a body: { toolUseId, result }");
   const payload: Record<string, unknown> = { toolUseId: checkedToolUseId(body.toolUseId) };
-  if (body.result !== "allow" && body.result !== "deny") {
-    throw new TypeError('result must be "allow" or "deny"');
+  if (!TOOL_CONFIRMATION_RESULTS.includes(body.result)) {
+    throw new TypeError(
+      `result must be ${TOOL_CONFIRMATION_RESULTS.map((result) => `"${result}"`).join(" or ")}`,
+    );
   }
   payload.result = body.result;
   if (body.denyMessage !== undefined) {
@@ -117,7 +71,7 @@ export function pendingOf(answer: Answer): PendingToolRequest[] {
   for (const item of body.pending) {
     if (
       !isObject(item) || typeof item.toolUseId !== "string" ||
-      (item.kind !== "confirmation" && item.kind !== "custom_tool")
+      !(TOOL_REQUEST_KINDS as readonly unknown[]).includes(item.kind)
     ) {
       throw invalidAnswer(answer, "The runtime service answered with a malformed tool request");
     }

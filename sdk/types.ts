@@ -1,64 +1,17 @@
 /**
- * Request and response shapes of the runtime service API.
+ * The SDK's own call shapes: the options every call takes and the parameters of
+ * `createPrincipal`. The request and answer shapes of the API are the wire contract's
+ * (`wire/mod.ts`), exported from `sdk/mod.ts` as they are.
  *
  * @module
  */
+import { type Capability, INTERFACE_VERSION } from "../wire/mod.ts";
 
-/** The value of `x-interface-version` this SDK speaks. */
-export const RUNTIME_INTERFACE_VERSION = "2026-07-23";
+/** The value of `x-interface-version` this SDK speaks: the wire contract's `INTERFACE_VERSION`. */
+export const RUNTIME_INTERFACE_VERSION: typeof INTERFACE_VERSION = INTERFACE_VERSION;
 
-/** A capability a principal may hold. */
-export type RuntimeCapability =
-  | "session:read"
-  | "session:write"
-  | "session:approve"
-  | "authority:admin";
-
-/** A principal as the service describes it (never with a bearer, except at creation). */
-export interface RuntimePrincipal {
-  /** Lower-case UUID. */
-  principalId: string;
-  /** Granted capabilities. */
-  capabilities: RuntimeCapability[];
-  /** RFC 3339 UTC expiry. */
-  expiresAt: string;
-  /** Agent ids the principal may start runs on; absent: any its issuer may use. */
-  agentIds?: string[];
-  /** How many runs the principal may have active at once. */
-  maxActiveRuns?: number;
-}
-
-/** The 201 answer of {@linkcode RuntimeServiceClient.createPrincipal}: the only time the bearer is shown. */
-export interface IssuedPrincipal extends RuntimePrincipal {
-  /** The one-time bearer of the new principal (`art_…`). Capture it at once. */
-  bearer: string;
-}
-
-/** A principal in the answer of {@linkcode RuntimeServiceClient.listPrincipals} (no bearer). */
-export interface PrincipalSummary extends RuntimePrincipal {
-  /** Principal id of the issuer. */
-  issuerId: string;
-  /** RFC 3339 creation time. */
-  createdAt: string;
-  /** RFC 3339 revocation time, present once the principal was revoked. */
-  revokedAt?: string;
-}
-
-/** Parameters of {@linkcode RuntimeServiceClient.listPrincipalPage}. */
-export interface PrincipalPageParams {
-  /** Most principals in the page, 1 to 500 (default: the service's, 100). */
-  limit?: number;
-  /** The `nextCursor` of the previous page; omitted for the first page. */
-  cursor?: string;
-}
-
-/** One page of {@linkcode RuntimeServiceClient.listPrincipalPage}. */
-export interface PrincipalPage {
-  /** The principals of the page, oldest first. */
-  principals: PrincipalSummary[];
-  /** Pass it as `cursor` for the next page; null after the last page. */
-  nextCursor: string | null;
-}
+/** The SDK's name for a principal's capability: the wire contract's `Capability`. */
+export type RuntimeCapability = Capability;
 
 /** Parameters of {@linkcode RuntimeServiceClient.createPrincipal}. */
 export interface CreatePrincipalParams {
@@ -95,28 +48,4 @@ export interface MutatingCallOptions extends CallOptions {
    * call, identical across its retries.
    */
   idempotencyKey?: string;
-}
-
-/** Answer of {@linkcode RuntimeServiceClient.health}. */
-export interface HealthStatus {
-  /** True when the service is up. */
-  ok: boolean;
-}
-
-/** Answer of {@linkcode RuntimeServiceClient.runtime}: the interface version and the caller. */
-export interface RuntimeInfo {
-  /** The interface version the service speaks. */
-  interfaceVersion: string;
-  /** The calling principal. */
-  principalId: string;
-  /** The caller's capabilities. */
-  capabilities: RuntimeCapability[];
-  /** The caller's expiry, RFC 3339. */
-  expiresAt: string;
-  /** Whether the service can start runs (false while it has no provider credential). */
-  runs?: boolean;
-  /** Agent ids the caller may start runs on, when it is limited to some. */
-  agentIds?: string[];
-  /** How many runs the caller may have active at once. */
-  maxActiveRuns?: number;
 }

@@ -26,7 +26,7 @@
  *
  * @module
  */
-import { constantTimeEqual, sha256Ascii, sha256Hex, toHex } from "./_digest.ts";
+import { constantTimeEqual, sha256Ascii, sha256Hex, toHex } from "./digest.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { AuthenticatedPrincipal } from "./context.ts";
 import { InterfaceError } from "./errors.ts";

@@ -35,7 +35,9 @@ import {
 import { openKvStore } from "./store/kv.ts";
 import { openStore } from "./store/mod.ts";
 
-export type { RuntimeServer } from "./server.ts";
+// Every type of the server (`RuntimeServer` leads to most of them), so that this entry point
+// documents itself; types only, so loading this entry loads no more than it runs.
+export type * from "./mod.ts";
 
 /** Options of {@linkcode createDeployServer}. */
 export interface DeployServerOptions {

@@ -1,9 +1,18 @@
 /**
  * The automation runtime service (Deno): the HTTP API, its chain of request rules, the bootstrap
- * credential and the store backends.
+ * credential and the store backends. It also exports the API's wire contract (the same bindings
+ * as `@automation/runtime/sdk`) and the client library the service is built on (the same as
+ * `@automation/runtime/client`).
  *
  * @module
  */
+// The wire contract: every request and answer shape of the API, the same bindings the SDK
+// exports.
+export * from "../wire/mod.ts";
+// The client library the server is built on: its types appear in the server's own signatures
+// (the run gateway's provider client, the run contract's events), so this entry point documents
+// itself. The same bindings as `@automation/runtime/client`'s.
+export * from "../client/mod.ts";
 export * from "./store/types.ts";
 export * from "./bootstrap/credential.ts";
 export {
@@ -72,7 +81,7 @@ export {
   Router,
 } from "./router.ts";
 export { Authenticator, type AuthenticatorOptions, bearerDigest } from "./authenticator.ts";
-export { INTERFACE_VERSION, SUPPORTED_INTERFACE_VERSIONS } from "./rules/interface_version.ts";
+export { SUPPORTED_INTERFACE_VERSIONS } from "./rules/interface_version.ts";
 export {
   DEFAULT_MAX_BODY_BYTES,
   readLimitedBody,

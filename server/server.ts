@@ -11,13 +11,13 @@
  */
 import { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
-import { type Chain, compose, type Next, type Rule, whileAnswering } from "./chain.ts";
+import { type Chain, compose, type Next, whileAnswering } from "./chain.ts";
 import { type CorsOptions, withCors } from "./cors.ts";
 import { RequestContext } from "./context.ts";
 import { errorResponse, InterfaceError } from "./errors.ts";
 import { createJsonLogger, type RuntimeLogger } from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
-import { createLazyMcpEndpoint } from "./mcp/_lazy.ts";
+import { createLazyMcpEndpoint } from "./mcp/lazy_endpoint.ts";
 import { measuredStore, type RuntimeMetrics } from "./metrics.ts";
 import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -50,6 +50,7 @@ import { duplicatesRule } from "./rules/duplicates.ts";
 import { Idempotency, idempotencyKeyRule } from "./rules/idempotency.ts";
 import { interfaceVersionRule } from "./rules/interface_version.ts";
 import { jsonRule } from "./rules/json.ts";
+import { inRuleOrder } from "./rules/order.ts";
 import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaRule } from "./rules/quota.ts";
 import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
@@ -164,7 +165,7 @@ function shuttingDown(): InterfaceError {
  * ```ts
  * import assert from "node:assert/strict";
  * import { deriveBootstrapCredential } from "./bootstrap/credential.ts";
- * import { INTERFACE_VERSION } from "./rules/interface_version.ts";
+ * import { INTERFACE_VERSION } from "../wire/mod.ts";
  * import { createJsonLogger } from "./log.ts";
  * import { createRuntimeServer } from "./server.ts";
  * import { openKvStore } from "./store/mod.ts";
@@ -240,29 +241,27 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     body: bodyRule({ maxBytes: maxBodyBytes }),
   };
 
-  /** The chain of one route: the rules its definition calls for, in the documented order. */
+  /**
+   * The chain of one route: the rules its definition calls for, in the one order of the shared
+   * rules (`rules/order.ts`, which the MCP tool calls follow too), then its handler.
+   */
   function chainFor(route: RouteDefinition): Chain<RequestContext> {
-    const rules: Rule<RequestContext>[] = [];
-    if (route.kind === "shared") {
-      rules.push(
-        shared.duplicates,
-        shared.authenticate,
-        shared.interfaceVersion,
-        shared.correlation,
-        shared.deadline,
-      );
-      if (route.capability !== undefined) rules.push(capabilityRule(route.capability));
-      rules.push(shared.quota);
-      if (route.idempotent) rules.push(shared.idempotencyKey);
-      if (route.body !== undefined) {
-        rules.push(shared.contentType, shared.body, jsonRule(route.body));
-      }
-      if (route.idempotent) {
-        rules.push(
-          idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) }),
-        );
-      }
-    }
+    const rules = route.kind !== "shared" ? [] : inRuleOrder<RequestContext>({
+      duplicates: shared.duplicates,
+      authenticate: shared.authenticate,
+      interfaceVersion: shared.interfaceVersion,
+      correlation: shared.correlation,
+      deadline: shared.deadline,
+      capability: route.capability === undefined ? undefined : capabilityRule(route.capability),
+      quota: shared.quota,
+      idempotencyKey: route.idempotent ? shared.idempotencyKey : undefined,
+      contentType: route.body === undefined ? undefined : shared.contentType,
+      body: route.body === undefined ? undefined : shared.body,
+      json: route.body === undefined ? undefined : jsonRule(route.body),
+      idempotency: route.idempotent
+        ? idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) })
+        : undefined,
+    });
     rules.push((context) => route.handle(context));
     return compose(rules, { onError });
   }

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { compress, finish, INITIAL } from "../_sha256.ts";
+import { compress, finish, INITIAL } from "../sha256.ts";
 
 const STATE = new Int32Array(8);
 const INNER_DIGEST = new Uint8Array(32);

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { callFields, type HttpTransport, type QueryValue } from "../_http.ts";
+import { callFields, type HttpTransport, type QueryValue } from "../http.ts";
 import { ProviderConnectionError } from "../errors.ts";
 import type {
   JsonObject,

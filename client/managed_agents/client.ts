@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { checkBetas, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
+import { checkBetas, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../http.ts";
 import { providerCapabilities } from "../capabilities.ts";
 import type {
   RunStreamHandlers,

@@ -27,7 +27,7 @@
  *
  * @module
  */
-import { backoffDelayMs, sleep } from "../_backoff.ts";
+import { backoffDelayMs, sleep } from "../backoff.ts";
 import { readSessionEvents } from "./session_reader.ts";
 import {
   isOutcomeEndEvent,

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { isObject, objectOr as obj, stringOr as str } from "../_guards.ts";
+import { isObject, objectOr as obj, stringOr as str } from "../guards.ts";
 import type { SseMessage } from "../sse.ts";
 
 /** A raw event object as the provider sends it. */

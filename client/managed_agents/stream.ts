@@ -15,7 +15,7 @@
  * @module
  */
 import type { RunStreamEvent, RuntimeRunState, RuntimeUsage } from "../contract.ts";
-import { isObject } from "../_guards.ts";
+import { isObject } from "../guards.ts";
 import type { SseMessage } from "../sse.ts";
 import { skippableFrameType } from "./_peek.ts";
 import {

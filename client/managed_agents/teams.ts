@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { isObject } from "../_guards.ts";
+import { isObject } from "../guards.ts";
 import type { CreateManagedAgentParams, JsonObject, ManagedAgentAgent } from "./types.ts";
 
 /** A member of a team: one agent the team's coordinator may delegate to. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isObject } from "../_guards.ts";
+import { isObject } from "../guards.ts";
 import type { RuntimeRunStartBody } from "../contract.ts";
 import type { ProviderMessageParam, ProviderMessagesCreateParams } from "./types.ts";
 

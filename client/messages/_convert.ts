@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { isObject } from "../_guards.ts";
+import { isObject } from "../guards.ts";
 import type { RuntimeBatchResult, RuntimeBatchStatus, RuntimeUsage } from "../contract.ts";
 import { ProviderBatchLineError } from "./batch_errors.ts";
 import type { ProviderMessage, ProviderMessageBatch, ProviderRunStatus } from "./types.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { callFields, type HttpTransport } from "../_http.ts";
+import { callFields, type HttpTransport } from "../http.ts";
 import type {
   RunStreamOptions,
   RuntimeBatchRequest,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { callFields, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../_http.ts";
+import { callFields, type FetchLike, HttpTransport, type ProviderTraceCallback } from "../http.ts";
 import { providerCapabilities } from "../capabilities.ts";
 import {
   isTerminalRunStreamEvent,

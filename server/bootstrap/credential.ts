@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { hmacSha256, sha256, toHex } from "../_digest.ts";
+import { hmacSha256, sha256, toHex } from "../digest.ts";
 import type { Capability } from "../store/types.ts";
 
 /** Where the bootstrap credential came from. */

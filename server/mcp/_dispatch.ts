@@ -1,13 +1,14 @@
 /**
  * In-process dispatch of an MCP tool call to the route that serves the same operation over
  * HTTP. The call runs through the same rules as `/v1/*` would run after the headers (the
- * capability check, the idempotency key and record, the JSON body schema) and the route's own
- * handler, composed by the same composer with the same error handler, so both interfaces share
- * one implementation of every rule and one rendering of every refusal.
+ * capability check, the idempotency key, the tool's own arguments, the JSON body schema and the
+ * idempotency record), in the one order of the shared rules (`rules/order.ts`), then the route's
+ * own handler, composed by the same composer with the same error handler, so both interfaces
+ * share one implementation and one order of every rule and one rendering of every refusal.
  *
  * @module
  */
-import { compose, type Next, type Rule } from "../chain.ts";
+import { compose, type Next } from "../chain.ts";
 import { type AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import { errorResponse } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
@@ -15,6 +16,7 @@ import { capabilityRule } from "../rules/capability.ts";
 import { MAX_DEADLINE_AHEAD_MS } from "../rules/deadline.ts";
 import { idempotencyKeyRule } from "../rules/idempotency.ts";
 import { jsonRule } from "../rules/json.ts";
+import { inRuleOrder } from "../rules/order.ts";
 import type { RuntimeServices } from "../services.ts";
 
 /** Base of the URLs of in-process requests; never reached over the network. */
@@ -40,7 +42,10 @@ export interface RouteCall {
   now: number;
   /** `Accept` of the request, for a route that answers in several forms (default none). */
   accept?: string;
-  /** Checks of the tool's own arguments, run right after the capability check. */
+  /**
+   * Checks of the tool's own arguments: the `arguments` step of the shared order, after the
+   * capability and the idempotency key, before the body schema.
+   */
   prepare?: () => void;
 }
 
@@ -74,25 +79,22 @@ export async function runRoute(
   context.principal = call.principal;
   context.params = call.params ?? {};
   context.deadline = call.deadline > 0 ? call.deadline : call.now + MAX_DEADLINE_AHEAD_MS;
-  const rules: Rule<RequestContext>[] = [];
-  if (route.capability !== undefined) rules.push(capabilityRule(route.capability));
+  if (route.body !== undefined) context.bodyBytes = encoder.encode(JSON.stringify(call.body ?? {}));
   const prepare = call.prepare;
-  if (prepare !== undefined) {
-    rules.push((_context: RequestContext, next: Next) => {
+  // A call without a key skips both idempotency steps: over MCP the key is optional.
+  const keyed = route.idempotent && call.idempotencyKey !== undefined;
+  const rules = inRuleOrder<RequestContext>({
+    capability: route.capability === undefined ? undefined : capabilityRule(route.capability),
+    idempotencyKey: keyed ? idempotencyKeyRule() : undefined,
+    arguments: prepare === undefined ? undefined : (_context: RequestContext, next: Next) => {
       prepare();
       return next();
-    });
-  }
-  if (route.body !== undefined) {
-    context.bodyBytes = encoder.encode(JSON.stringify(call.body ?? {}));
-    rules.push(jsonRule(route.body));
-  }
-  if (route.idempotent && call.idempotencyKey !== undefined) {
-    rules.push(
-      idempotencyKeyRule(),
-      services.idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) }),
-    );
-  }
+    },
+    json: route.body === undefined ? undefined : jsonRule(route.body),
+    idempotency: keyed
+      ? services.idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) })
+      : undefined,
+  });
   rules.push((current) => route.handle(current));
   const onError = (error: unknown, current: RequestContext): Response =>
     errorResponse(error, current, services.logger);

@@ -54,6 +54,7 @@ import { readLimitedBody } from "../rules/body.ts";
 import { correlationRule } from "../rules/correlation.ts";
 import { deadlineRule } from "../rules/deadline.ts";
 import { duplicatesRule } from "../rules/duplicates.ts";
+import { inRuleOrder } from "../rules/order.ts";
 import { quotaRule } from "../rules/quota.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -553,15 +554,19 @@ export function createMcpEndpoint(
     }
   }
 
+  // Rules 1 and 2 are the endpoint's own; 3 to 6 are the shared rules of an MCP request, in
+  // their one order (`rules/order.ts`); each tool call runs the rest (`_dispatch.ts`).
   const chain = compose<RequestContext>([
     origins,
     cors,
     methods,
-    duplicatesRule(),
-    authenticateRule(services.authenticator),
-    whenPresent((context) => context.correlationHeader !== null, correlationRule()),
-    whenPresent((context) => context.deadlineHeader !== null, deadlineRule()),
-    quotaRule(services.quota),
+    ...inRuleOrder<RequestContext>({
+      duplicates: duplicatesRule(),
+      authenticate: authenticateRule(services.authenticator),
+      correlation: whenPresent((context) => context.correlationHeader !== null, correlationRule()),
+      deadline: whenPresent((context) => context.deadlineHeader !== null, deadlineRule()),
+      quota: quotaRule(services.quota),
+    }),
     dispatch,
   ], { onError: (error, context) => errorResponse(error, context, services.logger) });
 

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { constantTimeEqual, hmacSha256, toBase64Url } from "../_digest.ts";
+import { constantTimeEqual, hmacSha256, toBase64Url } from "../digest.ts";
 
 /** What a verified session id carries. */
 export interface VerifiedSessionId {

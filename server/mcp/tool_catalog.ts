@@ -38,7 +38,7 @@ import {
   startRunBody,
   toolConfirmationBody,
 } from "../schemas/runs.ts";
-import { AUDIT_ACTIONS, type AuditAction, type RunState } from "../store/run_types.ts";
+import { AUDIT_ACTIONS, RUN_STATES } from "../../wire/mod.ts";
 
 /** Longest wait of `run_events` for a new event, in ms. */
 export const MAX_WAIT_MS = 30_000;
@@ -96,15 +96,6 @@ const idempotencyKey = z.string().min(1).max(128).regex(/^[\x20-\x7e]+$/).option
  * `invalidHeader` refusal as over HTTP.
  */
 const idempotencyKeyLoose = z.string().optional();
-
-const RUN_STATES: readonly RunState[] = [
-  "queued",
-  "running",
-  "requires_action",
-  "completed",
-  "failed",
-  "cancelled",
-];
 
 const runIdParam = printableId.describe("The run's id (runId)");
 
@@ -348,7 +339,7 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
       cursor,
       principalId: z.string().min(1).max(512).optional()
         .describe("Only entries whose actor or subject is this principal"),
-      action: z.enum(AUDIT_ACTIONS as [AuditAction, ...AuditAction[]]).optional()
+      action: z.enum(AUDIT_ACTIONS).optional()
         .describe("Only entries of this action"),
     }),
     idempotent: false,

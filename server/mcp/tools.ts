@@ -232,7 +232,7 @@ export class McpToolset {
     }
   }
 
-  /** Runs the twin route once; the tool's own arguments are checked after the capability. */
+  /** Runs the twin route once; the tool's own arguments are checked in the shared rule order. */
   #run(
     tool: BoundTool,
     input: Record<string, unknown>,

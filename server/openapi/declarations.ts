@@ -8,6 +8,7 @@
  * @module
  */
 import type { z } from "zod";
+import { RUN_STATES } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 import {
   auditPageSchema,
@@ -160,7 +161,7 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
         description: "Only runs in this state.",
         schema: {
           type: "string",
-          enum: ["queued", "running", "requires_action", "completed", "failed", "cancelled"],
+          enum: [...RUN_STATES],
         },
       },
       {

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { isLazyBodySchema } from "../schemas/lazy.ts";
-import { INTERFACE_VERSION } from "../rules/interface_version.ts";
+import { INTERFACE_VERSION } from "../../wire/mod.ts";
 import { RETRY_AFTER_CODES, type RouteContract, routeContract } from "./contract.ts";
 import { errorSchema, NAMED_SCHEMAS } from "./schemas.ts";
 

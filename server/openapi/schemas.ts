@@ -1,21 +1,42 @@
 /**
  * The zod 4 schemas of the service's response bodies. The OpenAPI document is generated from
  * them, and the black-box HTTP tests check every answer they receive against them, so a change
- * of an answer that is not made here fails a test.
+ * of an answer that is not made here fails a test. Each one `satisfies` its type of the wire
+ * contract (`wire/`), and its enums are the contract's lists, so what a schema accepts is a value
+ * of that type: a schema and the contract cannot drift apart without a type error.
  *
  * @module
  */
 import { z } from "zod";
-import { AUDIT_ACTIONS, CAPABILITIES } from "../store/types.ts";
+import {
+  AUDIT_ACTIONS,
+  type AuditPage,
+  CAPABILITIES,
+  type CustomToolAnswer,
+  type HealthStatus,
+  type IssuedPrincipal,
+  type PendingToolRequestList,
+  type PrincipalPage,
+  type PrincipalSummary,
+  RUN_STATES,
+  type RunPage,
+  type RunRecord,
+  type RuntimeInfo,
+  TOOL_CONFIRMATION_RESULTS,
+  TOOL_REQUEST_KINDS,
+  type ToolConfirmation,
+} from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 
 const timestamp = z.string().describe("RFC 3339 timestamp");
-const capability = z.enum(CAPABILITIES as [string, ...string[]]);
+const capability = z.enum(CAPABILITIES);
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
   .describe("lower-case UUID");
 
 /** `GET /healthz`. */
-export const healthSchema = z.strictObject({ ok: z.literal(true) });
+export const healthSchema = z.strictObject({
+  ok: z.literal(true),
+}) satisfies z.ZodType<HealthStatus>;
 
 /** `GET /v1/runtime`. */
 export const runtimeInfoSchema = z.strictObject({
@@ -26,7 +47,7 @@ export const runtimeInfoSchema = z.strictObject({
   runs: z.boolean().describe("whether the run routes are enabled"),
   agentIds: z.array(z.string()).optional().describe("agents the caller may run; absent: any"),
   maxActiveRuns: z.int().min(1),
-});
+}) satisfies z.ZodType<RuntimeInfo>;
 
 /** The 201 of `POST /v1/principals`: the new principal with its one-time bearer. */
 export const principalIssuedSchema = z.strictObject({
@@ -38,7 +59,7 @@ export const principalIssuedSchema = z.strictObject({
   bearer: z.string().regex(/^art_[A-Za-z0-9_-]{43}$/).describe(
     "shown in this answer and its idempotent replays only",
   ),
-});
+}) satisfies z.ZodType<IssuedPrincipal>;
 
 /** One entry of `GET /v1/principals`. */
 export const principalEntrySchema = z.strictObject({
@@ -50,13 +71,13 @@ export const principalEntrySchema = z.strictObject({
   agentIds: z.array(z.string()).optional(),
   maxActiveRuns: z.int().min(1),
   revokedAt: timestamp.optional(),
-});
+}) satisfies z.ZodType<PrincipalSummary>;
 
 /** `GET /v1/principals`. */
 export const principalPageSchema = z.strictObject({
   principals: z.array(principalEntrySchema),
   nextCursor: z.string().nullable().describe("pass back as `cursor`; null after the last page"),
-});
+}) satisfies z.ZodType<PrincipalPage>;
 
 /** A run as answered by the run routes. */
 export const runSchema = z.strictObject({
@@ -66,27 +87,27 @@ export const runSchema = z.strictObject({
   agentVersion: z.int().optional(),
   environmentId: z.string(),
   title: z.string().optional(),
-  state: z.enum(["queued", "running", "requires_action", "completed", "failed", "cancelled"]),
+  state: z.enum(RUN_STATES),
   stopReason: z.string().optional(),
   usage: z.record(z.string(), z.number()).optional(),
   lastEventSeq: z.int().min(0),
   createdAt: timestamp,
   updatedAt: timestamp,
   endedAt: timestamp.optional(),
-});
+}) satisfies z.ZodType<RunRecord>;
 
 /** `GET /v1/runs`. */
 export const runPageSchema = z.strictObject({
   runs: z.array(runSchema),
   nextCursor: z.string().nullable(),
-});
+}) satisfies z.ZodType<RunPage>;
 
 /** `GET /v1/audit`. */
 export const auditPageSchema = z.strictObject({
   entries: z.array(z.strictObject({
     seq: z.int().min(1),
     at: timestamp,
-    action: z.enum(AUDIT_ACTIONS as unknown as [string, ...string[]]),
+    action: z.enum(AUDIT_ACTIONS),
     actorId: z.string(),
     subjectId: z.string().optional(),
     runId: z.string().optional(),
@@ -94,7 +115,7 @@ export const auditPageSchema = z.strictObject({
     outcome: z.string().describe("`ok`, or a stable error code"),
   })),
   nextCursor: z.string().nullable(),
-});
+}) satisfies z.ZodType<AuditPage>;
 
 /** One entry of a run's event log: a `RunStreamEvent` (by `type`) with its `seq` and `at`. */
 export const runEventSchema = z.looseObject({
@@ -114,27 +135,27 @@ export const runEventPageSchema = z.strictObject({
 export const pendingSchema = z.strictObject({
   pending: z.array(z.strictObject({
     toolUseId: z.string(),
-    kind: z.enum(["confirmation", "custom_tool"]),
+    kind: z.enum(TOOL_REQUEST_KINDS),
     name: z.string(),
     input: z.unknown(),
     requestedAt: timestamp,
   })),
-});
+}) satisfies z.ZodType<PendingToolRequestList>;
 
 /** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
 export const toolConfirmationSchema = z.strictObject({
   toolUseId: z.string(),
-  result: z.enum(["allow", "deny"]),
+  result: z.enum(TOOL_CONFIRMATION_RESULTS),
   answeredBy: z.string(),
   answeredAt: timestamp,
-});
+}) satisfies z.ZodType<ToolConfirmation>;
 
 /** The 200 of `POST /v1/runs/{runId}/custom-tool-results`. */
 export const customToolResultSchema = z.strictObject({
   toolUseId: z.string(),
   answeredBy: z.string(),
   answeredAt: timestamp,
-});
+}) satisfies z.ZodType<CustomToolAnswer>;
 
 /** The OpenAPI document itself (`GET /openapi.json`): an object with `openapi: 3.1.x`. */
 export const openApiSchema = z.looseObject({ openapi: z.string().startsWith("3.1.") });

@@ -16,7 +16,13 @@
 import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
-import type { CustomToolResultBody, ToolAnswers, ToolConfirmationBody } from "../runs/answers.ts";
+import type { ToolAnswers } from "../runs/answers.ts";
+import type {
+  ConfirmToolBody,
+  CustomToolAnswer,
+  PendingToolRequestList,
+  RespondCustomToolBody,
+} from "../../wire/mod.ts";
 import { runCallOf } from "./_run_call.ts";
 
 /**
@@ -46,27 +52,27 @@ export const customToolResultSchema: LazyBodySchema = lazyBodySchema(async () =>
  */
 export function answerRoutes(answers: ToolAnswers): RouteDefinition[] {
   async function pending(context: RequestContext): Promise<Response> {
-    const list = await answers.pending(runCallOf(context), context.params.runId);
-    return context.json(JSON.stringify({ pending: list }), 200);
+    const list: PendingToolRequestList = {
+      pending: await answers.pending(runCallOf(context), context.params.runId),
+    };
+    return context.json(JSON.stringify(list), 200);
   }
 
   async function confirm(context: RequestContext): Promise<Response> {
-    const body = context.body as ToolConfirmationBody;
+    const body = context.body as ConfirmToolBody;
     const answer = await answers.confirm(runCallOf(context), context.params.runId, body);
     return context.json(JSON.stringify(answer), 200);
   }
 
   async function respond(context: RequestContext): Promise<Response> {
-    const body = context.body as CustomToolResultBody;
+    const body = context.body as RespondCustomToolBody;
     const answer = await answers.respond(runCallOf(context), context.params.runId, body);
-    return context.json(
-      JSON.stringify({
-        toolUseId: answer.toolUseId,
-        answeredBy: answer.answeredBy,
-        answeredAt: answer.answeredAt,
-      }),
-      200,
-    );
+    const recorded: CustomToolAnswer = {
+      toolUseId: answer.toolUseId,
+      answeredBy: answer.answeredBy,
+      answeredAt: answer.answeredAt,
+    };
+    return context.json(JSON.stringify(recorded), 200);
   }
 
   return [

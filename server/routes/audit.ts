@@ -9,10 +9,10 @@ import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
-import { AUDIT_ACTIONS, type AuditAction } from "../store/types.ts";
+import { AUDIT_ACTIONS, type AuditAction } from "../../wire/mod.ts";
 import { parseListQuery } from "./runs.ts";
 
-const ACTIONS: ReadonlySet<string> = new Set(AUDIT_ACTIONS);
+const ACTIONS: ReadonlySet<string> = new Set<string>(AUDIT_ACTIONS);
 
 /**
  * The audit route.

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { hmacSha256, sha256Hex, toBase64Url } from "../_digest.ts";
+import { hmacSha256, sha256Hex, toBase64Url } from "../digest.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
@@ -22,12 +22,12 @@ import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RuntimeServices } from "../services.ts";
 import type {
-  Capability,
   CreatePrincipalResult,
   PrincipalPosition,
   PrincipalRecord,
   StoredResponse,
 } from "../store/types.ts";
+import type { CreatePrincipalBody } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
@@ -41,20 +41,6 @@ export const MAX_PAGE_SIZE = 500;
 export const MAX_PRINCIPAL_TTL_MS = 90 * 86_400_000;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** Body of `POST /v1/principals`. */
-export interface CreatePrincipalBody {
-  /** Canonical lower-case UUID. */
-  principalId: string;
-  /** Non-empty, unique, known capabilities. */
-  capabilities: Capability[];
-  /** RFC 3339 expiry. */
-  expiresAt: string;
-  /** Agent ids it may start runs on (a subset of the issuer's); absent: the issuer's. */
-  agentIds?: string[];
-  /** Active-run limit, 1 to 100 (default 8, at most the issuer's). */
-  maxActiveRuns?: number;
-}
 
 /**
  * Body schema of {@linkcode CreatePrincipalBody} (`createPrincipalBody` in

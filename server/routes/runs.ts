@@ -21,16 +21,17 @@ import type { RequestContext } from "../context.ts";
 import { invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
-import type { ListRunsQuery, RunGateway, StartRunBody } from "../runs/runs.ts";
-import { ACTIVE_RUN_STATES, type RunState } from "../store/types.ts";
+import type { RunGateway } from "../runs/runs.ts";
+import type { RunListQuery } from "../store/types.ts";
+import {
+  RUN_STATES,
+  type RuntimeRunState,
+  type SendRunMessageBody,
+  type StartRunBody,
+} from "../../wire/mod.ts";
 import { runCallOf } from "./_run_call.ts";
 
-const RUN_STATES: ReadonlySet<string> = new Set<RunState>([
-  ...ACTIVE_RUN_STATES,
-  "completed",
-  "failed",
-  "cancelled",
-]);
+const STATES: ReadonlySet<string> = new Set<string>(RUN_STATES);
 
 /**
  * Body schema of `POST /v1/runs` (`startRunBody` in `server/schemas/runs.ts`), loaded with zod
@@ -80,11 +81,11 @@ export function parseListQuery(
   return { limit, values };
 }
 
-function parseRunsQuery(query: string): ListRunsQuery {
+function parseRunsQuery(query: string): RunListQuery {
   const { limit, values } = parseListQuery(query, { names: ["state", "principalId"] });
   const details: ValidationDetail[] = [];
-  if (values.state !== undefined && !RUN_STATES.has(values.state)) {
-    details.push({ path: "state", message: `Must be one of ${[...RUN_STATES].join(", ")}` });
+  if (values.state !== undefined && !STATES.has(values.state)) {
+    details.push({ path: "state", message: `Must be one of ${RUN_STATES.join(", ")}` });
   }
   if (values.cursor !== undefined && !/^[A-Za-z0-9_-]+$/.test(values.cursor)) {
     details.push({ path: "cursor", message: "Must be a nextCursor of an earlier page" });
@@ -93,7 +94,7 @@ function parseRunsQuery(query: string): ListRunsQuery {
   return {
     limit,
     ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
-    ...(values.state !== undefined ? { state: values.state as RunState } : {}),
+    ...(values.state !== undefined ? { state: values.state as RuntimeRunState } : {}),
     ...(values.principalId !== undefined ? { principalId: values.principalId } : {}),
   };
 }
@@ -133,7 +134,7 @@ export function runRoutes(gateway: RunGateway): RouteDefinition[] {
   }
 
   async function send(context: RequestContext): Promise<Response> {
-    const body = context.body as { input: StartRunBody["input"] };
+    const body = context.body as SendRunMessageBody;
     const run = await gateway.send(runCallOf(context), context.params.runId, body.input);
     return answer(context, run, 202);
   }

@@ -7,26 +7,8 @@
  */
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
-import { INTERFACE_VERSION } from "../rules/interface_version.ts";
+import { INTERFACE_VERSION, type RuntimeInfo } from "../../wire/mod.ts";
 import { runPolicyOf } from "../runs/policy.ts";
-
-/** Body of `GET /v1/runtime`. */
-export interface RuntimeInfo {
-  /** The interface version the runtime speaks. */
-  interfaceVersion: string;
-  /** The caller. */
-  principalId: string;
-  /** The caller's capabilities. */
-  capabilities: readonly string[];
-  /** The caller's expiry, RFC 3339. */
-  expiresAt: string;
-  /** Whether the run routes are enabled. */
-  runs: boolean;
-  /** The agents the caller may start runs on; absent: any. */
-  agentIds?: readonly string[];
-  /** The caller's active-run limit. */
-  maxActiveRuns: number;
-}
 
 /** Options of {@linkcode runtimeRoutes}. */
 export interface RuntimeRouteOptions {
@@ -53,13 +35,14 @@ export function runtimeRoutes(options: RuntimeRouteOptions = {}): RouteDefinitio
     let body = bodies.get(principal);
     if (body === undefined) {
       const policy = runPolicyOf(principal);
+      // Copies of the principal's frozen lists: built once per principal, then cached.
       const info: RuntimeInfo = {
         interfaceVersion: INTERFACE_VERSION,
         principalId: principal.principalId,
-        capabilities: principal.capabilities,
+        capabilities: [...principal.capabilities],
         expiresAt: principal.expiresAt,
         runs,
-        ...(policy.agentIds !== null ? { agentIds: policy.agentIds } : {}),
+        ...(policy.agentIds !== null ? { agentIds: [...policy.agentIds] } : {}),
         maxActiveRuns: policy.maxActiveRuns,
       };
       body = JSON.stringify(info);

@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { sha256Hex, toHex } from "../_digest.ts";
+import { sha256Hex, toHex } from "../digest.ts";
 import type { Next, Rule } from "../chain.ts";
 import type { IdempotencyRecord, RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";

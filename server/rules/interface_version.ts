@@ -7,9 +7,7 @@
 import type { Next, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
-
-/** The interface version this runtime speaks. */
-export const INTERFACE_VERSION = "2026-07-23";
+import { INTERFACE_VERSION } from "../../wire/mod.ts";
 
 /** Every version this runtime accepts. */
 export const SUPPORTED_INTERFACE_VERSIONS: readonly string[] = Object.freeze([INTERFACE_VERSION]);

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { RunRecord, Store } from "../store/types.ts";
+import type { Store, StoredRunRecord } from "../store/types.ts";
 import { StoreUnavailableError } from "../store/types.ts";
 
 /** Reads before giving up: each failed one means another writer committed in between. */
@@ -29,9 +29,9 @@ const MAX_ATTEMPTS = 50;
 export async function changeRun(
   store: Store,
   runId: string,
-  change: (record: RunRecord) => RunRecord | null,
-  read?: RunRecord,
-): Promise<RunRecord | null> {
+  change: (record: StoredRunRecord) => StoredRunRecord | null,
+  read?: StoredRunRecord,
+): Promise<StoredRunRecord | null> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const record = attempt === 0 && read !== undefined ? read : await store.getRun(runId);
     if (record === null) return null;

@@ -20,7 +20,7 @@
  * @module
  */
 import type { RunStreamEvent } from "../../client/contract.ts";
-import { RunEventMapper } from "../../client/managed_agents/_run.ts";
+import { RunEventMapper } from "../../client/managed_agents/run_event_mapper.ts";
 import {
   type ManagedAgentSessionEvent,
   parseSessionEvent,

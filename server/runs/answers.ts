@@ -36,7 +36,8 @@ import type {
 } from "../store/types.ts";
 import { appendAudit, audit } from "./audit.ts";
 import { deadlineSignal, type RunCall } from "./call.ts";
-import { pendingOf, type PendingToolRequest, readToolRequests } from "./pending.ts";
+import type { ConfirmToolBody, PendingToolRequest, RespondCustomToolBody } from "../../wire/mod.ts";
+import { pendingOf, readToolRequests } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
 
 /** Default pending timeout (`--pending-timeout-ms`): 10 minutes. */
@@ -53,26 +54,6 @@ export const TIMEOUT_DENY_MESSAGE = "No answer within the pending timeout: denie
 export const TIMEOUT_TOOL_MESSAGE = "No result within the pending timeout: the runtime answered";
 /** How long the sweeper gives the provider per run, in ms. */
 const SWEEP_CALL_MS = 30_000;
-
-/** Body of `POST /v1/runs/{runId}/tool-confirmations`, validated. */
-export interface ToolConfirmationBody {
-  /** The tool-use event id. */
-  toolUseId: string;
-  /** The decision. */
-  result: "allow" | "deny";
-  /** Shown to the agent on deny. */
-  denyMessage?: string;
-}
-
-/** Body of `POST /v1/runs/{runId}/custom-tool-results`, validated. */
-export interface CustomToolResultBody {
-  /** The custom-tool-use event id. */
-  toolUseId: string;
-  /** Result content blocks. */
-  content: Record<string, unknown>[];
-  /** Whether the result is an error. */
-  isError?: boolean;
-}
 
 /** A recorded answer, as the answer routes return it. */
 export interface ToolAnswer {
@@ -168,7 +149,7 @@ export class ToolAnswers {
   }
 
   /** Answers a tool confirmation (any run the caller may read: approvers and admins). */
-  async confirm(call: RunCall, runId: string, body: ToolConfirmationBody): Promise<ToolAnswer> {
+  async confirm(call: RunCall, runId: string, body: ConfirmToolBody): Promise<ToolAnswer> {
     const caller = call.principal;
     await this.#gateway.providerClient();
     await this.#gateway.visibleRun(caller, runId, "read");
@@ -191,7 +172,7 @@ export class ToolAnswers {
   }
 
   /** Answers a custom tool call (the caller's own runs; admins any). */
-  async respond(call: RunCall, runId: string, body: CustomToolResultBody): Promise<ToolAnswer> {
+  async respond(call: RunCall, runId: string, body: RespondCustomToolBody): Promise<ToolAnswer> {
     const caller = call.principal;
     await this.#gateway.providerClient();
     await this.#gateway.visibleRun(caller, runId, "write");

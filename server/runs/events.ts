@@ -38,9 +38,10 @@
  */
 import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
-import type { RunEventEntry, RunRecord, Store } from "../store/types.ts";
+import type { RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
 import { ACTIVE_RUN_STATES } from "../store/types.ts";
 import { isTerminalRunStreamEvent } from "../../client/contract.ts";
+import type { RunEvent, RunEventPage } from "../../wire/mod.ts";
 import { type FrameSlice, FrameWindow } from "./_frame_window.ts";
 import { READ_BATCH, RunFeed, WINDOW } from "./_run_feed.ts";
 
@@ -69,9 +70,6 @@ const SENT = 0;
 const WAIT = 1;
 const BEHIND = 2;
 
-/** The public form of a log entry: the run event with its `seq` and `at`. */
-export type PublicRunEvent = Record<string, unknown> & { seq: number; at: string; type: string };
-
 /**
  * The public form of a log entry.
  *
@@ -86,8 +84,8 @@ export type PublicRunEvent = Record<string, unknown> & { seq: number; at: string
  * assert.deepEqual(event, { seq: 3, at: "2026-01-01T00:00:00Z", type: "run.cancelled", runId: "sesn_1" });
  * ```
  */
-export function publicEvent(entry: RunEventEntry): PublicRunEvent {
-  return { seq: entry.seq, at: entry.at, ...entry.event } as PublicRunEvent;
+export function publicEvent(entry: RunEventEntry): RunEvent {
+  return { seq: entry.seq, at: entry.at, ...entry.event };
 }
 
 /** Whether an entry ends a turn. */
@@ -141,7 +139,7 @@ export interface EventStreamOptions {
    * The run's record as read for this request (its visibility check): saves the hub reading it
    * again. Without it, the hub reads the record when it needs it.
    */
-  record?: RunRecord;
+  record?: StoredRunRecord;
   /**
    * Ends the stream when it fires (in-process callers). Behind `Deno.serve`, a client that goes
    * cancels the response body, which ends and releases the stream the same way.
@@ -155,16 +153,6 @@ export interface EventStreamOptions {
  * them to a `Response` (which copies them), never write to them.
  */
 export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
-
-/** A JSON page of a run's log. */
-export interface EventPage {
-  /** The entries, in order. */
-  events: PublicRunEvent[];
-  /** The seq to pass as `after` for the next page. */
-  nextAfter: number;
-  /** Whether the page reaches the log's end and the run has ended there. */
-  terminal: boolean;
-}
 
 /** Delivers run events to this replica's subscribers. */
 export class RunEventHub {
@@ -210,7 +198,12 @@ export class RunEventHub {
    * A JSON page: up to `limit` entries after `after`. `record`, the run's record as read for
    * this request, saves reading it again.
    */
-  async page(runId: string, after: number, limit: number, record?: RunRecord): Promise<EventPage> {
+  async page(
+    runId: string,
+    after: number,
+    limit: number,
+    record?: StoredRunRecord,
+  ): Promise<RunEventPage> {
     const entries = await this.#store.listRunEvents(runId, after, limit);
     let terminal = false;
     if (entries.length < limit) {
@@ -454,7 +447,7 @@ export class RunEventHub {
     }, { highWaterMark: 1 });
   }
 
-  #subscribe(runId: string, record: RunRecord | undefined): RunFeed {
+  #subscribe(runId: string, record: StoredRunRecord | undefined): RunFeed {
     let feed = this.#feeds.get(runId);
     if (feed === undefined) {
       // Start the window a window's length before the record's end: the first read then skips

@@ -14,13 +14,9 @@ export * from "./call.ts";
 export * from "./provider_failure.ts";
 export {
   DEFAULT_SERVICE_MAX_ACTIVE_RUNS,
-  type ListRunsQuery,
-  type PublicRun,
   publicRun,
-  type PublicRunPage,
   readsEveryRun,
   RESERVATION_LEASE_MS,
   RunGateway,
   type RunGatewayOptions,
-  type StartRunBody,
 } from "./runs.ts";

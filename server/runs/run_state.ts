@@ -26,7 +26,11 @@
  * @module
  */
 import type { RunEventEntry } from "../store/run_event_types.ts";
-import { ACTIVE_RUN_STATES, type RunRecord, type RunState } from "../store/types.ts";
+import {
+  ACTIVE_RUN_STATES,
+  type RuntimeRunState as RunState,
+  type StoredRunRecord as RunRecord,
+} from "../store/types.ts";
 
 /**
  * Whether a state is terminal (rule 1).

@@ -28,21 +28,19 @@
  *
  * @module
  */
-import type {
-  ManagedAgentEvent,
-  ProviderManagedAgentClient,
-  RuntimeRunInput,
-} from "../../client/mod.ts";
+import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
 import type { AuthenticatedPrincipal } from "../context.ts";
 import { InterfaceError, invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import {
   ACTIVE_RUN_STATES,
-  type RunRecord,
+  type RunListQuery,
   type RunSlotResult,
-  type RunState,
   type Store,
+  type StoredRunPage,
+  type StoredRunRecord,
 } from "../store/types.ts";
+import type { RunPage, RunRecord, StartRunBody } from "../../wire/mod.ts";
 import { RunActivity } from "./activity.ts";
 import { audit } from "./audit.ts";
 import { deadlineSignal, type RunCall } from "./call.ts";
@@ -68,45 +66,6 @@ export const RESERVATION_LEASE_MS = 5 * 60_000;
 const QUOTA_RETRY_AFTER = "5";
 /** Active runs of a principal refreshed when a start finds its quota full. */
 const REFRESH_ON_FULL = 100;
-
-/** Body of `POST /v1/runs`, validated. */
-export interface StartRunBody {
-  /** A prompt, or user messages. */
-  input: string | RuntimeRunInput[];
-  /** Optional title. */
-  title?: string;
-  /** Provider-specific choices. */
-  metadata?: {
-    agent_id?: string;
-    environment_id?: string;
-    agent_version?: number;
-    resources?: Record<string, unknown>[];
-    vault_ids?: string[];
-  };
-}
-
-/** The public form of a run record: without the internal cancel marker and turn count. */
-export type PublicRun = Omit<RunRecord, "cancelRequested" | "turns">;
-
-/** A page of runs in their public form, newest first. */
-export interface PublicRunPage {
-  /** The runs. */
-  runs: PublicRun[];
-  /** The cursor of the next page, or null at the end. */
-  nextCursor: string | null;
-}
-
-/** What `GET /v1/runs` asks for, parsed. */
-export interface ListRunsQuery {
-  /** Page size, 1 to 100. */
-  limit: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-  /** Only runs in this state. */
-  state?: RunState;
-  /** Only this principal's runs (admins and approvers; anyone else only their own). */
-  principalId?: string;
-}
 
 /** Options of {@linkcode RunGateway}. */
 export interface RunGatewayOptions {
@@ -228,7 +187,7 @@ export class RunGateway {
     caller: AuthenticatedPrincipal,
     runId: string,
     access: "read" | "write",
-  ): Promise<RunRecord> {
+  ): Promise<StoredRunRecord> {
     if (runId.length === 0 || runId.length > 256) throw runNotFound();
     const record = await this.#store.getRun(runId);
     if (record === null) throw runNotFound();
@@ -242,7 +201,7 @@ export class RunGateway {
    * Reads a run the caller may read (its own; any, for admins and approvers), else 404
    * `runNotFound`; runs disabled: 503 `providerNotConfigured`. No provider call.
    */
-  readableRun(call: RunCall, runId: string): Promise<RunRecord> {
+  readableRun(call: RunCall, runId: string): Promise<StoredRunRecord> {
     this.requireEnabled();
     return this.visibleRun(call.principal, runId, "read");
   }
@@ -255,7 +214,7 @@ export class RunGateway {
   async refreshRun(
     runId: string,
     options: { timeoutMs?: number; signal?: AbortSignal } = {},
-  ): Promise<RunRecord | null> {
+  ): Promise<StoredRunRecord | null> {
     const client = await this.providerClient();
     const record = await this.#store.getRun(runId);
     if (record === null || isTerminal(record.state)) return record;
@@ -268,7 +227,7 @@ export class RunGateway {
   }
 
   /** Starts a run (steps 1 to 5 of the module doc); answers its public record. */
-  async start(call: RunCall, body: StartRunBody): Promise<PublicRun> {
+  async start(call: RunCall, body: StartRunBody): Promise<RunRecord> {
     const client = await this.providerClient();
     const caller = call.principal;
     const metadata = body.metadata ?? {};
@@ -330,7 +289,7 @@ export class RunGateway {
     const agent = session.agent as { version?: unknown } | undefined;
     const version = metadata.agent_version ??
       (typeof agent?.version === "number" ? agent.version : undefined);
-    const record: RunRecord = {
+    const record: StoredRunRecord = {
       runId: session.id,
       principalId: caller.principalId,
       agentId,
@@ -356,7 +315,7 @@ export class RunGateway {
   }
 
   /** Reads a run, refreshing an active one from the provider. */
-  async get(call: RunCall, runId: string): Promise<PublicRun> {
+  async get(call: RunCall, runId: string): Promise<RunRecord> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "read");
     if (isTerminal(record.state)) return publicRun(record);
@@ -364,7 +323,7 @@ export class RunGateway {
   }
 
   /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */
-  async list(call: RunCall, query: ListRunsQuery): Promise<PublicRunPage> {
+  async list(call: RunCall, query: RunListQuery): Promise<RunPage> {
     this.requireEnabled();
     const caller = call.principal;
     let principalId: string | undefined = caller.principalId;
@@ -386,7 +345,7 @@ export class RunGateway {
   }
 
   /** Cancels a run: interrupts its session, marks it `cancelled` and wakes its tail. */
-  async cancel(call: RunCall, runId: string): Promise<PublicRun> {
+  async cancel(call: RunCall, runId: string): Promise<RunRecord> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "write");
     let updated = record;
@@ -412,7 +371,7 @@ export class RunGateway {
    * Sends a follow-up message; a finished run starts again once a slot is reserved for it. The
    * run's tail is woken: the new turn must be followed.
    */
-  async send(call: RunCall, runId: string, input: StartRunBody["input"]): Promise<PublicRun> {
+  async send(call: RunCall, runId: string, input: StartRunBody["input"]): Promise<RunRecord> {
     const client = await this.providerClient();
     const caller = call.principal;
     const record = await this.visibleRun(caller, runId, "write");
@@ -457,9 +416,9 @@ export class RunGateway {
    */
   async #refresh(
     client: ProviderManagedAgentClient,
-    record: RunRecord,
+    record: StoredRunRecord,
     signal: AbortSignal,
-  ): Promise<RunRecord> {
+  ): Promise<StoredRunRecord> {
     const runId = record.runId;
     const turn = turnOf(record);
     let report: StatusReport;
@@ -476,7 +435,7 @@ export class RunGateway {
       report = { turn, state: "failed" };
     }
     const at = this.#isoNow();
-    const change = (current: RunRecord) => afterStatus(current, report, at);
+    const change = (current: StoredRunRecord) => afterStatus(current, report, at);
     return await changeRun(this.#store, runId, change, record) ?? record;
   }
 
@@ -486,7 +445,7 @@ export class RunGateway {
    */
   async #refreshActive(call: RunCall, principalId: string): Promise<boolean> {
     const client = await this.providerClient();
-    const active: RunRecord[] = [];
+    const active: StoredRunRecord[] = [];
     for (const state of ACTIVE_RUN_STATES) {
       const page = await this.#store.listRuns({ principalId, state, limit: REFRESH_ON_FULL });
       active.push(...page.runs);
@@ -555,7 +514,7 @@ export class RunGateway {
  * assert.equal("cancelRequested" in run, false);
  * ```
  */
-export function publicRun(record: RunRecord): PublicRun {
+export function publicRun(record: StoredRunRecord): RunRecord {
   const { cancelRequested: _, turns: _turns, ...rest } = record;
   return rest;
 }

@@ -41,6 +41,7 @@ import {
   type RunEventEntry,
   type RunEventInput,
   type Store,
+  type StoredRunRecord,
 } from "../store/types.ts";
 import type { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";

@@ -15,12 +15,12 @@
  */
 import { z } from "zod";
 import { MAX_ACTIVE_RUNS_LIMIT, MAX_AGENT_ID_LENGTH, MAX_AGENT_IDS } from "../runs/policy.ts";
-import { CAPABILITIES, type Capability } from "../store/types.ts";
+import { CAPABILITIES, type Capability, type CreatePrincipalBody } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 
 /** One known capability. */
 export const capability: z.ZodType<Capability> = z.enum(
-  CAPABILITIES as [Capability, ...Capability[]],
+  CAPABILITIES,
   `Must be one of ${CAPABILITIES.join(", ")}`,
 );
 
@@ -57,4 +57,4 @@ export const createPrincipalBody = z.strictObject({
     .describe(
       `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
     ),
-});
+}) satisfies z.ZodType<CreatePrincipalBody>;

@@ -1,7 +1,8 @@
 /**
  * The request bodies of the run routes as zod schemas: the one definition the routes validate
  * with (loaded on the first body, see `server/schemas/lazy.ts`) and the MCP tools publish as
- * their JSON Schema.
+ * their JSON Schema. Each `satisfies` its body type of the wire contract (`wire/`): a body the
+ * schema accepts is a value of that type.
  *
  * | schema | route |
  * |---|---|
@@ -21,6 +22,13 @@
  * @module
  */
 import { z } from "zod";
+import {
+  type ConfirmToolBody,
+  type RespondCustomToolBody,
+  type SendRunMessageBody,
+  type StartRunBody,
+  TOOL_CONFIRMATION_RESULTS,
+} from "../../wire/mod.ts";
 
 /** Most input items (or resources, or vault ids) of one request. */
 export const MAX_INPUT_ITEMS = 100;
@@ -75,21 +83,23 @@ export const startRunBody = z.strictObject({
     .max(MAX_TITLE_LENGTH, `Must be 1 to ${MAX_TITLE_LENGTH} characters`).optional()
     .describe("Title of the run"),
   metadata: runMetadata.optional(),
-});
+}) satisfies z.ZodType<StartRunBody>;
 
 /** Body of `POST /v1/runs/{runId}/messages`: `{input}`. */
-export const sendMessageBody = z.strictObject({ input: runInput });
+export const sendMessageBody = z.strictObject({
+  input: runInput,
+}) satisfies z.ZodType<SendRunMessageBody>;
 
 /** Body of `POST /v1/runs/{runId}/tool-confirmations`: `{toolUseId, result, denyMessage?}`. */
 export const toolConfirmationBody = z.strictObject({
   toolUseId: printableId.describe("The pending request's toolUseId"),
-  result: z.enum(["allow", "deny"]).describe("Whether the tool may run"),
+  result: z.enum(TOOL_CONFIRMATION_RESULTS).describe("Whether the tool may run"),
   denyMessage: z.string().min(1).max(4096).optional()
     .describe("Why it may not (with deny), passed to the agent"),
 }).refine((body) => body.denyMessage === undefined || body.result === "deny", {
   path: ["denyMessage"],
   message: "Only a deny carries a message",
-});
+}) satisfies z.ZodType<ConfirmToolBody>;
 
 /** Body of `POST /v1/runs/{runId}/custom-tool-results`: `{toolUseId, content, isError?}`. */
 export const customToolResultBody = z.strictObject({
@@ -97,4 +107,4 @@ export const customToolResultBody = z.strictObject({
   content: z.array(contentBlock).max(MAX_INPUT_ITEMS)
     .describe('The tool\'s result as content blocks, such as {type: "text", text}'),
   isError: z.boolean().optional().describe("Whether the result is an error"),
-});
+}) satisfies z.ZodType<RespondCustomToolBody>;

@@ -22,14 +22,14 @@ import type {
 import type {
   AuditEntry,
   AuditEntryInput,
+  AuditListQuery,
   AuditPage,
-  ListAuditParams,
-  ListRunsParams,
-  RunPage,
-  RunRecord,
+  RunListQuery,
   RunSlotReservation,
   RunSlotResult,
   RunStore,
+  StoredRunPage,
+  StoredRunRecord,
 } from "./run_types.ts";
 
 /** The parts a backend keeps the gateway's records in. */
@@ -58,16 +58,16 @@ export abstract class GatewayRecords implements RunStore, AnswerStore, RunEventS
   releaseRunSlot(principalId: string, slotId: string): Promise<void> {
     return this.#parts.runs.releaseRunSlot(principalId, slotId);
   }
-  createRun(record: RunRecord, slotId: string): Promise<void> {
+  createRun(record: StoredRunRecord, slotId: string): Promise<void> {
     return this.#parts.runs.createRun(record, slotId);
   }
-  getRun(runId: string): Promise<RunRecord | null> {
+  getRun(runId: string): Promise<StoredRunRecord | null> {
     return this.#parts.runs.getRun(runId);
   }
-  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
+  updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
     return this.#parts.runs.updateRun(record, expected);
   }
-  listRuns(params: ListRunsParams): Promise<RunPage> {
+  listRuns(params: RunListQuery): Promise<StoredRunPage> {
     return this.#parts.runs.listRuns(params);
   }
   countRunSlots(principalId: string | null, now: number): Promise<number> {
@@ -76,7 +76,7 @@ export abstract class GatewayRecords implements RunStore, AnswerStore, RunEventS
   appendAudit(entry: AuditEntryInput): Promise<AuditEntry> {
     return this.#parts.runs.appendAudit(entry);
   }
-  listAudit(params: ListAuditParams): Promise<AuditPage> {
+  listAudit(params: AuditListQuery): Promise<AuditPage> {
     return this.#parts.runs.listAudit(params);
   }
 

@@ -19,8 +19,9 @@
  * @module
  */
 
-/** What kind of tool request an answer is for. */
-export type ToolRequestKind = "confirmation" | "custom_tool";
+import type { ToolRequestKind } from "../../wire/mod.ts";
+
+export type { ToolRequestKind } from "../../wire/mod.ts";
 
 /**
  * The answer given: `allow` or `deny` for a confirmation; `ok` or `error` for a custom tool

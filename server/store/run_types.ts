@@ -10,58 +10,35 @@
  * becomes the run's slot when the run is recorded, is released when the start fails, and lapses
  * after its lease when its replica died. A run's slot is freed when its state becomes terminal.
  *
+ * The shapes that also cross the wire (the public run record, audit entries and pages, the list
+ * queries) are the wire contract's (`wire/`); the records here extend them with what the store
+ * alone keeps.
+ *
  * @module
  */
+import type {
+  AuditAction,
+  AuditEntry,
+  AuditPage,
+  ListAuditParams,
+  ListRunsParams,
+  RunPage,
+  RunRecord,
+} from "../../wire/mod.ts";
 
-/** Where a run is in its life (the run contract's states). */
-export type RunState =
-  | "queued"
-  | "running"
-  | "requires_action"
-  | "completed"
-  | "failed"
-  | "cancelled";
+export { ACTIVE_RUN_STATES } from "../../wire/mod.ts";
+export type { AuditAction, AuditEntry, AuditPage, RuntimeRunState } from "../../wire/mod.ts";
 
-/** The states in which a run holds an active-run slot. */
-export const ACTIVE_RUN_STATES: ReadonlySet<RunState> = new Set<RunState>([
-  "queued",
-  "running",
-  "requires_action",
-]);
-
-/** A run as the gateway records it. `runId` is the provider's session id. */
-export interface RunRecord {
-  /** The provider's session id. */
-  runId: string;
-  /** The principal that started it. */
-  principalId: string;
-  /** The agent it runs. */
-  agentId: string;
-  /** The agent version, when pinned. */
-  agentVersion?: number;
-  /** The environment it runs in. */
-  environmentId: string;
-  /** Optional title. */
-  title?: string;
-  /** Current state. */
-  state: RunState;
-  /** Why it stopped, when the provider said. */
-  stopReason?: string;
-  /** Token usage, when the provider reported it. */
-  usage?: Record<string, number>;
-  /** Seq of the last event in its log (0 until the event log exists). */
-  lastEventSeq: number;
-  /** RFC 3339 creation time. */
-  createdAt: string;
-  /** RFC 3339 time of the last change. */
-  updatedAt: string;
-  /** RFC 3339 time it reached a terminal state. */
-  endedAt?: string;
+/**
+ * A run as the gateway records it: the public record (what the run routes answer with, see
+ * `wire/runs.ts`) and the gateway's own bookkeeping, which never leaves the server.
+ */
+export interface StoredRunRecord extends RunRecord {
   /** Set by a cancel: the next idle (or termination) is reported as `cancelled`. */
   cancelRequested?: boolean;
   /**
-   * Internal: how many user messages the gateway sent (the start's, then one per follow-up), so
-   * the run's tail can tell a late end of an earlier turn from the end of the current one.
+   * How many user messages the gateway sent (the start's, then one per follow-up), so the run's
+   * tail can tell a late end of an earlier turn from the end of the current one.
    */
   turns?: number;
 }
@@ -88,93 +65,30 @@ export interface RunSlotReservation {
  */
 export type RunSlotResult = "reserved" | "principalQuota" | "serviceQuota";
 
-/** Parameters of {@linkcode RunStore.listRuns}. */
-export interface ListRunsParams {
-  /** Only this principal's runs; absent: every principal's. */
-  principalId?: string;
-  /** Only runs in this state. */
-  state?: RunState;
+/** Parameters of {@linkcode RunStore.listRuns}: the query of `GET /v1/runs`, its limit resolved. */
+export interface RunListQuery extends ListRunsParams {
   /** Page size, 1 to 100. */
   limit: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
 }
 
-/** A page of runs, newest first. */
-export interface RunPage {
+/** A page of {@linkcode RunStore.listRuns}, newest first: stored records. */
+export interface StoredRunPage extends RunPage {
   /** The runs. */
-  runs: RunRecord[];
-  /** The cursor of the next page, or null at the end. */
-  nextCursor: string | null;
+  runs: StoredRunRecord[];
 }
-
-/** Actions the audit log records. */
-export type AuditAction =
-  | "principal.issued"
-  | "principal.revoked"
-  | "run.started"
-  | "run.message"
-  | "run.cancelled"
-  | "tool.confirmed"
-  | "tool.responded"
-  | "webhook.accepted";
-
-/** Every audit action, in canonical order. */
-export const AUDIT_ACTIONS: readonly AuditAction[] = Object.freeze(
-  [
-    "principal.issued",
-    "principal.revoked",
-    "run.started",
-    "run.message",
-    "run.cancelled",
-    "tool.confirmed",
-    "tool.responded",
-    "webhook.accepted",
-  ] as const,
-);
 
 /** An audit entry before the store gives it its `seq`. Never a bearer, key or message content. */
-export interface AuditEntryInput {
-  /** RFC 3339 time. */
-  at: string;
+export interface AuditEntryInput extends Omit<AuditEntry, "seq" | "action"> {
   /** What happened. */
   action: AuditAction;
-  /** The principal that did it. */
-  actorId: string;
-  /** The principal it was done to, when any. */
-  subjectId?: string;
-  /** The run it concerned, when any. */
-  runId?: string;
-  /** The request's correlation id. */
-  correlationId: string;
-  /** How it ended: `ok`, or a stable error code. */
-  outcome: string;
 }
 
-/** An audit entry as stored: with its `seq`, increasing in the order entries were appended. */
-export interface AuditEntry extends AuditEntryInput {
-  /** Position in the log, starting at 1. */
-  seq: number;
-}
-
-/** Parameters of {@linkcode RunStore.listAudit}. */
-export interface ListAuditParams {
+/** Parameters of {@linkcode RunStore.listAudit}: the query of `GET /v1/audit`, checked. */
+export interface AuditListQuery extends ListAuditParams {
   /** Page size, 1 to 100. */
   limit: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-  /** Only entries whose actor or subject is this principal. */
-  principalId?: string;
   /** Only entries of this action. */
   action?: AuditAction;
-}
-
-/** A page of audit entries, newest first. */
-export interface AuditPage {
-  /** The entries. */
-  entries: AuditEntry[];
-  /** The cursor of the next page, or null at the end. */
-  nextCursor: string | null;
 }
 
 /** The run gateway's storage operations. */
@@ -191,9 +105,9 @@ export interface RunStore {
    * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
    * own slot (or drops it when the run is already terminal).
    */
-  createRun(record: RunRecord, slotId: string): Promise<void>;
+  createRun(record: StoredRunRecord, slotId: string): Promise<void>;
   /** Reads one run. */
-  getRun(runId: string): Promise<RunRecord | null>;
+  getRun(runId: string): Promise<StoredRunRecord | null>;
   /**
    * Replaces a run's record; in the same atomic step a terminal state frees the run's slot and
    * an active one keeps (or takes) it. With `expected` (the record as the caller read it) it is a
@@ -201,15 +115,15 @@ export interface RunStore {
    * false, having written nothing, when another writer changed it (or it is gone). Without
    * `expected` the last writer wins, and it returns true.
    */
-  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean>;
+  updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean>;
   /** Lists runs newest first (by `createdAt`, then run id). */
-  listRuns(params: ListRunsParams): Promise<RunPage>;
+  listRuns(params: RunListQuery): Promise<StoredRunPage>;
   /** How many active-run slots (with live reservations) a principal, or the service, holds. */
   countRunSlots(principalId: string | null, now: number): Promise<number>;
   /** Appends an audit entry and returns it with its `seq`. */
   appendAudit(entry: AuditEntryInput): Promise<AuditEntry>;
   /** Lists audit entries newest first. */
-  listAudit(params: ListAuditParams): Promise<AuditPage>;
+  listAudit(params: AuditListQuery): Promise<AuditPage>;
 }
 
 /**

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { Capability } from "../../wire/mod.ts";
 import type { AuditEntryInput, RunStore } from "./run_types.ts";
 import type { AnswerStore } from "./answer_types.ts";
 import type { RunEventStore } from "./run_event_types.ts";
@@ -17,22 +18,7 @@ export * from "./run_types.ts";
 export * from "./answer_types.ts";
 export * from "./run_event_types.ts";
 
-/** A capability a principal may hold. */
-export type Capability =
-  | "session:read"
-  | "session:write"
-  | "session:approve"
-  | "authority:admin";
-
-/** Every known capability name, in canonical order. */
-export const CAPABILITIES: readonly Capability[] = Object.freeze(
-  [
-    "session:read",
-    "session:write",
-    "session:approve",
-    "authority:admin",
-  ] as const,
-);
+export { CAPABILITIES, type Capability } from "../../wire/mod.ts";
 
 /** A principal as the store keeps it: no bearer, only its digest. */
 export interface PrincipalRecord {

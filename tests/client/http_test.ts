@@ -1,5 +1,5 @@
 /**
- * The shared request layer (`client/_http.ts`): headers, query encoding, retries with backoff and
+ * The shared request layer (`client/http.ts`): headers, query encoding, retries with backoff and
  * `retry-after` / `x-should-retry`, typed errors, timeouts, aborts and traces.
  */
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import {
   type HttpTransportOptions,
   type ProviderTrace,
   retryAfterMs,
-} from "../../client/_http.ts";
+} from "../../client/http.ts";
 import {
   ProviderAbortError,
   ProviderApiError,

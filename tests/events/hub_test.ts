@@ -21,9 +21,9 @@ import { openKvStore } from "../../server/store/kv.ts";
 import type {
   RunEventEntry,
   RunEventInput,
-  RunRecord,
-  RunState,
+  RuntimeRunState,
   Store,
+  StoredRunRecord,
 } from "../../server/store/types.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -65,7 +65,7 @@ function hubOver(store: Store, options: Partial<RunEventHubOptions> = {}): RunEv
   return new RunEventHub({ store, authenticator, ...options });
 }
 
-function record(runId: string, state: RunState): RunRecord {
+function record(runId: string, state: RuntimeRunState): StoredRunRecord {
   return {
     runId,
     principalId: "p",
@@ -158,7 +158,7 @@ class Collector {
   }
 }
 
-function options(runId: string, state: RunState, after = 0): EventStreamOptions {
+function options(runId: string, state: RuntimeRunState, after = 0): EventStreamOptions {
   return { runId, after, authorization: null, record: record(runId, state) };
 }
 

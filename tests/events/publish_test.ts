@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { openKvStore } from "../../server/store/kv.ts";
-import type { RunRecord, Store } from "../../server/store/types.ts";
+import type { Store, StoredRunRecord } from "../../server/store/types.ts";
 import { RECORD_DELAY_MS, RunTails } from "../../server/runs/tail.ts";
 import { RunActivity } from "../../server/runs/activity.ts";
 import type { ProviderManagedAgentClient } from "../../client/mod.ts";
@@ -25,7 +25,7 @@ interface Held {
   /** Run record writes (`updateRun`) wait while set. */
   holdRecords: boolean;
   /** Record writes waiting now. */
-  heldRecords: { record: RunRecord; release: () => void }[];
+  heldRecords: { record: StoredRunRecord; release: () => void }[];
   /** Record writes so far. */
   recordWrites: number;
   /** Lets every held call go. */
@@ -59,7 +59,7 @@ function holding(raw: Store): Held {
         };
       }
       if (property === "updateRun") {
-        return async (record: RunRecord, expected?: RunRecord) => {
+        return async (record: StoredRunRecord, expected?: StoredRunRecord) => {
           held.recordWrites++;
           if (held.holdRecords) {
             await new Promise<void>((resolve) =>

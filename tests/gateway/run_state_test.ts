@@ -13,7 +13,11 @@ import {
   nextState,
 } from "../../server/runs/run_state.ts";
 import type { RunEventEntry } from "../../server/store/run_event_types.ts";
-import { ACTIVE_RUN_STATES, type RunRecord, type RunState } from "../../server/store/types.ts";
+import {
+  ACTIVE_RUN_STATES,
+  type RuntimeRunState as RunState,
+  type StoredRunRecord as RunRecord,
+} from "../../server/store/types.ts";
 
 const STATES: readonly RunState[] = [...ACTIVE_RUN_STATES, "completed", "failed", "cancelled"];
 

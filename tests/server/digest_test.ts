@@ -12,7 +12,7 @@ import {
   sha256Hex,
   toBase64Url,
   toHex,
-} from "../../server/_digest.ts";
+} from "../../server/digest.ts";
 
 Deno.test("sha256 agrees with node:crypto on lengths 0 to 300 and on a megabyte", () => {
   const bytes = crypto.getRandomValues(new Uint8Array(300));

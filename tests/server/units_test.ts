@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { sha256Ascii } from "../../server/_digest.ts";
+import { sha256Ascii } from "../../server/digest.ts";
 import { compose } from "../../server/chain.ts";
 import { Router } from "../../server/router.ts";
 import { parseRfc3339 } from "../../server/time.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { AuditEntryInput, RunRecord, Store } from "../../server/store/types.ts";
+import type { AuditEntryInput, Store, StoredRunRecord } from "../../server/store/types.ts";
 
 /** Registers one contract case (the suite's own `test`). */
 export type ContractCase = (
@@ -16,7 +16,7 @@ export type ContractCase = (
 ) => void;
 
 /** A run record with fresh ids, created `offsetMs` after a fixed instant. */
-export function testRun(overrides: Partial<RunRecord> = {}, offsetMs = 0): RunRecord {
+export function testRun(overrides: Partial<StoredRunRecord> = {}, offsetMs = 0): StoredRunRecord {
   const at = new Date(Date.UTC(2026, 0, 1) + offsetMs).toISOString();
   return {
     runId: `sesn_${crypto.randomUUID().replaceAll("-", "")}`,
@@ -82,7 +82,7 @@ export function runRunContract(test: ContractCase): void {
     await store.createRun(run, slot.slotId);
     assert.deepEqual(await store.getRun(run.runId), run);
     assert.equal(await store.getRun("sesn_missing"), null);
-    const done: RunRecord = {
+    const done: StoredRunRecord = {
       ...run,
       state: "completed",
       stopReason: "end_turn",
@@ -101,15 +101,19 @@ export function runRunContract(test: ContractCase): void {
     await store.createRun(run, slot.slotId);
     const read = (await store.getRun(run.runId))!;
     // Two writers that read the same record: the first wins, the second writes nothing.
-    const streamed: RunRecord = { ...read, lastEventSeq: 7, updatedAt: "2026-01-01T00:00:01.000Z" };
-    const cancelled: RunRecord = { ...read, state: "cancelled", endedAt: read.createdAt };
+    const streamed: StoredRunRecord = {
+      ...read,
+      lastEventSeq: 7,
+      updatedAt: "2026-01-01T00:00:01.000Z",
+    };
+    const cancelled: StoredRunRecord = { ...read, state: "cancelled", endedAt: read.createdAt };
     assert.equal(await store.updateRun(streamed, read), true);
     assert.equal(await store.updateRun(cancelled, read), false);
     assert.deepEqual(await store.getRun(run.runId), streamed);
     // The refused terminal write did not free the slot either.
     assert.equal(await store.countRunSlots(principalId, Date.now()), 1);
     // Read again and applied again, it goes through (and frees the slot).
-    const again: RunRecord = { ...streamed, state: "cancelled", endedAt: read.createdAt };
+    const again: StoredRunRecord = { ...streamed, state: "cancelled", endedAt: read.createdAt };
     assert.equal(await store.updateRun(again, streamed), true);
     assert.deepEqual(await store.getRun(run.runId), again);
     assert.equal(await store.countRunSlots(principalId, Date.now()), 0);
@@ -122,7 +126,7 @@ export function runRunContract(test: ContractCase): void {
   test("runs: lists are newest first in cursor pages, by principal or all, filtered by state", async (store) => {
     const alice = crypto.randomUUID();
     const bob = crypto.randomUUID();
-    const runs: RunRecord[] = [];
+    const runs: StoredRunRecord[] = [];
     for (let i = 0; i < 5; i++) {
       const run = testRun({
         principalId: i === 2 ? bob : alice,

@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { ACTIVE_RUN_STATES, type RunRecord } from "../run_types.ts";
+import { ACTIVE_RUN_STATES, type StoredRunRecord } from "../run_types.ts";
 import type {
   RunEventEntry,
   RunEventInput,
@@ -245,7 +245,7 @@ export class KvRunEventStore implements RunEventStore {
   async purgeRunEvents(endedBefore: string): Promise<number> {
     try {
       let deleted = 0;
-      for await (const entry of this.#kv.list<RunRecord>({ prefix: this.#key("run") })) {
+      for await (const entry of this.#kv.list<StoredRunRecord>({ prefix: this.#key("run") })) {
         const record = entry.value;
         if (
           ACTIVE_RUN_STATES.has(record.state) || record.endedAt === undefined ||

@@ -1,7 +1,7 @@
 /**
  * The run gateway's records in Deno KV. Keys, below the store's namespace root:
  *
- * - `["run", runId]` → {@linkcode RunRecord}
+ * - `["run", runId]` → {@linkcode StoredRunRecord}
  * - `["run-by-principal", principalId, createdAt, runId]` → true (newest first by reverse list)
  * - `["run-by-time", createdAt, runId]` → principal id (every principal's runs)
  * - `["run-slot", principalId, slotId]` → {@linkcode SlotEntry}
@@ -17,16 +17,16 @@ import {
   ACTIVE_RUN_STATES,
   type AuditEntry,
   type AuditEntryInput,
+  type AuditListQuery,
   type AuditPage,
   decodeCursor,
   encodeCursor,
-  type ListAuditParams,
-  type ListRunsParams,
-  type RunPage,
-  type RunRecord,
+  type RunListQuery,
   type RunSlotReservation,
   type RunSlotResult,
   type RunStore,
+  type StoredRunPage,
+  type StoredRunRecord,
 } from "../run_types.ts";
 import { StoreUnavailableError } from "../types.ts";
 import { commitKv } from "./_commit.ts";
@@ -280,7 +280,7 @@ export class KvRunStore implements RunStore {
     }
   }
 
-  async createRun(record: RunRecord, slotId: string): Promise<void> {
+  async createRun(record: StoredRunRecord, slotId: string): Promise<void> {
     try {
       const reservationKey = this.#key("run-slot", record.principalId, slotId);
       const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
@@ -313,15 +313,15 @@ export class KvRunStore implements RunStore {
     }
   }
 
-  async getRun(runId: string): Promise<RunRecord | null> {
+  async getRun(runId: string): Promise<StoredRunRecord | null> {
     try {
-      return (await this.#kv.get<RunRecord>(this.#key("run", runId))).value;
+      return (await this.#kv.get<StoredRunRecord>(this.#key("run", runId))).value;
     } catch (error) {
       throw fail(error);
     }
   }
 
-  async updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
+  async updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
     try {
       const runKey = this.#key("run", record.runId);
       const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
@@ -332,7 +332,7 @@ export class KvRunStore implements RunStore {
       const wanted = expected === undefined ? undefined : JSON.stringify(expected);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const [current, runSlot, count, all] = await this.#kv.getMany<
-          [RunRecord, SlotEntry, number, number]
+          [StoredRunRecord, SlotEntry, number, number]
         >([runKey, runSlotKey, countKey, allKey]);
         if (wanted !== undefined && JSON.stringify(current.value) !== wanted) return false;
         const delta = (active ? 1 : 0) - (runSlot.value !== null ? 1 : 0);
@@ -349,7 +349,7 @@ export class KvRunStore implements RunStore {
     }
   }
 
-  async listRuns(params: ListRunsParams): Promise<RunPage> {
+  async listRuns(params: RunListQuery): Promise<StoredRunPage> {
     try {
       const prefix = params.principalId === undefined
         ? this.#key("run-by-time")
@@ -358,12 +358,12 @@ export class KvRunStore implements RunStore {
       const selector: Deno.KvListSelector = after === null
         ? { prefix }
         : { prefix, end: [...prefix, ...after] };
-      const runs: RunRecord[] = [];
-      let last: RunRecord | null = null;
+      const runs: StoredRunRecord[] = [];
+      let last: StoredRunRecord | null = null;
       let more = false;
       for await (const entry of this.#kv.list({ ...selector }, { reverse: true, batchSize: 100 })) {
         const runId = entry.key[entry.key.length - 1] as string;
-        const record = (await this.#kv.get<RunRecord>(this.#key("run", runId))).value;
+        const record = (await this.#kv.get<StoredRunRecord>(this.#key("run", runId))).value;
         if (record === null) continue;
         if (params.state !== undefined && record.state !== params.state) continue;
         if (runs.length === params.limit) {
@@ -435,7 +435,7 @@ export class KvRunStore implements RunStore {
     throw contention();
   }
 
-  async listAudit(params: ListAuditParams): Promise<AuditPage> {
+  async listAudit(params: AuditListQuery): Promise<AuditPage> {
     try {
       const prefix = this.#key("audit");
       const after = params.cursor === undefined ? null : decodeCursor(params.cursor);

@@ -12,16 +12,16 @@ import {
   type AuditAction,
   type AuditEntry,
   type AuditEntryInput,
+  type AuditListQuery,
   type AuditPage,
   decodeCursor,
   encodeCursor,
-  type ListAuditParams,
-  type ListRunsParams,
-  type RunPage,
-  type RunRecord,
+  type RunListQuery,
   type RunSlotReservation,
   type RunSlotResult,
   type RunStore,
+  type StoredRunPage,
+  type StoredRunRecord,
 } from "../run_types.ts";
 
 /** Runs one operation on the store's current pool, mapping failures to store errors. */
@@ -100,7 +100,7 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  createRun(record: RunRecord, slotId: string): Promise<void> {
+  createRun(record: StoredRunRecord, slotId: string): Promise<void> {
     const active = ACTIVE_RUN_STATES.has(record.state);
     return this.#run(async (sql) => {
       await sql`
@@ -122,9 +122,9 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  getRun(runId: string): Promise<RunRecord | null> {
+  getRun(runId: string): Promise<StoredRunRecord | null> {
     return this.#run(async (sql) => {
-      const rows = await sql<{ record: RunRecord }[]>`
+      const rows = await sql<{ record: StoredRunRecord }[]>`
         SELECT record FROM automation_runtime_runs
         WHERE namespace = ${this.#ns} AND run_id = ${runId}`;
       return rows.length === 0 ? null : rows[0].record;
@@ -135,9 +135,9 @@ export class PostgresRunStore implements RunStore {
    * One statement: the record's update (with `expected`, only while the stored record equals it,
    * by `jsonb` equality), and the slot change only when the update happened.
    */
-  updateRun(record: RunRecord, expected?: RunRecord): Promise<boolean> {
+  updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
     const active = ACTIVE_RUN_STATES.has(record.state);
-    const json = (value: RunRecord) => value as unknown as postgres.JSONValue;
+    const json = (value: StoredRunRecord) => value as unknown as postgres.JSONValue;
     return this.#run(async (sql) => {
       const rows = await sql`
         WITH updated AS (
@@ -162,14 +162,14 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  listRuns(params: ListRunsParams): Promise<RunPage> {
+  listRuns(params: RunListQuery): Promise<StoredRunPage> {
     return this.#run(async (sql) => {
       const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
       const cursor = after !== null && after.length === 2 &&
           typeof after[0] === "string" && typeof after[1] === "string"
         ? { createdAt: after[0], runId: after[1] }
         : null;
-      const rows = await sql<{ record: RunRecord }[]>`
+      const rows = await sql<{ record: StoredRunRecord }[]>`
         SELECT record FROM automation_runtime_runs
         WHERE namespace = ${this.#ns}
           ${
@@ -213,7 +213,7 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  listAudit(params: ListAuditParams): Promise<AuditPage> {
+  listAudit(params: AuditListQuery): Promise<AuditPage> {
     return this.#run(async (sql) => {
       const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
       const before = after !== null && typeof after[0] === "number" ? after[0] : null;

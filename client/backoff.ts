@@ -1,6 +1,8 @@
 /**
  * The one backoff of the clients: exponential delays with jitter, and an abortable sleep. The
- * request layer uses it between retries, the session driver between reconnects. Internal.
+ * request layer uses it between retries, the session driver between reconnects, and the SDK's
+ * retries (`sdk/_retry.ts`) with their own bounds. Internal to the package: shared across its
+ * folders, not exported from any entry point.
  *
  * @module
  */

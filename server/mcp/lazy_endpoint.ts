@@ -1,7 +1,9 @@
 /**
  * The MCP endpoint, loaded on its first request. The MCP SDK (and zod, ajv and the rest it
  * brings) takes a few hundred milliseconds to load; a runtime that is never asked for MCP never
- * pays for it, and every other route answers as soon as the server listens.
+ * pays for it, and every other route answers as soon as the server listens. `server/server.ts`
+ * mounts it; it is not exported from `server/mcp/mod.ts`, whose `createMcpEndpoint` loads the SDK
+ * at once.
  *
  * @module
  */

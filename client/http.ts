@@ -1,11 +1,13 @@
 /**
  * The request layer shared by the provider clients: auth and version headers, query encoding,
- * timeouts, retries with backoff, typed errors and per-request traces. Internal; the clients
- * expose its options.
+ * timeouts, retries with backoff, typed errors and per-request traces. Internal to the package:
+ * the clients in `messages/` and `managed_agents/` build on it and expose its options; only its
+ * option types (`FetchLike`, `ProviderTrace`, `ProviderTraceCallback`) are exported, from
+ * `client/mod.ts`.
  *
  * @module
  */
-import { backoffDelayMs, sleep } from "./_backoff.ts";
+import { backoffDelayMs, sleep } from "./backoff.ts";
 import {
   ProviderAbortError,
   ProviderApiError,

@@ -1,6 +1,6 @@
 /**
  * The SHA-256 compression function (FIPS 180-4) in plain JavaScript, shared by everything that
- * hashes synchronously: the service's bearer digests and HMACs (`server/_digest.ts`) and short
+ * hashes synchronously: the service's bearer digests and HMACs (`server/digest.ts`) and short
  * webhook bodies (`client/managed_agents/_hmac_sha256.ts`). Synchronous on purpose: WebCrypto
  * hands every call to a worker thread and back (about 60 µs in Deno 2.9), and `node:crypto` loads
  * Deno's Node compatibility layer at startup. No `Deno.*` and no `node:` import, so it runs in

@@ -2,12 +2,14 @@
  * Synchronous SHA-256 and HMAC-SHA256 over bytes, hex and base64url, and a constant-time
  * comparison: what the service hashes with. Plain JavaScript on purpose: importing `node:crypto`
  * loads Deno's Node compatibility layer, which costs tens of milliseconds of startup, and
- * WebCrypto is asynchronous where the authentication path is not.
+ * WebCrypto is asynchronous where the authentication path is not. Internal to the server: the
+ * authenticator, the bootstrap credential, the principal routes, the idempotency rule and the
+ * MCP session ids hash with it; not exported from `server/mod.ts`.
  *
  * @module
  */
 
-import { compress, finish, INITIAL, rounds, storeWord, W } from "../client/_sha256.ts";
+import { compress, finish, INITIAL, rounds, storeWord, W } from "../client/sha256.ts";
 
 const encoder = new TextEncoder();
 
@@ -21,7 +23,7 @@ const asciiState = new Int32Array(8);
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { sha256Ascii } from "./_digest.ts";
+ * import { sha256Ascii } from "./digest.ts";
  * const digest = sha256Ascii("abc", new Uint8Array(32));
  * assert.equal(digest[0].toString(16), "ba");
  * ```
@@ -93,7 +95,7 @@ function digestInto(prefix: Uint8Array | null, bytes: Uint8Array, out: Uint8Arra
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { sha256, toHex } from "./_digest.ts";
+ * import { sha256, toHex } from "./digest.ts";
  * assert.equal(toHex(sha256("abc")).slice(0, 8), "ba7816bf");
  * ```
  */
@@ -112,7 +114,7 @@ const SCRATCH_DIGEST = new Uint8Array(32);
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { sha256Hex } from "./_digest.ts";
+ * import { sha256Hex } from "./digest.ts";
  * assert.equal(sha256Hex("abc").slice(0, 8), "ba7816bf");
  * ```
  */
@@ -131,7 +133,7 @@ const INNER_DIGEST = new Uint8Array(32);
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { hmacSha256, toHex } from "./_digest.ts";
+ * import { hmacSha256, toHex } from "./digest.ts";
  * assert.equal(toHex(hmacSha256("key", "The quick brown fox jumps over the lazy dog")).slice(0, 8), "f7bc83f4");
  * ```
  */
@@ -160,7 +162,7 @@ const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padSt
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { toHex } from "./_digest.ts";
+ * import { toHex } from "./digest.ts";
  * assert.equal(toHex(new Uint8Array([0, 255])), "00ff");
  * ```
  */
@@ -178,7 +180,7 @@ const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { toBase64Url } from "./_digest.ts";
+ * import { toBase64Url } from "./digest.ts";
  * assert.equal(toBase64Url(new Uint8Array([251, 255])), "-_8");
  * ```
  */
@@ -207,7 +209,7 @@ export function toBase64Url(bytes: Uint8Array): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { constantTimeEqual } from "./_digest.ts";
+ * import { constantTimeEqual } from "./digest.ts";
  * assert.equal(constantTimeEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2])), true);
  * ```
  */

@@ -1,6 +1,7 @@
 /**
  * The small type guards every client module shares, so each wire reader narrows unknown JSON the
- * same way. Internal.
+ * same way. Internal to the package: shared by `client/` and its subfolders, not exported from
+ * any entry point.
  *
  * @module
  */

@@ -1,0 +1,138 @@
+/**
+ * The import rules of the source folders (`docs/design.md`, "One wire contract" and "Internal
+ * files"), checked on every import of `client/`, `sdk/`, `wire/`, `server/` and `cli/`:
+ *
+ * - a `_` file is imported only from its own folder;
+ * - `client/` imports nothing of `server/`, `sdk/` or `wire/`, and `sdk/` nothing of `server/`;
+ * - `wire/` imports only itself and the run contract (`client/contract.ts`);
+ * - `client/`, `sdk/` and `wire/` use no `Deno.*` and import no `node:` module, so they run in
+ *   browsers and Node (the Node bundle tests run them there).
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+const FOLDERS = ["client", "sdk", "wire", "server", "cli"];
+
+/**
+ * `_` files the store backends still import from their subfolders; the store's restructuring
+ * (issue 32, "store parts") gives them their homes. Shrink this list, never grow it.
+ */
+const PENDING: ReadonlySet<string> = new Set([
+  "server/store/_kv_authority.ts -> server/store/kv/_commit.ts",
+  "server/store/kv.ts -> server/store/kv/_answers.ts",
+  "server/store/kv.ts -> server/store/kv/_change_marker.ts",
+  "server/store/kv.ts -> server/store/kv/_commit.ts",
+  "server/store/kv.ts -> server/store/kv/_events.ts",
+  "server/store/kv.ts -> server/store/kv/_runs.ts",
+  "server/store/postgres.ts -> server/store/postgres/_answers.ts",
+  "server/store/postgres.ts -> server/store/postgres/_authority.ts",
+  "server/store/postgres.ts -> server/store/postgres/_connect.ts",
+  "server/store/postgres.ts -> server/store/postgres/_driver_guard.ts",
+  "server/store/postgres.ts -> server/store/postgres/_errors.ts",
+  "server/store/postgres.ts -> server/store/postgres/_events.ts",
+  "server/store/postgres.ts -> server/store/postgres/_migrate.ts",
+  "server/store/postgres.ts -> server/store/postgres/_runs.ts",
+]);
+
+interface SourceFile {
+  /** Path from the repository root, such as `sdk/runs.ts`. */
+  path: string;
+  text: string;
+}
+
+async function sources(folder: string): Promise<SourceFile[]> {
+  const found: SourceFile[] = [];
+  async function walk(dir: string): Promise<void> {
+    for await (const entry of Deno.readDir(new URL(dir, ROOT))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else if (entry.name.endsWith(".ts")) {
+        found.push({ path, text: await Deno.readTextFile(new URL(path, ROOT)) });
+      }
+    }
+  }
+  await walk(folder);
+  return found;
+}
+
+/** Code lines: what is left of the text without its comments (JSDoc examples import too). */
+function codeLines(text: string): string[] {
+  return text.replace(/\/\*[\s\S]*?\*\//g, "").split("\n").filter((line) =>
+    !line.trimStart().startsWith("//")
+  );
+}
+
+/** The specifiers of a file's static and dynamic imports and re-exports. */
+function specifiers(text: string): string[] {
+  const code = codeLines(text).join("\n");
+  const pattern =
+    /(?:^|\n)\s*(?:import|export)\b[^;]*?\bfrom\s*"([^"]+)"|import\(\s*"([^"]+)"\s*\)/g;
+  return [...code.matchAll(pattern)].map((match) => match[1] ?? match[2]);
+}
+
+/** A relative specifier resolved to a path from the repository root. */
+function resolve(from: string, specifier: string): string {
+  const url = new URL(specifier, new URL(from, ROOT));
+  return decodeURIComponent(url.pathname.slice(ROOT.pathname.length));
+}
+
+function folderOf(path: string): string {
+  return path.slice(0, path.lastIndexOf("/"));
+}
+
+const files = (await Promise.all(FOLDERS.map(sources))).flat();
+
+/** Every relative import, as `importer -> imported`. */
+const imports: { from: string; to: string }[] = files.flatMap((file) =>
+  specifiers(file.text).filter((specifier) => specifier.startsWith(".")).map((specifier) => ({
+    from: file.path,
+    to: resolve(file.path, specifier),
+  }))
+);
+
+Deno.test("the import scan sees the imports it checks", () => {
+  assert.ok(files.length > 100, `only ${files.length} source files found`);
+  assert.ok(imports.some(({ from, to }) => from === "sdk/runs.ts" && to === "wire/mod.ts"));
+  assert.ok(
+    imports.some(({ from, to }) =>
+      from === "server/store/kv.ts" && to === "server/store/kv/_runs.ts"
+    ),
+  );
+});
+
+Deno.test("a _ file is imported only from its own folder", () => {
+  const crossing = imports
+    .filter(({ from, to }) =>
+      to.slice(to.lastIndexOf("/") + 1).startsWith("_") && folderOf(to) !== folderOf(from)
+    )
+    .map(({ from, to }) => `${from} -> ${to}`);
+  assert.deepEqual(crossing.filter((pair) => !PENDING.has(pair)), []);
+  const stale = [...PENDING].filter((pair) => !crossing.includes(pair));
+  assert.deepEqual(stale, [], "imports gone from the code: drop them from PENDING");
+});
+
+Deno.test("client/ stands alone, sdk/ never reaches the server, wire/ only the run contract", () => {
+  const refused = imports.filter(({ from, to }) => {
+    if (from.startsWith("client/")) {
+      return to.startsWith("server/") || to.startsWith("sdk/") || to.startsWith("wire/");
+    }
+    if (from.startsWith("sdk/")) return to.startsWith("server/");
+    if (from.startsWith("wire/")) return !to.startsWith("wire/") && to !== "client/contract.ts";
+    return false;
+  });
+  assert.deepEqual(refused, []);
+});
+
+Deno.test("client/, sdk/ and wire/ use web standards only", () => {
+  const offending: string[] = [];
+  for (const file of files) {
+    if (!/^(client|sdk|wire)\//.test(file.path)) continue;
+    if (specifiers(file.text).some((specifier) => specifier.startsWith("node:"))) {
+      offending.push(`${file.path}: imports node:`);
+    }
+    if (codeLines(file.text).some((line) => /\bDeno\./.test(line))) {
+      offending.push(`${file.path}: uses Deno.*`);
+    }
+  }
+  assert.deepEqual(offending, []);
+});

@@ -1,0 +1,70 @@
+/**
+ * The audit log on the wire: the actions it records, an entry, a page of `GET /v1/audit` and its
+ * query. Entries never hold a bearer, key, secret or message content.
+ *
+ * @module
+ */
+
+/**
+ * Every action the audit log records, in canonical order.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { AUDIT_ACTIONS } from "./audit.ts";
+ * assert.equal(AUDIT_ACTIONS[0], "principal.issued");
+ * ```
+ */
+export const AUDIT_ACTIONS = [
+  "principal.issued",
+  "principal.revoked",
+  "run.started",
+  "run.message",
+  "run.cancelled",
+  "tool.confirmed",
+  "tool.responded",
+  "webhook.accepted",
+] as const;
+
+/** An action the audit log records: one of {@linkcode AUDIT_ACTIONS}. */
+export type AuditAction = typeof AUDIT_ACTIONS[number];
+
+/** One audit entry. */
+export interface AuditEntry {
+  /** Position in the log, increasing in the order entries were appended, from 1. */
+  seq: number;
+  /** RFC 3339 time of the action. */
+  at: string;
+  /** What happened (a later service may add actions, hence `string` too). */
+  action: AuditAction | (string & Record<never, never>);
+  /** The principal that acted. */
+  actorId: string;
+  /** The principal acted upon, where there is one. */
+  subjectId?: string;
+  /** The run concerned, where there is one. */
+  runId?: string;
+  /** Correlation id of the request that acted. */
+  correlationId: string;
+  /** How it ended: `ok`, or a stable error code. */
+  outcome: string;
+}
+
+/** The query of `GET /v1/audit`. */
+export interface ListAuditParams {
+  /** Page size, 1 to 100 (service default 20). */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Only entries whose actor or subject is this principal. */
+  principalId?: string;
+  /** Only entries of this action. */
+  action?: AuditAction | (string & Record<never, never>);
+}
+
+/** One page of `GET /v1/audit`: newest first. */
+export interface AuditPage {
+  /** The entries of this page. */
+  entries: AuditEntry[];
+  /** The cursor of the next page, or null on the last page. */
+  nextCursor: string | null;
+}

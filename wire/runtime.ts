@@ -1,0 +1,37 @@
+/**
+ * The service's own descriptions: the interface version every request names, the answer of
+ * `GET /v1/runtime` and the answer of `GET /healthz`.
+ *
+ * @module
+ */
+import type { Capability } from "./principals.ts";
+
+/**
+ * The interface version of this API: what every `/v1/*` request sends as `x-interface-version`
+ * (the SDK sets it) and what the service answers with.
+ */
+export const INTERFACE_VERSION = "2026-07-23";
+
+/** The answer of `GET /v1/runtime`: the interface version and the calling principal. */
+export interface RuntimeInfo {
+  /** The interface version the service speaks. */
+  interfaceVersion: string;
+  /** The calling principal. */
+  principalId: string;
+  /** The caller's capabilities. */
+  capabilities: Capability[];
+  /** The caller's expiry, RFC 3339. */
+  expiresAt: string;
+  /** Whether the service can start runs (false while it has no provider credential). */
+  runs?: boolean;
+  /** Agent ids the caller may start runs on, when it is limited to some. */
+  agentIds?: string[];
+  /** How many runs the caller may have active at once. */
+  maxActiveRuns?: number;
+}
+
+/** The answer of `GET /healthz`. */
+export interface HealthStatus {
+  /** True when the service is up. */
+  ok: boolean;
+}

@@ -1,0 +1,96 @@
+/**
+ * A run's tool requests on the wire: what waits for an answer, the bodies that answer it, and
+ * the recorded answers.
+ *
+ * - `GET /v1/runs/{runId}/pending` answers a {@linkcode PendingToolRequestList};
+ * - `POST /v1/runs/{runId}/tool-confirmations` takes a {@linkcode ConfirmToolBody} and answers a
+ *   {@linkcode ToolConfirmation};
+ * - `POST /v1/runs/{runId}/custom-tool-results` takes a {@linkcode RespondCustomToolBody} and
+ *   answers a {@linkcode CustomToolAnswer}.
+ *
+ * @module
+ */
+
+/**
+ * The kinds of tool request: `confirmation` (a tool call the agent may run once allowed) and
+ * `custom_tool` (a tool the caller runs and answers with its result).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { TOOL_REQUEST_KINDS } from "./tool_requests.ts";
+ * assert.deepEqual([...TOOL_REQUEST_KINDS], ["confirmation", "custom_tool"]);
+ * ```
+ */
+export const TOOL_REQUEST_KINDS = ["confirmation", "custom_tool"] as const;
+
+/** What kind of tool request: one of {@linkcode TOOL_REQUEST_KINDS}. */
+export type ToolRequestKind = typeof TOOL_REQUEST_KINDS[number];
+
+/** The answers to a tool confirmation: run the tool, or not. */
+export const TOOL_CONFIRMATION_RESULTS = ["allow", "deny"] as const;
+
+/** An answer to a tool confirmation: one of {@linkcode TOOL_CONFIRMATION_RESULTS}. */
+export type ToolConfirmationResult = typeof TOOL_CONFIRMATION_RESULTS[number];
+
+/** A tool request of a run waiting for an answer. */
+export interface PendingToolRequest {
+  /** The tool-use id: what an answer names. */
+  toolUseId: string;
+  /** `confirmation` (allow or deny it) or `custom_tool` (send its result). */
+  kind: ToolRequestKind;
+  /** The tool's name. */
+  name: string;
+  /** The tool's input. */
+  input: unknown;
+  /** RFC 3339 time the agent asked. */
+  requestedAt: string;
+}
+
+/** The answer of `GET /v1/runs/{runId}/pending`. */
+export interface PendingToolRequestList {
+  /** The run's tool requests waiting for an answer, in the order they were made. */
+  pending: PendingToolRequest[];
+}
+
+/** The body of `POST /v1/runs/{runId}/tool-confirmations`. */
+export interface ConfirmToolBody {
+  /** The tool-use id. */
+  toolUseId: string;
+  /** Run the tool, or not. */
+  result: ToolConfirmationResult;
+  /** Shown to the agent on deny (only a deny carries one). */
+  denyMessage?: string;
+}
+
+/** The body of `POST /v1/runs/{runId}/custom-tool-results`. */
+export interface RespondCustomToolBody {
+  /** The custom-tool-use id. */
+  toolUseId: string;
+  /** The result: content blocks (each with a `type`), such as `{type: "text", text}`. */
+  content: Record<string, unknown>[];
+  /** Whether the tool failed. */
+  isError?: boolean;
+}
+
+/** A recorded tool confirmation: the answer of `POST /v1/runs/{runId}/tool-confirmations`. */
+export interface ToolConfirmation {
+  /** The tool-use id. */
+  toolUseId: string;
+  /** The decision sent. */
+  result: ToolConfirmationResult;
+  /** The principal that answered. */
+  answeredBy: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
+
+/** A recorded custom tool result: the answer of `POST /v1/runs/{runId}/custom-tool-results`. */
+export interface CustomToolAnswer {
+  /** The custom-tool-use id. */
+  toolUseId: string;
+  /** The principal that answered. */
+  answeredBy: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
