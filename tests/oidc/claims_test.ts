@@ -133,6 +133,11 @@ Deno.test("a claim the token lacks, or has as an object, array or null, never ma
     assert.deepEqual(matchClaims(github, { [claim]: "*" }), { ok: false, claim });
   }
   // Inherited properties are not claims.
+  const inheriting = Object.create({ repository: "octo-org/octo-repo" });
+  assert.deepEqual(matchClaims(inheriting, { repository: "*" }), {
+    ok: false,
+    claim: "repository",
+  });
   assert.deepEqual(matchClaims(github, { toString: "*" }), { ok: false, claim: "toString" });
   assert.deepEqual(matchClaims(github, { constructor: "*" }), { ok: false, claim: "constructor" });
 });

@@ -275,6 +275,10 @@ Deno.test("an error status, a redirect, a document that is not JSON and a JWKS w
   try {
     const expected = { issuer: issuer.issuer, audience: AUDIENCE };
     const token = await issuer.mint();
+    const moved = (path: string): Response | undefined =>
+      path === "/moved/.well-known/openid-configuration"
+        ? Response.json(issuer.discoveryDocument())
+        : undefined;
     const cases: [string, () => Response, "issuerUnreachable" | "issuerInvalid"][] = [
       [
         "/.well-known/openid-configuration",
@@ -283,7 +287,8 @@ Deno.test("an error status, a redirect, a document that is not JSON and a JWKS w
       ],
       [
         "/.well-known/openid-configuration",
-        () => Response.redirect("https://elsewhere.example/.well-known/openid-configuration", 302),
+        // To the same issuer's own document: followed, it would be read.
+        () => Response.redirect(`${issuer.url}/moved/.well-known/openid-configuration`, 302),
         "issuerUnreachable",
       ],
       ["/.well-known/jwks", () => new Response("<html>", { status: 200 }), "issuerInvalid"],
@@ -301,7 +306,7 @@ Deno.test("an error status, a redirect, a document that is not JSON and a JWKS w
       ],
     ];
     for (const [path, answer, reason] of cases) {
-      issuer.intercept = (_request, requested) => requested === path ? answer() : undefined;
+      issuer.intercept = (_request, requested) => requested === path ? answer() : moved(requested);
       const verifier = new OidcVerifier({ allowLoopbackHttp: true });
       await assertRefused(verifier.verify(token, expected), reason, token);
     }
