@@ -47,21 +47,14 @@ export interface IssuerUrlOptions {
  * ```
  */
 export function issuerUrlProblem(issuer: string, options: IssuerUrlOptions = {}): string | null {
-  if (issuer.length === 0) return "The issuer is empty";
-  if (issuer.length > MAX_ISSUER_LENGTH) {
-    return `The issuer is longer than ${MAX_ISSUER_LENGTH} characters`;
-  }
-  const url = URL.parse(issuer);
-  if (url === null) return "The issuer is not an absolute URL";
-  const scheme = schemeProblem(url, options);
-  if (scheme !== null) return scheme;
-  if (url.username !== "" || url.password !== "") return "The issuer URL has credentials";
+  const parsed = parseFetchable(issuer, "issuer", MAX_ISSUER_LENGTH, options);
+  if (typeof parsed === "string") return parsed;
   if (issuer.includes("?") || issuer.includes("#")) {
-    return "The issuer URL has a query or a fragment";
+    return "The issuer has a query or a fragment";
   }
-  const canonical = url.origin + url.pathname;
-  if (issuer !== canonical && !(url.pathname === "/" && issuer === url.origin)) {
-    return "The issuer URL is not in canonical form (lowercase scheme and host, no default port, no escapes a parser rewrites)";
+  const canonical = parsed.origin + parsed.pathname;
+  if (issuer !== canonical && !(parsed.pathname === "/" && issuer === parsed.origin)) {
+    return "The issuer is not in canonical form (lowercase scheme and host, no default port, no escapes a parser rewrites)";
   }
   return null;
 }
@@ -80,14 +73,8 @@ export function issuerUrlProblem(issuer: string, options: IssuerUrlOptions = {})
  * ```
  */
 export function jwksUriProblem(jwksUri: string, options: IssuerUrlOptions = {}): string | null {
-  if (jwksUri.length > MAX_JWKS_URI_LENGTH) {
-    return `The jwks_uri is longer than ${MAX_JWKS_URI_LENGTH} characters`;
-  }
-  const url = URL.parse(jwksUri);
-  if (url === null) return "The jwks_uri is not an absolute URL";
-  const scheme = schemeProblem(url, options);
-  if (scheme !== null) return scheme;
-  if (url.username !== "" || url.password !== "") return "The jwks_uri has credentials";
+  const parsed = parseFetchable(jwksUri, "jwks_uri", MAX_JWKS_URI_LENGTH, options);
+  if (typeof parsed === "string") return parsed;
   if (jwksUri.includes("#")) return "The jwks_uri has a fragment";
   return null;
 }
@@ -108,6 +95,23 @@ export function jwksUriProblem(jwksUri: string, options: IssuerUrlOptions = {}):
  */
 export function discoveryUrl(issuer: string): string {
   return (issuer.endsWith("/") ? issuer.slice(0, -1) : issuer) + DISCOVERY_PATH;
+}
+
+/** `text` as a URL the verifier may fetch (scheme rules, no credentials), or the problem. */
+function parseFetchable(
+  text: string,
+  what: string,
+  maxLength: number,
+  options: IssuerUrlOptions,
+): URL | string {
+  if (text.length === 0) return `The ${what} is empty`;
+  if (text.length > maxLength) return `The ${what} is longer than ${maxLength} characters`;
+  const url = URL.parse(text);
+  if (url === null) return `The ${what} is not an absolute URL`;
+  const scheme = schemeProblem(url, options);
+  if (scheme !== null) return scheme;
+  if (url.username !== "" || url.password !== "") return `The ${what} has credentials`;
+  return url;
 }
 
 function schemeProblem(url: URL, options: IssuerUrlOptions): string | null {

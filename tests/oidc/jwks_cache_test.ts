@@ -14,23 +14,7 @@ import {
 } from "../../server/oidc/mod.ts";
 import { AUDIENCE, LocalOidcIssuer, makeSigningKey } from "../support/oidc_issuer.ts";
 import { assertRefused } from "./_refusal.ts";
-
-function clock(): { now: () => number; advance(seconds: number): void } {
-  let now = Date.UTC(2026, 6, 23, 12, 0, 0);
-  return { now: () => now, advance: (seconds) => now += seconds * 1000 };
-}
-
-async function setUp(options: { issuer?: string } = {}) {
-  const time = clock();
-  const issuer = await LocalOidcIssuer.start({ now: time.now, issuer: options.issuer });
-  const verifier = new OidcVerifier({
-    allowLoopbackHttp: true,
-    now: time.now,
-    fetch: issuer.fetch,
-  });
-  const expected = { issuer: issuer.issuer, audience: AUDIENCE };
-  return { time, issuer, verifier, expected };
-}
+import { startIssuerAndVerifier, testClock } from "./_setup.ts";
 
 /** A JSON document of exactly `bytes` bytes: `document` with a padding field. */
 function documentOfSize(document: Record<string, unknown>, bytes: number): string {
@@ -57,7 +41,7 @@ function streamed(text: string): Response {
 }
 
 Deno.test("a key rotation at the issuer (new kid) is picked up without a restart, with one refetch", async () => {
-  const { time, issuer, verifier, expected } = await setUp();
+  const { time, issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     await verifier.verify(await issuer.mint(), expected);
     assert.equal(issuer.jwksFetches, 1);
@@ -82,7 +66,7 @@ Deno.test("a key rotation at the issuer (new kid) is picked up without a restart
 });
 
 Deno.test("a flood of unknown kids causes at most one JWKS fetch a minute", async () => {
-  const { time, issuer, verifier, expected } = await setUp();
+  const { time, issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     await verifier.verify(await issuer.mint(), expected);
     assert.equal(issuer.jwksFetches, 1);
@@ -125,7 +109,7 @@ Deno.test("a flood of unknown kids causes at most one JWKS fetch a minute", asyn
 });
 
 Deno.test("concurrent first verifications share one discovery and one JWKS fetch", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const tokens = await Promise.all(Array.from({ length: 10 }, () => issuer.mint()));
     await Promise.all(tokens.map((token) => verifier.verify(token, expected)));
@@ -137,7 +121,7 @@ Deno.test("concurrent first verifications share one discovery and one JWKS fetch
 });
 
 Deno.test("keys are loaded again once older than the maximum age, dropping withdrawn ones", async () => {
-  const { time, issuer, verifier, expected } = await setUp();
+  const { time, issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const first = issuer.current;
     await verifier.verify(await issuer.mint(), expected);
@@ -155,7 +139,7 @@ Deno.test("keys are loaded again once older than the maximum age, dropping withd
 });
 
 Deno.test("an http issuer is refused unless loopback http is allowed, and a non-loopback one always", async () => {
-  const time = clock();
+  const time = testClock();
   const loopback = await LocalOidcIssuer.start({ now: time.now });
   const remote = await LocalOidcIssuer.start({ now: time.now, issuer: "http://ci.example" });
   try {
@@ -188,7 +172,9 @@ Deno.test("an http issuer is refused unless loopback http is allowed, and a non-
 });
 
 Deno.test("an https issuer is fetched; its jwks_uri over http is refused where loopback http is not allowed", async () => {
-  const { issuer, verifier, expected } = await setUp({ issuer: "https://token.ci.example" });
+  const { issuer, verifier, expected } = await startIssuerAndVerifier({
+    issuer: "https://token.ci.example",
+  });
   try {
     await verifier.verify(await issuer.mint(), expected);
     assert.equal(issuer.jwksFetches, 1);
@@ -209,7 +195,7 @@ Deno.test("an https issuer is fetched; its jwks_uri over http is refused where l
 });
 
 Deno.test("a discovery document naming another issuer, or no jwks_uri, is refused", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const token = await issuer.mint();
     issuer.intercept = (_request, path) =>
@@ -343,7 +329,7 @@ Deno.test("a fetch that does not finish in time is refused as issuerUnreachable"
 });
 
 Deno.test("a failed load is not retried for five seconds, then is", async () => {
-  const time = clock();
+  const time = testClock();
   const issuer = await LocalOidcIssuer.start({ now: time.now });
   try {
     const expected = { issuer: issuer.issuer, audience: AUDIENCE };
@@ -400,7 +386,7 @@ Deno.test("the cache keeps at most maxIssuers issuers, dropping the least recent
 });
 
 Deno.test("refetch gives a set another caller already loaded instead of asking again", async () => {
-  const time = clock();
+  const time = testClock();
   let jwksFetches = 0;
   const cache = new JwksCache({
     now: time.now,

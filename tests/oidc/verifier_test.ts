@@ -6,33 +6,13 @@
 import assert from "node:assert/strict";
 import { base64url, CompactSign } from "jose";
 import { CLOCK_SKEW_SECONDS, MAX_TOKEN_LENGTH, OidcVerifier } from "../../server/oidc/mod.ts";
-import {
-  AUDIENCE,
-  decodeClaims,
-  LocalOidcIssuer,
-  makeSigningKey,
-  type SigningAlgorithm,
-  tamper,
-} from "../support/oidc_issuer.ts";
+import { AUDIENCE, decodeClaims, makeSigningKey, tamper } from "../support/oidc_issuer.ts";
 import { assertRefused } from "./_refusal.ts";
-
-/** A fixed clock the issuer mints with and the verifier checks with. */
-function clock(): { now: () => number; advance(seconds: number): void } {
-  let now = Date.UTC(2026, 6, 23, 12, 0, 0);
-  return { now: () => now, advance: (seconds) => now += seconds * 1000 };
-}
-
-async function setUp(algorithm: SigningAlgorithm = "RS256") {
-  const time = clock();
-  const issuer = await LocalOidcIssuer.start({ algorithm, now: time.now });
-  const verifier = new OidcVerifier({ allowLoopbackHttp: true, now: time.now });
-  const expected = { issuer: issuer.issuer, audience: AUDIENCE };
-  return { time, issuer, verifier, expected };
-}
+import { startIssuerAndVerifier } from "./_setup.ts";
 
 for (const algorithm of ["RS256", "ES256", "EdDSA"] as const) {
   Deno.test(`a valid ${algorithm} token verifies and yields its claims`, async () => {
-    const { issuer, verifier, expected } = await setUp(algorithm);
+    const { issuer, verifier, expected } = await startIssuerAndVerifier({ algorithm });
     try {
       const token = await issuer.mint();
       const claims = decodeClaims(token);
@@ -61,7 +41,7 @@ for (const algorithm of ["RS256", "ES256", "EdDSA"] as const) {
 }
 
 Deno.test("an audience array containing the expected audience verifies; one without it does not", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const verified = await verifier.verify(
       await issuer.mint({ aud: ["https://github.com/octo-org", AUDIENCE] }),
@@ -76,7 +56,7 @@ Deno.test("an audience array containing the expected audience verifies; one with
 });
 
 Deno.test("a token for another audience is refused as audienceMismatch", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const token = await issuer.mint({ aud: "https://github.com/octo-org" });
     await assertRefused(verifier.verify(token, expected), "audienceMismatch", token);
@@ -88,7 +68,7 @@ Deno.test("a token for another audience is refused as audienceMismatch", async (
 });
 
 Deno.test("a token naming another issuer, even signed by the trusted one's key, is refused as issuerMismatch", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const token = await issuer.mint({ iss: "https://token.actions.githubusercontent.com" });
     await assertRefused(verifier.verify(token, expected), "issuerMismatch", token);
@@ -98,7 +78,7 @@ Deno.test("a token naming another issuer, even signed by the trusted one's key, 
 });
 
 Deno.test("expiry and not-before are checked with 60 s of skew", async () => {
-  const { time, issuer, verifier, expected } = await setUp();
+  const { time, issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     assert.equal(CLOCK_SKEW_SECONDS, 60);
     const now = Math.floor(time.now() / 1000);
@@ -128,7 +108,7 @@ Deno.test("expiry and not-before are checked with 60 s of skew", async () => {
 });
 
 Deno.test("alg none is refused as unsupportedAlgorithm without asking the issuer for keys", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const token = issuer.unsigned();
     await assertRefused(verifier.verify(token, expected), "unsupportedAlgorithm", token);
@@ -142,7 +122,7 @@ Deno.test("alg none is refused as unsupportedAlgorithm without asking the issuer
 });
 
 Deno.test("a token HS256-signed with the issuer's public key as the secret is refused", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     // The keys are loaded first, so the refusal cannot be for want of a key.
     await verifier.verify(await issuer.mint(), expected);
@@ -160,7 +140,7 @@ Deno.test("a token HS256-signed with the issuer's public key as the secret is re
 });
 
 Deno.test("a tampered payload or header is refused as badSignature", async () => {
-  const { issuer, verifier, expected } = await setUp("ES256");
+  const { issuer, verifier, expected } = await startIssuerAndVerifier({ algorithm: "ES256" });
   try {
     const token = await issuer.mint();
     const tampered = tamper(token, { repository: "octo-org/other-repo" });
@@ -182,7 +162,7 @@ Deno.test("a tampered payload or header is refused as badSignature", async () =>
 });
 
 Deno.test("a token whose kid the issuer does not publish is refused as unknownKey after one refetch", async () => {
-  const { time, issuer, verifier, expected } = await setUp();
+  const { time, issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     await verifier.verify(await issuer.mint(), expected);
     assert.equal(issuer.jwksFetches, 1);
@@ -201,7 +181,7 @@ Deno.test("a token whose kid the issuer does not publish is refused as unknownKe
 });
 
 Deno.test("a token without kid verifies against the one key of its kind, or each of several", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     await verifier.verify(await issuer.mint({}, { header: { kid: undefined } }), expected);
     const first = issuer.current;
@@ -220,7 +200,7 @@ Deno.test("a token without kid verifies against the one key of its kind, or each
 });
 
 Deno.test("exp, iat, sub and jti are required; sub and jti must be non-empty strings", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     for (const claim of ["exp", "iat", "sub", "jti", "aud", "iss"]) {
       const token = await issuer.mint({ [claim]: undefined });
@@ -242,7 +222,7 @@ Deno.test("exp, iat, sub and jti are required; sub and jti must be non-empty str
 });
 
 Deno.test("malformed tokens are refused as malformed, those broken before the signature without asking the issuer", async () => {
-  const { issuer, verifier, expected } = await setUp();
+  const { issuer, verifier, expected } = await startIssuerAndVerifier();
   try {
     const valid = await issuer.mint();
     const [header, payload, signature] = valid.split(".");
@@ -275,7 +255,7 @@ Deno.test("malformed tokens are refused as malformed, those broken before the si
 });
 
 Deno.test("a caller's abort stops verification while the issuer does not answer", async () => {
-  const { issuer, expected } = await setUp();
+  const { issuer, expected } = await startIssuerAndVerifier();
   const verifier = new OidcVerifier({ allowLoopbackHttp: true, timeoutMs: 2_000 });
   try {
     // Headers at once, then a body that never comes.
