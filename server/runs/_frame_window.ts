@@ -28,8 +28,8 @@
  *
  * @module
  */
-import { isTerminalRunStreamEvent } from "../../client/contract.ts";
 import type { RunEventEntry } from "../store/types.ts";
+import { eventFrame, isTerminalEntry } from "./public_event.ts";
 
 const ENCODER = new TextEncoder();
 /** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
@@ -37,19 +37,16 @@ const MAX_ANSWERS = 4;
 /** First buffer size: 64 KiB holds a few hundred typical frames. */
 const INITIAL_BYTES = 64 * 1024;
 
-/** The frames after a seq, up to and including the first terminal entry. */
+/**
+ * The frames after a seq, up to and including the first terminal entry: read it, never change it.
+ */
 export interface FrameSlice {
   /** The frames, back to back (a view of the window's buffer: never write to it). */
-  bytes: Uint8Array;
+  readonly bytes: Uint8Array;
   /** The seq of the last frame in `bytes` (the `after` given when `bytes` is empty). */
-  last: number;
+  readonly last: number;
   /** Whether the last frame is a terminal entry (the stream ends there). */
-  terminal: boolean;
-}
-
-/** The public form of a log entry as one JSON text: the run event with its `seq` and `at`. */
-export function publicEventJson(entry: RunEventEntry): string {
-  return JSON.stringify({ seq: entry.seq, at: entry.at, ...entry.event });
+  readonly terminal: boolean;
 }
 
 /**
@@ -117,9 +114,7 @@ export class FrameWindow {
   }
 
   #appendOne(entry: RunEventEntry): void {
-    const text = `id: ${entry.seq}\nevent: ${entry.event.type}\ndata: ${
-      publicEventJson(entry)
-    }\n\n`;
+    const text = eventFrame(entry);
     let at = this.#offsets[this.#offsets.length - 1];
     // At most 3 bytes per UTF-16 unit: make room for the worst case before encoding in place.
     if (at + text.length * 3 > this.#buffer.length) {
@@ -127,7 +122,7 @@ export class FrameWindow {
       at = this.#offsets[this.#offsets.length - 1];
     }
     at += ENCODER.encodeInto(text, this.#buffer.subarray(at)).written;
-    if (isTerminalRunStreamEvent(entry.event)) this.#terminals.push(this.count);
+    if (isTerminalEntry(entry)) this.#terminals.push(this.count);
     this.#offsets.push(at);
   }
 
@@ -172,8 +167,9 @@ export class FrameWindow {
   }
 
   /**
-   * The frames after `after`, up to and including the first terminal entry; null when `after`
-   * lies before the window (read the store instead).
+   * The frames after `after`, up to and including the first terminal entry (no bytes when
+   * `after` is at or past the last entry); null when `after` lies before the window (read the
+   * store instead).
    */
   after(after: number): FrameSlice | null {
     const from = after - this.#first + 1;
