@@ -293,6 +293,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   const events = new RunEventHub({
     store,
     authenticator,
+    now,
     maxStreams: options.maxEventStreams,
   });
   const tails = runs.enabled
@@ -327,7 +328,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       gateway: runs,
       logger,
     }),
-    ...runEventRoutes(runs, events),
+    ...runEventRoutes({ gateway: runs, hub: events, store }),
     ...auditRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),

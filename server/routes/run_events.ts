@@ -19,9 +19,11 @@
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
-import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
+import { invalidRequest, type ValidationDetail } from "../errors.ts";
+import { readEventPage } from "../runs/event_page.ts";
 import type { RunEventHub } from "../runs/events.ts";
 import type { RunGateway } from "../runs/runs.ts";
+import type { Store } from "../store/types.ts";
 import { runCallOf } from "./_run_call.ts";
 
 /** Most entries of one JSON page. */
@@ -59,16 +61,27 @@ function wantsStream(accept: string | null): boolean {
   return accept !== null && accept.toLowerCase().includes("text/event-stream");
 }
 
+/** Options of {@linkcode runEventRoutes}. */
+export interface RunEventRoutesOptions {
+  /** Checks that the run is visible to the caller. */
+  gateway: RunGateway;
+  /** This replica's event hub: SSE answers. */
+  hub: RunEventHub;
+  /** The store holding the logs: JSON pages. */
+  store: Store;
+}
+
 /**
- * The event route over the gateway and this replica's hub.
+ * The event route over the gateway, this replica's hub and the store.
  *
  * @example
  * ```ts ignore
  * import { runEventRoutes } from "./run_events.ts";
- * const routes = runEventRoutes(gateway, hub);
+ * const routes = runEventRoutes({ gateway, hub, store });
  * ```
  */
-export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefinition[] {
+export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[] {
+  const { gateway, hub, store } = options;
   async function events(context: RequestContext): Promise<Response> {
     const request = context.request;
     const query = parseQuery(context.query);
@@ -85,7 +98,13 @@ export function runEventRoutes(gateway: RunGateway, hub: RunEventHub): RouteDefi
     }
     const record = await gateway.readableRun(runCallOf(context), context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
-      const page = await hub.page(record.runId, after, query.limit, record);
+      const page = await readEventPage({
+        store,
+        runId: record.runId,
+        after,
+        limit: query.limit,
+        record,
+      });
       return context.json(JSON.stringify(page), 200);
     }
     // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,

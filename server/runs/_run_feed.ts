@@ -8,9 +8,13 @@
  * publish racing a store read appends each entry once, in order; a publish with a gap before it
  * makes the feed read the store instead.
  *
- * A paused feed (no subscribers: it lingers in the hub) keeps its window but neither watches nor
- * polls; publishes still extend it. {@linkcode RunFeed.resume} restarts both and reads what it
- * missed.
+ * The feed owns its window and counts its subscribers: the first to {@linkcode RunFeed.join}
+ * starts the watch and the poll (and reads what the log gained meanwhile), the last to
+ * {@linkcode RunFeed.leave} stops both. A feed without subscribers (it lingers in the hub) keeps its
+ * window and still takes publishes; the hub decides whether to keep it or {@linkcode RunFeed.stop}
+ * it. Subscribers take their frames from the window through {@linkcode RunFeed.after} (and
+ * {@linkcode RunFeed.readAfter} when they resume before it); the hub answers complete requests with
+ * {@linkcode RunFeed.answer}.
  *
  * Subscribers wait with {@linkcode RunFeed.wait} and are woken when the window changed, and once
  * a poll (so an idle stream can tell when its heartbeat is due). A read that found nothing new
@@ -23,7 +27,7 @@
  * @module
  */
 import type { RunEventEntry, Store } from "../store/types.ts";
-import { FrameWindow } from "./_frame_window.ts";
+import { type FrameSlice, FrameWindow } from "./_frame_window.ts";
 
 /** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
 export const POLL_MS = 1_000;
@@ -32,12 +36,25 @@ export const WINDOW = 1_000;
 /** Entries read from the store at once. */
 export const READ_BATCH = 500;
 
+/** Options of {@linkcode RunFeed}. */
+export interface RunFeedOptions {
+  /** The store holding the log. */
+  store: Store;
+  /** The run. */
+  runId: string;
+  /**
+   * The seq the window starts after (default 0): a hint, such as the run record's `lastEventSeq`
+   * less the window's length, so the first read skips the older entries.
+   */
+  startAfter?: number;
+}
+
 /** The shared reader of one run's log on this replica. */
 export class RunFeed {
   readonly #store: Store;
   readonly runId: string;
   /** The latest entries as frames. */
-  readonly window: FrameWindow = new FrameWindow(WINDOW);
+  readonly #window: FrameWindow = new FrameWindow(WINDOW);
   #ready = false;
   #readyWaiters: (() => void)[] = [];
   #waiters = new Set<() => void>();
@@ -47,17 +64,14 @@ export class RunFeed {
   #stopped = false;
   #stopWatch: (() => void) | null = null;
   #timer: ReturnType<typeof setInterval> | undefined;
-  /** Open streams reading this feed. */
-  subscribers = 0;
+  /** Streams and requests reading this feed. */
+  #subscribers = 0;
 
-  /**
-   * A feed whose window starts after `startAfter` (a hint, such as the run record's
-   * `lastEventSeq` minus the window: the first read then skips the older entries).
-   */
-  constructor(store: Store, runId: string, startAfter = 0) {
-    this.#store = store;
-    this.runId = runId;
-    this.window.reset(Math.max(startAfter, 0));
+  /** A feed of one run's log; it reads nothing until its first subscriber joins. */
+  constructor(options: RunFeedOptions) {
+    this.#store = options.store;
+    this.runId = options.runId;
+    this.#window.reset(Math.max(options.startAfter ?? 0, 0));
   }
 
   /** Whether the feed has read the log at least once. */
@@ -65,9 +79,56 @@ export class RunFeed {
     return this.#ready;
   }
 
-  /** Whether the feed watches and polls the store (it has subscribers). */
-  get watching(): boolean {
-    return this.#stopWatch !== null;
+  /** The seq of the window's last entry (or the seq it starts after, while empty). */
+  get last(): number {
+    return this.#window.last;
+  }
+
+  /** The bytes the window holds on to (what a lingering feed costs). */
+  get byteLength(): number {
+    return this.#window.byteLength;
+  }
+
+  /** A subscriber comes: the first one starts the watch and the poll, and reads what is new. */
+  join(): void {
+    this.#subscribers++;
+    this.#resume();
+  }
+
+  /**
+   * A subscriber goes (each {@linkcode RunFeed.join} is matched by one leave). Whether it was the
+   * last: the watch and the poll are then stopped, and the window stays.
+   */
+  leave(): boolean {
+    if (--this.#subscribers > 0) return false;
+    this.#pause();
+    return true;
+  }
+
+  /** The window's frames after `seq`: see {@linkcode FrameWindow.after}. */
+  after(seq: number): FrameSlice | null {
+    return this.#window.after(seq);
+  }
+
+  /** `prefix` and the frames after `seq` as one body: see {@linkcode FrameWindow.answer}. */
+  answer(seq: number, prefix: Uint8Array): Uint8Array<ArrayBuffer> | null {
+    return this.#window.answer(seq, prefix);
+  }
+
+  /** Whether the entry `seq` is terminal; undefined when the window does not hold it. */
+  isTerminal(seq: number): boolean | undefined {
+    return this.#window.isTerminal(seq);
+  }
+
+  /**
+   * The log's entries after `seq` read from the store (one read, outside the window), as frames up
+   * to the first terminal entry: how a subscriber resuming before the window catches up.
+   */
+  async readAfter(seq: number): Promise<FrameSlice> {
+    const page = new FrameWindow(READ_BATCH);
+    page.reset(seq);
+    page.append(await this.#store.listRunEvents(this.runId, seq, READ_BATCH));
+    return page.after(seq)!;
   }
 
   /** Resolves once the first read ended (whether or not it succeeded). */
@@ -77,11 +138,11 @@ export class RunFeed {
   }
 
   /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
-  resume(): void {
+  #resume(): void {
     if (this.#stopped || this.#stopWatch !== null) return;
     this.#stopWatch = this.#store.watchRunEvents(this.runId, (last) => {
       // This replica's own appends fire the watch too, after their publish: nothing to read.
-      if (this.#ready && last !== undefined && last <= this.window.last) return;
+      if (this.#ready && last !== undefined && last <= this.#window.last) return;
       this.refresh();
     });
     this.#timer = setInterval(() => this.refresh(true), POLL_MS);
@@ -89,7 +150,7 @@ export class RunFeed {
   }
 
   /** Stops watching and polling (no subscribers); the window stays. */
-  pause(): void {
+  #pause(): void {
     this.#stopWatch?.();
     this.#stopWatch = null;
     clearInterval(this.#timer);
@@ -102,7 +163,7 @@ export class RunFeed {
    */
   publish(entries: readonly RunEventEntry[]): void {
     if (this.#stopped) return;
-    if (this.#ready && this.window.append(entries)) {
+    if (this.#ready && this.#window.append(entries)) {
       this.#wake();
       return;
     }
@@ -152,16 +213,16 @@ export class RunFeed {
   async #read(): Promise<boolean> {
     let found = false;
     for (;;) {
-      const page = await this.#store.listRunEvents(this.runId, this.window.last, READ_BATCH);
-      const last = this.window.last;
+      const page = await this.#store.listRunEvents(this.runId, this.#window.last, READ_BATCH);
+      const last = this.#window.last;
       // Entries a publish appended meanwhile are skipped. A page starts right after the window
       // (the log has no gaps); were it not so, the window restarts there rather than loop (past
       // `last`, so the change counts as found).
-      if (!this.window.append(page)) {
-        this.window.reset(page[0].seq - 1);
-        this.window.append(page);
+      if (!this.#window.append(page)) {
+        this.#window.reset(page[0].seq - 1);
+        this.#window.append(page);
       }
-      if (this.window.last !== last) found = true;
+      if (this.#window.last !== last) found = true;
       if (page.length < READ_BATCH) return found;
     }
   }
@@ -191,7 +252,7 @@ export class RunFeed {
   /** Stops for good: no watch, no poll, every waiter woken. */
   stop(): void {
     this.#stopped = true;
-    this.pause();
+    this.#pause();
     this.#wake();
     const ready = this.#readyWaiters;
     this.#readyWaiters = [];

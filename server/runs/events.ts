@@ -1,13 +1,20 @@
 /**
- * Run event delivery on one replica: SSE streams and JSON pages of a run's event log.
+ * Run event delivery on one replica: SSE streams of a run's event log.
  *
- * Every subscriber of a run on this replica shares one feed (`_run_feed.ts`): one store watch
- * (PostgreSQL `LISTEN/NOTIFY`, Deno KV `watch`), one 1 s poll as the fallback, one read of the new
- * entries per wake-up, and a window of the latest 1,000 entries as SSE frames encoded once, in one
- * buffer (`_frame_window.ts`). This replica's tail hands the feed what it appends
- * ({@linkcode RunEventHub.publish}), so its subscribers get it without a store read; other
- * replicas' appends arrive through the watch or the poll. A subscriber that resumes further back
- * than the window reads the store directly until it catches up.
+ * A frame's way, once through each: this replica's tail hands the hub what it appended
+ * ({@linkcode RunEventHub.publish}); the hub hands it to the run's feed (`_run_feed.ts`); the feed
+ * appends it to its window (`_frame_window.ts`, the latest 1,000 entries as SSE frames encoded once,
+ * in one buffer) and wakes its waiting subscribers; each subscriber (`_run_subscriber.ts`, one per
+ * stream) takes the frames after its position from the window and enqueues them. Every subscriber
+ * of a run on this replica shares that one feed: one store watch (PostgreSQL `LISTEN/NOTIFY`, Deno
+ * KV `watch`), one 1 s poll as the fallback, one read of the new entries per wake-up, which is how
+ * other replicas' appends arrive. A subscriber that resumes further back than the window reads the
+ * store (through the feed) until it catches up.
+ *
+ * The hub itself only routes runs to feeds, holds open streams to `--max-event-streams`
+ * (`_open_streams.ts` counts them and re-checks their principals) and keeps the feeds that lost
+ * their last subscriber within the lingering budget below. JSON pages of the log are
+ * `event_page.ts`; the public form of an entry, in pages and frames alike, is `public_event.ts`.
  *
  * A stream, in order: `retry: 2000`; the entries after the resume point, one frame each
  * (`id: <seq>`, `event: <type>`, `data: <JSON>`); a comment every 15 s while idle. It ends after a
@@ -39,20 +46,18 @@
 import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
-import { ACTIVE_RUN_STATES } from "../store/types.ts";
-import { isTerminalRunStreamEvent } from "../../client/contract.ts";
-import type { RunEvent, RunEventPage } from "../../wire/mod.ts";
-import { type FrameSlice, FrameWindow } from "./_frame_window.ts";
-import { READ_BATCH, RunFeed, WINDOW } from "./_run_feed.ts";
+import { OpenStreams } from "./_open_streams.ts";
+import { RunFeed, WINDOW } from "./_run_feed.ts";
+import { RETRY, RunSubscriber } from "./_run_subscriber.ts";
+import { endsFinishedRun } from "./event_page.ts";
 
 export { POLL_MS } from "./_run_feed.ts";
+export { PRINCIPAL_CHECK_MS } from "./_open_streams.ts";
 
 /** Default open event streams per replica (`--max-event-streams`). */
 export const DEFAULT_MAX_EVENT_STREAMS = 10_000;
 /** Idle time after which a stream gets a comment line, in ms. */
 export const HEARTBEAT_MS = 15_000;
-/** How often open streams re-check their principal, in ms: a revocation ends them within 1 s. */
-export const PRINCIPAL_CHECK_MS = 500;
 /** How long a feed without subscribers is kept, in ms. */
 export const LINGER_MS = 30_000;
 /** Most feeds kept without subscribers. */
@@ -60,53 +65,14 @@ export const MAX_LINGERING_FEEDS = 1_000;
 /** Most bytes of windows kept in feeds without subscribers. */
 export const MAX_LINGERING_BYTES = 64 * 1024 * 1024;
 
-const ENCODER = new TextEncoder();
-const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode("retry: 2000\n\n");
-const HEARTBEAT = ENCODER.encode(": keep-alive\n\n");
-
-/** What a stream's window had for it: frames sent (or the stream ended), nothing yet, or too old. */
-type Offer = typeof SENT | typeof WAIT | typeof BEHIND;
-const SENT = 0;
-const WAIT = 1;
-const BEHIND = 2;
-
-/**
- * The public form of a log entry.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { publicEvent } from "./events.ts";
- * const event = publicEvent({
- *   seq: 3, at: "2026-01-01T00:00:00Z", sourceId: "sevt_1",
- *   event: { type: "run.cancelled", runId: "sesn_1" },
- * });
- * assert.deepEqual(event, { seq: 3, at: "2026-01-01T00:00:00Z", type: "run.cancelled", runId: "sesn_1" });
- * ```
- */
-export function publicEvent(entry: RunEventEntry): RunEvent {
-  return { seq: entry.seq, at: entry.at, ...entry.event };
-}
-
-/** Whether an entry ends a turn. */
-export function isTerminalEntry(entry: RunEventEntry | undefined): boolean {
-  return entry !== undefined && isTerminalRunStreamEvent(entry.event);
-}
-
-/** The store entries after `after` (one read) as frames, up to the first terminal entry. */
-async function readFrames(store: Store, runId: string, after: number): Promise<FrameSlice> {
-  const page = new FrameWindow(READ_BATCH);
-  page.reset(after);
-  page.append(await store.listRunEvents(runId, after, READ_BATCH));
-  return page.after(after)!;
-}
-
 /** Options of {@linkcode RunEventHub}. */
 export interface RunEventHubOptions {
   /** The store holding the logs. */
   store: Store;
   /** Re-checks the principals of open streams. */
   authenticator: Authenticator;
+  /** The clock, ms since the epoch (default `Date.now`): heartbeats, re-checks, lingering. */
+  now?: () => number;
   /** Open streams allowed on this replica (default 10000). */
   maxStreams?: number;
   /**
@@ -119,12 +85,6 @@ export interface RunEventHubOptions {
    * {@linkcode MAX_LINGERING_FEEDS}, {@linkcode MAX_LINGERING_BYTES}); `ms: 0` drops them at once.
    */
   linger?: { ms?: number; maxFeeds?: number; maxBytes?: number };
-}
-
-/** What an open stream needs to re-check its principal. */
-interface OpenStream {
-  authorization: string | null;
-  end: () => void;
 }
 
 /** Options of {@linkcode RunEventHub.stream}. */
@@ -154,10 +114,10 @@ export interface EventStreamOptions {
  */
 export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
 
-/** Delivers run events to this replica's subscribers. */
+/** Routes this replica's run event subscribers to one feed per run (see the module doc). */
 export class RunEventHub {
   readonly #store: Store;
-  readonly #authenticator: Authenticator;
+  readonly #now: () => number;
   readonly #maxStreams: number;
   readonly #heartbeatMs: number;
   readonly #lingerMs: number;
@@ -168,20 +128,19 @@ export class RunEventHub {
   /** Feeds without subscribers, least recently used first, with when each expires. */
   readonly #lingering = new Map<RunFeed, number>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
-  readonly #streams = new Set<OpenStream>();
-  #checker: ReturnType<typeof setInterval> | undefined;
-  #checking = false;
+  readonly #streams: OpenStreams;
   #closed = false;
 
   /** Creates the hub. */
   constructor(options: RunEventHubOptions) {
     this.#store = options.store;
-    this.#authenticator = options.authenticator;
+    this.#now = options.now ?? Date.now;
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
     this.#heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.#lingerMs = options.linger?.ms ?? LINGER_MS;
     this.#maxLingering = options.linger?.maxFeeds ?? MAX_LINGERING_FEEDS;
     this.#maxLingeringBytes = options.linger?.maxBytes ?? MAX_LINGERING_BYTES;
+    this.#streams = new OpenStreams({ authenticator: options.authenticator, now: this.#now });
   }
 
   /** Open streams on this replica. */
@@ -192,58 +151,6 @@ export class RunEventHub {
   /** Feeds kept without subscribers (see the module doc). */
   get lingeringFeeds(): number {
     return this.#lingering.size;
-  }
-
-  /**
-   * A JSON page: up to `limit` entries after `after`. `record`, the run's record as read for
-   * this request, saves reading it again.
-   */
-  async page(
-    runId: string,
-    after: number,
-    limit: number,
-    record?: StoredRunRecord,
-  ): Promise<RunEventPage> {
-    const entries = await this.#store.listRunEvents(runId, after, limit);
-    let terminal = false;
-    if (entries.length < limit) {
-      const last = entries.at(-1) ?? (after > 0 ? await this.#entryAt(runId, after) : undefined);
-      if (isTerminalEntry(last)) {
-        terminal = record !== undefined
-          ? !ACTIVE_RUN_STATES.has(record.state)
-          : await this.#runEnded(runId);
-      }
-    }
-    return {
-      events: entries.map(publicEvent),
-      nextAfter: entries.at(-1)?.seq ?? after,
-      terminal,
-    };
-  }
-
-  async #entryAt(runId: string, seq: number): Promise<RunEventEntry | undefined> {
-    return (await this.#store.listRunEvents(runId, seq - 1, 1))[0];
-  }
-
-  async #runEnded(runId: string): Promise<boolean> {
-    const record = await this.#store.getRun(runId);
-    return record !== null && !ACTIVE_RUN_STATES.has(record.state);
-  }
-
-  /**
-   * Whether a stream resuming after `after` has nothing to wait for: the entry there is terminal
-   * (the window answers when it holds it; log entries never change) and the run is still finished.
-   */
-  async #resumesAfterEnd(
-    feed: RunFeed | undefined,
-    options: EventStreamOptions,
-  ): Promise<boolean> {
-    const { runId, after, record } = options;
-    if (after <= 0) return false;
-    let terminal = feed?.ready ? feed.window.isTerminal(after) : undefined;
-    terminal ??= isTerminalEntry(await this.#entryAt(runId, after));
-    if (!terminal) return false;
-    return record !== undefined ? !ACTIVE_RUN_STATES.has(record.state) : this.#runEnded(runId);
   }
 
   #refuseWhenClosed(): void {
@@ -273,13 +180,13 @@ export class RunEventHub {
         return body;
       }
     }
-    const feed = this.#subscribe(runId, options.record);
+    const feed = this.#join(runId, options.record);
     try {
       if (!checked) {
         await feed.firstRead();
         const body = await this.#completeBody(feed, options);
         if (body !== null) {
-          this.#unsubscribe(feed);
+          this.#leave(feed);
           return body;
         }
       }
@@ -292,184 +199,62 @@ export class RunEventHub {
         );
       }
     } catch (error) {
-      this.#unsubscribe(feed);
+      this.#leave(feed);
       throw error;
     }
-    return this.#open(feed, options);
+    // The feed's subscription is the subscriber's from now on: it leaves the feed when it ends.
+    return new RunSubscriber({
+      feed,
+      after: options.after,
+      authorization: options.authorization,
+      streams: this.#streams,
+      heartbeatMs: this.#heartbeatMs,
+      now: this.#now,
+      signal,
+      release: () => this.#leave(feed),
+    }).body;
   }
 
   /**
-   * The whole answer when the window (or the resume point) settles it, else null. The bytes may
-   * be shared with other answers: `Response` copies them.
+   * The whole answer when the feed's window (or the resume point) settles it, else null. The
+   * bytes may be shared with other answers: `Response` copies them.
    */
   async #completeBody(
     feed: RunFeed,
     options: EventStreamOptions,
   ): Promise<Uint8Array<ArrayBuffer> | null> {
-    if (await this.#resumesAfterEnd(feed, options)) return RETRY;
-    return feed.ready ? feed.window.answer(options.after, RETRY) : null;
-  }
-
-  /**
-   * A stream of a subscribed feed (the subscription is the stream's from now on).
-   *
-   * Delivery is pushed: a stream with nothing to send parks its pull (a pending promise) and
-   * leaves `wake` with the feed; when the window changes, the feed calls every parked stream's
-   * `wake`, which enqueues the new frames right there, in the publish's own loop, as the floor
-   * in `bench/events_bench.ts` does. Waking each stream's pull to enqueue from there cost every
-   * stream two more promise turns per frame. While the socket's reader takes each frame as it
-   * comes (the stream's queue stays empty), the pull stays parked and `wake` waits again at
-   * once; only a stream whose queue filled (a slow client) settles its pull, and the stream
-   * pulls again once its reader caught up.
-   */
-  #open(feed: RunFeed, options: EventStreamOptions): ReadableStream<Uint8Array> {
-    const { runId, signal } = options;
-    let after = options.after;
-    let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
-    let closed = false;
-    let released = false;
-    /** Settles the parked pull, if any. */
-    let parked: (() => void) | null = null;
-    const unpark = () => {
-      const resolve = parked;
-      parked = null;
-      resolve?.();
-    };
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.#streams.delete(open);
-      signal?.removeEventListener("abort", finish);
-      feed.forget(wake);
-      unpark();
-      this.#unsubscribe(feed);
-    };
-    /** Ends the stream (terminal event, revocation, drain, client gone) and releases it. */
-    const finish = () => {
-      release();
-      if (closed || controllerRef === null) return;
-      closed = true;
-      try {
-        controllerRef.close();
-      } catch {
-        // Already closed or errored by the reader going away.
-      }
-    };
-    const open: OpenStream = { authorization: options.authorization, end: finish };
-    this.#streams.add(open);
-    this.#startChecker();
-    signal?.addEventListener("abort", finish, { once: true });
-    const store = this.#store;
-    const heartbeatMs = this.#heartbeatMs;
-    let idleSince = Date.now();
-    /** Enqueues frames (ending the stream after a terminal one). */
-    const send = (slice: FrameSlice) => {
-      // A view of the window's buffer, which never rewrites bytes it handed out.
-      controllerRef!.enqueue(slice.bytes);
-      after = slice.last;
-      idleSince = Date.now();
-      if (slice.terminal) finish();
-    };
-    /** What the window has for this stream: SENT (or ended), WAIT, or BEHIND (read the store). */
-    const offer = (): Offer => {
-      if (closed) return SENT;
-      if (!feed.ready) return WAIT;
-      const slice = feed.window.after(after);
-      if (slice === null) return BEHIND;
-      if (slice.bytes.length > 0) {
-        send(slice);
-        return SENT;
-      }
-      if (Date.now() - idleSince >= heartbeatMs) {
-        idleSince = Date.now();
-        controllerRef!.enqueue(HEARTBEAT);
-        return SENT;
-      }
-      return WAIT;
-    };
-    /** Ends the stream with an error (a failed store read, a refused enqueue). */
-    const fail = (error: unknown) => {
-      release();
-      if (closed) return;
-      closed = true;
-      try {
-        controllerRef?.error(error);
-      } catch {
-        // Already errored.
-      }
-    };
-    /**
-     * Called by the feed (a change, the poll, a stop) while the pull is parked. It runs inside
-     * the feed's publish: whatever goes wrong ends this stream, never the publish.
-     */
-    function wake(): void {
-      if (parked === null) return;
-      try {
-        const offered = offer();
-        // Nothing yet, or sent and already taken by the reader: the pull stays parked. Settling
-        // it cost a promise turn and a second `offer` per stream and frame: the time in Deno's
-        // streams code (callees included) in a `--cpu-prof` of bench/events_bench.ts's live rounds
-        // fell from 482 to 268 ms without it.
-        if (offered === WAIT || (offered === SENT && !closed && controllerRef!.desiredSize! > 0)) {
-          feed.wait(wake);
-          return;
-        }
-      } catch (error) {
-        fail(error);
-      }
-      unpark(); // ended, failed, behind the window, or a full queue: the next pull carries on
+    const { runId, after, record } = options;
+    // The window answers whether the resume point is terminal when it holds it.
+    const terminal = feed.ready ? feed.isTerminal(after) : undefined;
+    if (await endsFinishedRun({ store: this.#store, runId, seq: after, record, terminal })) {
+      return RETRY;
     }
-    const park = (resolve: () => void) => {
-      parked = resolve;
-      feed.wait(wake);
-    };
-    return new ReadableStream<Uint8Array>({
-      start(controller) {
-        controllerRef = controller;
-        controller.enqueue(RETRY);
-        if (signal?.aborted || released) finish();
-      },
-      pull(): Promise<void> | undefined {
-        const offered = offer();
-        if (offered === SENT) return;
-        if (offered === WAIT) return released ? undefined : new Promise<void>(park);
-        // Behind the window: this subscriber reads the store until it catches up.
-        return readFrames(store, runId, after).then((slice) => {
-          if (closed) return;
-          if (slice.bytes.length > 0) send(slice);
-          else if (!released) return new Promise<void>(park); // nothing there yet: wait
-        }).catch(fail);
-      },
-      cancel() {
-        closed = true;
-        release();
-      },
-    }, { highWaterMark: 1 });
+    return feed.ready ? feed.answer(after, RETRY) : null;
   }
 
-  #subscribe(runId: string, record: StoredRunRecord | undefined): RunFeed {
+  /** The run's feed, made if needed, with one more subscriber (matched by one `#leave`). */
+  #join(runId: string, record: StoredRunRecord | undefined): RunFeed {
     let feed = this.#feeds.get(runId);
     if (feed === undefined) {
       // Start the window a window's length before the record's end: the first read then skips
       // older entries (a subscriber resuming before the window reads the store).
-      feed = new RunFeed(this.#store, runId, (record?.lastEventSeq ?? 0) - WINDOW);
+      const startAfter = (record?.lastEventSeq ?? 0) - WINDOW;
+      feed = new RunFeed({ store: this.#store, runId, startAfter });
       this.#feeds.set(runId, feed);
     }
     this.#lingering.delete(feed);
-    feed.subscribers++;
-    feed.resume();
+    feed.join();
     return feed;
   }
 
-  #unsubscribe(feed: RunFeed): void {
-    feed.subscribers--;
-    if (feed.subscribers > 0) return;
+  /** One subscriber of the feed went: the last one leaves it lingering (or drops it). */
+  #leave(feed: RunFeed): void {
+    if (!feed.leave()) return;
     if (this.#closed || this.#lingerMs <= 0 || this.#feeds.get(feed.runId) !== feed) {
       this.#drop(feed);
       return;
     }
-    feed.pause();
-    this.#lingering.set(feed, Date.now() + this.#lingerMs);
+    this.#lingering.set(feed, this.#now() + this.#lingerMs);
     this.#scheduleSweep();
     this.#enforceBudget();
   }
@@ -478,7 +263,7 @@ export class RunEventHub {
   #touch(feed: RunFeed): void {
     if (!this.#lingering.has(feed)) return;
     this.#lingering.delete(feed);
-    this.#lingering.set(feed, Date.now() + this.#lingerMs);
+    this.#lingering.set(feed, this.#now() + this.#lingerMs);
   }
 
   #drop(feed: RunFeed): void {
@@ -490,10 +275,10 @@ export class RunEventHub {
   /** Evicts the least recently used lingering feeds until the budget holds. */
   #enforceBudget(): void {
     let bytes = 0;
-    for (const feed of this.#lingering.keys()) bytes += feed.window.byteLength;
+    for (const feed of this.#lingering.keys()) bytes += feed.byteLength;
     for (const feed of this.#lingering.keys()) {
       if (this.#lingering.size <= this.#maxLingering && bytes <= this.#maxLingeringBytes) return;
-      bytes -= feed.window.byteLength;
+      bytes -= feed.byteLength;
       this.#drop(feed);
     }
   }
@@ -505,50 +290,13 @@ export class RunEventHub {
     if (first.done) return;
     this.#sweeper = setTimeout(() => {
       this.#sweeper = undefined;
-      const now = Date.now();
+      const now = this.#now();
       for (const [feed, until] of this.#lingering) {
         if (until > now) break;
         this.#drop(feed);
       }
       this.#scheduleSweep();
-    }, Math.max(first.value - Date.now(), 0));
-  }
-
-  /** Re-checks every open stream's principal once a second while streams are open. */
-  #startChecker(): void {
-    if (this.#checker !== undefined) return;
-    this.#checker = setInterval(() => this.#checkPrincipals(), PRINCIPAL_CHECK_MS);
-  }
-
-  async #checkPrincipals(): Promise<void> {
-    if (this.#streams.size === 0) {
-      clearInterval(this.#checker);
-      this.#checker = undefined;
-      return;
-    }
-    if (this.#checking) return;
-    this.#checking = true;
-    try {
-      // One check per distinct credential; the authenticator shares one authority read.
-      const byCredential = new Map<string | null, OpenStream[]>();
-      for (const open of this.#streams) {
-        const list = byCredential.get(open.authorization);
-        if (list === undefined) byCredential.set(open.authorization, [open]);
-        else list.push(open);
-      }
-      const now = Date.now();
-      await Promise.all([...byCredential].map(async ([authorization, streams]) => {
-        try {
-          await this.#authenticator.authenticate(authorization, now);
-        } catch {
-          // Revoked, expired, superseded, or the authority cannot be read: fail closed. The
-          // client reconnects and resumes; its next request meets the same checks.
-          for (const open of streams) open.end();
-        }
-      }));
-    } finally {
-      this.#checking = false;
-    }
+    }, Math.max(first.value - this.#now(), 0));
   }
 
   /**
@@ -559,15 +307,14 @@ export class RunEventHub {
     const feed = this.#feeds.get(runId);
     if (feed === undefined || entries.length === 0) return;
     feed.publish(entries);
-    if (feed.subscribers === 0) this.#enforceBudget();
+    // A lingering feed's window grew: it may no longer fit the budget.
+    if (this.#lingering.has(feed)) this.#enforceBudget();
   }
 
   /** Ends every open stream, drops every feed and refuses new streams (drain, close). */
   close(): void {
     this.#closed = true;
-    for (const open of [...this.#streams]) open.end();
-    if (this.#checker !== undefined) clearInterval(this.#checker);
-    this.#checker = undefined;
+    this.#streams.endAll();
     for (const feed of [...this.#lingering.keys()]) this.#drop(feed);
     clearTimeout(this.#sweeper);
     this.#sweeper = undefined;

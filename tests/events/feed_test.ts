@@ -20,11 +20,11 @@ function input(runId: string, id: number): RunEventInput {
 
 Deno.test("feed: wakes on a change or the poll, not on a read that found nothing", async () => {
   const store = await openKvStore({ path: ":memory:", namespace: "feed-test" });
-  const feed = new RunFeed(store, "run_f");
+  const feed = new RunFeed({ store, runId: "run_f" });
   try {
     await store.appendRunEvents("run_f", [input("run_f", 1)]);
     await feed.refresh();
-    assert.equal(feed.window.last, 1);
+    assert.equal(feed.last, 1);
 
     let woken = 0;
     const wake = () => woken++;
@@ -35,7 +35,7 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
     await store.appendRunEvents("run_f", [input("run_f", 2)]);
     await feed.refresh();
     assert.equal(woken, 1, "a read that found an entry wakes the waiter");
-    assert.equal(feed.window.last, 2);
+    assert.equal(feed.last, 2);
 
     feed.wait(wake);
     await feed.refresh(true); // the poll: idle streams check whether a heartbeat is due
@@ -62,7 +62,7 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
 
 Deno.test("feed: a read racing a publish of the same entry wakes no one again", async () => {
   const store = await openKvStore({ path: ":memory:", namespace: "feed-race-test" });
-  const feed = new RunFeed(store, "run_r");
+  const feed = new RunFeed({ store, runId: "run_r" });
   try {
     feed.publish(await store.appendRunEvents("run_r", [input("run_r", 1)]));
     await feed.refresh();
@@ -76,7 +76,7 @@ Deno.test("feed: a read racing a publish of the same entry wakes no one again", 
     assert.equal(woken, 1, "the publish wakes the waiter");
     feed.wait(wake); // the stream sent entry 2 and waits again
     await reading;
-    assert.equal(feed.window.last, 2);
+    assert.equal(feed.last, 2);
     assert.equal(woken, 1, "the read found only what the publish brought: no second wake-up");
   } finally {
     feed.stop();
@@ -106,9 +106,9 @@ Deno.test("feed: a watch that tells a last seq the window holds causes no read",
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-  const feed = new RunFeed(counting, "run_w");
+  const feed = new RunFeed({ store: counting, runId: "run_w" });
   try {
-    feed.resume();
+    feed.join(); // the first subscriber starts the watch and the poll
     await feed.firstRead();
     feed.publish(await store.appendRunEvents("run_w", [input("run_w", 1)]));
     const before = reads;
@@ -119,7 +119,7 @@ Deno.test("feed: a watch that tells a last seq the window holds causes no read",
     watcher!(2);
     assert.equal(reads, before + 1, "a read for an entry the window lacks");
     await feed.refresh();
-    assert.equal(feed.window.last, 2);
+    assert.equal(feed.last, 2);
     const after = reads;
     watcher!(undefined); // a backend that does not tell the last seq (PostgreSQL)
     assert.equal(reads, after + 1, "a read when the watch does not tell");

@@ -1,0 +1,105 @@
+/**
+ * The open event streams of this replica: how many there are (what the hub holds against
+ * `--max-event-streams`), their principals re-checked twice a second, and all of them ended at
+ * once when the replica drains or closes.
+ *
+ * A re-check authenticates each distinct credential once, at the injected clock's time (the
+ * authenticator shares one authority read between them, so a revocation on any replica ends the
+ * streams here within a second). A credential refused for any reason (revoked, expired,
+ * superseded, or the authority cannot be read) ends every stream that carries it: fail closed. The
+ * client reconnects and resumes, and its next request meets the same checks. The timer runs only
+ * while streams are open.
+ *
+ * @module
+ */
+import type { Authenticator } from "../authenticator.ts";
+
+/** How often open streams re-check their principal, in ms: a revocation ends them within 1 s. */
+export const PRINCIPAL_CHECK_MS = 500;
+
+/** What {@linkcode OpenStreams} needs of a stream. */
+export interface OpenStream {
+  /** The `Authorization` of the request that opened it. */
+  readonly authorization: string | null;
+  /** Ends the stream and releases what it holds (called once its principal is refused). */
+  end(): void;
+}
+
+/** Options of {@linkcode OpenStreams}. */
+export interface OpenStreamsOptions {
+  /** Re-checks the principals. */
+  authenticator: Authenticator;
+  /** The clock, ms since the epoch. */
+  now: () => number;
+  /** Time between re-checks, in ms (default {@linkcode PRINCIPAL_CHECK_MS}). */
+  checkMs?: number;
+}
+
+/** The open event streams of this replica. */
+export class OpenStreams {
+  readonly #authenticator: Authenticator;
+  readonly #now: () => number;
+  readonly #checkMs: number;
+  readonly #streams = new Set<OpenStream>();
+  #checker: ReturnType<typeof setInterval> | undefined;
+  #checking = false;
+
+  /** No streams yet; the re-check starts with the first. */
+  constructor(options: OpenStreamsOptions) {
+    this.#authenticator = options.authenticator;
+    this.#now = options.now;
+    this.#checkMs = options.checkMs ?? PRINCIPAL_CHECK_MS;
+  }
+
+  /** Streams open now. */
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /** A stream opened: its principal is re-checked from now on. */
+  add(stream: OpenStream): void {
+    this.#streams.add(stream);
+    this.#checker ??= setInterval(() => this.#check(), this.#checkMs);
+  }
+
+  /** A stream ended (its principal is no longer re-checked). */
+  delete(stream: OpenStream): void {
+    this.#streams.delete(stream);
+  }
+
+  /** Ends every open stream (drain, close). */
+  endAll(): void {
+    for (const stream of [...this.#streams]) stream.end();
+    this.#stop();
+  }
+
+  #stop(): void {
+    clearInterval(this.#checker);
+    this.#checker = undefined;
+  }
+
+  async #check(): Promise<void> {
+    if (this.#streams.size === 0) return this.#stop();
+    if (this.#checking) return;
+    this.#checking = true;
+    try {
+      // One check per distinct credential; the authenticator shares one authority read.
+      const byCredential = new Map<string | null, OpenStream[]>();
+      for (const stream of this.#streams) {
+        const list = byCredential.get(stream.authorization);
+        if (list === undefined) byCredential.set(stream.authorization, [stream]);
+        else list.push(stream);
+      }
+      const now = this.#now();
+      await Promise.all([...byCredential].map(async ([authorization, streams]) => {
+        try {
+          await this.#authenticator.authenticate(authorization, now);
+        } catch {
+          for (const stream of streams) stream.end();
+        }
+      }));
+    } finally {
+      this.#checking = false;
+    }
+  }
+}
