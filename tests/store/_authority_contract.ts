@@ -11,6 +11,7 @@ import { SupersededNamespaceError } from "../../server/store/types.ts";
 import {
   type ContractCase,
   DAY,
+  freshClaim,
   randomHex,
   testPrincipal,
   testRun,
@@ -188,13 +189,7 @@ export function runAuthorityContract(test: ContractCase, testTwo: TwoNamespaceCa
     assert.equal(await second.principals.create(record), "created");
 
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     assert.equal((await first.idempotency.claim(params)).state, "claimed");
     assert.equal((await second.idempotency.claim(params)).state, "claimed");
     assert.equal((await first.principals.get(record.principalId))?.revokedAt, null);

@@ -36,6 +36,20 @@ export function randomHex(): string {
 }
 
 /**
+ * The parameters of a claim on a fresh idempotency key at `now`, held `leaseMs` (default a
+ * minute), kept a day.
+ */
+export function freshClaim(now: number, leaseMs = 60_000): {
+  scope: string;
+  requestDigest: string;
+  now: number;
+  leaseMs: number;
+  expiresAt: number;
+} {
+  return { scope: randomHex(), requestDigest: randomHex(), now, leaseMs, expiresAt: now + DAY };
+}
+
+/**
  * A valid principal record with fresh random ids, digest and nonce, expiring in a day; every
  * store test builds its records with it.
  */

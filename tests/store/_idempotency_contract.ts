@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type ContractCase, DAY, randomHex, testPrincipal } from "./_fixtures.ts";
+import { type ContractCase, DAY, freshClaim, randomHex, testPrincipal } from "./_fixtures.ts";
 
 /** Registers the idempotency cases. */
 export function runIdempotencyContract(test: ContractCase): void {
@@ -29,13 +29,7 @@ export function runIdempotencyContract(test: ContractCase): void {
 
   test("idempotency: 50 concurrent claims of one key: exactly one owns it", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claims = await Promise.all(
       Array.from({ length: 50 }, () => store.idempotency.claim(params)),
     );
@@ -45,13 +39,7 @@ export function runIdempotencyContract(test: ContractCase): void {
 
   test("idempotency: a completed key replays its response for the same body and conflicts for another", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claim = await store.idempotency.claim(params);
     assert.ok(claim.state === "claimed");
     const response = { status: 409, body: '{"error":{"code":"principalExists"}}' };
@@ -73,13 +61,7 @@ export function runIdempotencyContract(test: ContractCase): void {
 
   test("idempotency: completing or releasing with a token that does not own the claim does nothing", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claim = await store.idempotency.claim(params);
     assert.ok(claim.state === "claimed");
     const stranger = crypto.randomUUID();
@@ -95,13 +77,7 @@ export function runIdempotencyContract(test: ContractCase): void {
 
   test("idempotency: a released claim can be claimed again, with any body", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claim = await store.idempotency.claim(params);
     assert.ok(claim.state === "claimed");
     await store.idempotency.release(params.scope, claim.token);
@@ -111,13 +87,7 @@ export function runIdempotencyContract(test: ContractCase): void {
 
   test("idempotency: a claim whose lease ran out is taken over; the old token then cannot complete", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 1_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now, 1_000);
     const first = await store.idempotency.claim(params);
     assert.ok(first.state === "claimed");
     assert.deepEqual(await store.idempotency.claim({ ...params, now: now + 500 }), {

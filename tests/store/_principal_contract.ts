@@ -13,7 +13,14 @@ import {
   type PrincipalRecord,
   type Store,
 } from "../../server/store/types.ts";
-import { auditInput, type ContractCase, DAY, randomHex, testPrincipal } from "./_fixtures.ts";
+import {
+  auditInput,
+  type ContractCase,
+  DAY,
+  freshClaim,
+  randomHex,
+  testPrincipal,
+} from "./_fixtures.ts";
 
 /** A recording for a fresh key, the answer naming the principal. */
 function recording(record: PrincipalRecord, now = Date.now()) {
@@ -201,13 +208,7 @@ export function runPrincipalContract(test: ContractCase): void {
 
   test("principals: create completes the idempotency claim in the same step", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claim = await store.idempotency.claim(params);
     assert.ok(claim.state === "claimed");
     const record = testPrincipal();
@@ -227,13 +228,7 @@ export function runPrincipalContract(test: ContractCase): void {
     const now = Date.now();
     const existing = testPrincipal();
     await store.principals.create(existing);
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 60_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now);
     const claim = await store.idempotency.claim(params);
     assert.ok(claim.state === "claimed");
     const result = await store.principals.create(
@@ -262,13 +257,7 @@ export function runPrincipalContract(test: ContractCase): void {
 
   test("principals: create with a claim taken over writes nothing and throws IdempotencyLeaseLostError", async (store) => {
     const now = Date.now();
-    const params = {
-      scope: randomHex(),
-      requestDigest: randomHex(),
-      now,
-      leaseMs: 1_000,
-      expiresAt: now + DAY,
-    };
+    const params = freshClaim(now, 1_000);
     const first = await store.idempotency.claim(params);
     assert.ok(first.state === "claimed");
     const second = await store.idempotency.claim({ ...params, now: now + 1_500 });
