@@ -22,10 +22,12 @@ import type { AuditStore } from "../audit.ts";
 import {
   AGAIN,
   type AuditNumbering,
-  type BatchedWrite,
+  BatchedWrite,
   type KvCommits,
   storeFailure,
 } from "./_commit.ts";
+
+const NO_KEYS: readonly string[] = Object.freeze([]);
 
 /** Audit entries are kept 90 days. */
 const AUDIT_TTL_MS = 90 * 86_400_000;
@@ -57,25 +59,27 @@ export function auditNumbering(root: Deno.KvKey): AuditNumbering {
 }
 
 /** One append, as a write of a group commit: it checks nothing of its own. */
-class Append implements BatchedWrite<AuditEntry> {
-  readonly keys: readonly string[] = [];
-  readonly audit: readonly AuditEntryInput[];
+class Append extends BatchedWrite<AuditEntry> {
+  readonly keys: readonly string[] = NO_KEYS;
+  readonly audit: AuditEntryInput;
   readonly #commits: KvCommits;
 
   constructor(commits: KvCommits, input: AuditEntryInput) {
+    super();
     this.#commits = commits;
-    this.audit = [input];
+    this.audit = input;
   }
 
   add(): void {}
 
-  committed(entries: readonly AuditEntry[], first: number): AuditEntry {
-    return entries[first];
+  committed(entry: AuditEntry | undefined): AuditEntry {
+    return entry!;
   }
 
   alone(): Promise<AuditEntry> {
-    return this.#commits.retry(async () => {
-      const result = await this.#commits.commitAudited(this.#commits.kv.atomic(), this.audit);
+    const commits = this.#commits;
+    return commits.retry(async () => {
+      const result = await commits.commitAudited(commits.kv.atomic(), [this.audit]);
       return result.ok ? result.entries[0] : AGAIN;
     });
   }

@@ -151,37 +151,31 @@ export interface AuditedCommit {
 }
 
 /**
- * A write that may share its atomic commit with others ({@linkcode KvCommits.batch}). Each write
- * stays all-or-nothing: its group commits whole or not at all.
+ * A write that may share its atomic commit with others ({@linkcode KvCommits.batch}), appending
+ * at most one audit entry. Each write stays all-or-nothing: its group commits whole or not at all.
+ * It carries its own place in the queue (`done`, `lost`), so queueing it allocates nothing more.
  */
-export interface BatchedWrite<T> {
+export abstract class BatchedWrite<T> {
+  /** Settled with its result (or failure) once it committed (or could not). */
+  readonly done: PromiseWithResolvers<T> = Promise.withResolvers<T>();
+  /** Group commits it was in that did not commit, through no check of its own. */
+  lost = 0;
   /**
    * Names of the keys it checks (unique across the store: prefix them by part); no two members of
    * a group share one. Empty: it checks nothing of its own.
    */
-  readonly keys: readonly string[];
-  /** Audit entries appended with it. */
-  readonly audit: readonly AuditEntryInput[];
+  abstract readonly keys: readonly string[];
+  /** The audit entry appended with it, if any. */
+  abstract readonly audit: AuditEntryInput | undefined;
   /** Adds its checks and mutations to its group's operation. */
-  add(operation: Deno.AtomicOperation): void;
-  /**
-   * Its result once its group committed: its audit entries as numbered are `entries[first]` and
-   * the ones after it, as many as it gave.
-   */
-  committed(entries: readonly AuditEntry[], first: number): T;
+  abstract add(operation: Deno.AtomicOperation): void;
+  /** Its result once its group committed; `entry` is its audit entry as numbered. */
+  abstract committed(entry: AuditEntry | undefined): T;
   /**
    * Commits it on its own after its group did not commit, finding out why; `failed` says it was
    * alone in that group, so its own checks failed already.
    */
-  alone(failed: boolean): Promise<T>;
-}
-
-/** A queued {@linkcode BatchedWrite}. */
-interface Queued {
-  write: BatchedWrite<unknown>;
-  done: PromiseWithResolvers<unknown>;
-  /** Group commits it was in that did not commit, through no check of its own. */
-  lost: number;
+  abstract alone(failed: boolean): Promise<T>;
 }
 
 /** The commit helper of one open KV store: see the module doc. */
@@ -193,7 +187,7 @@ export class KvCommits {
   #tail: Promise<unknown> = Promise.resolve();
   /** The seq entry as the last audited commit left it; null: read it. */
   #last: Deno.KvEntryMaybe<number> | null = null;
-  #queue: Queued[] = [];
+  #queue: BatchedWrite<unknown>[] = [];
   #committing = false;
 
   /**
@@ -304,10 +298,10 @@ export class KvCommits {
    * that one write does not), every member goes alone.
    */
   batch<T>(write: BatchedWrite<T>): Promise<T> {
-    const done = Promise.withResolvers<unknown>();
-    this.#queue.push({ write, done, lost: 0 });
+    // Queued writes differ in result type; each settles its own `done` with its own result.
+    this.#queue.push(write as BatchedWrite<unknown>);
     if (!this.#committing) this.#commitGroups();
-    return done.promise as Promise<T>;
+    return write.done.promise;
   }
 
   /** Commits queued writes group by group until the queue is empty. Never rejects. */
@@ -320,10 +314,10 @@ export class KvCommits {
         let threw = false;
         try {
           const operation = this.kv.atomic();
-          for (const item of group) item.write.add(operation);
+          for (const write of group) write.add(operation);
           committed = await this.commitAudited(
             operation,
-            group.flatMap((item) => item.write.audit),
+            group.flatMap((write) => write.audit ?? []),
           );
         } catch (error) {
           if (group.length === 1) {
@@ -333,23 +327,23 @@ export class KvCommits {
           threw = true;
         }
         if (committed?.ok) {
-          let first = 0;
-          for (const item of group) {
-            item.done.resolve(item.write.committed(committed.entries, first));
-            first += item.write.audit.length;
+          let next = 0;
+          for (const write of group) {
+            const entry = write.audit === undefined ? undefined : committed.entries[next++];
+            write.done.resolve(write.committed(entry));
           }
           continue;
         }
-        const again: Queued[] = [];
-        for (const item of group) {
-          if (!threw && item.write.keys.length === 0) {
-            if (++item.lost < MAX_ATTEMPTS) again.push(item);
-            else item.done.reject(contention());
+        const again: BatchedWrite<unknown>[] = [];
+        for (const write of group) {
+          if (!threw && write.keys.length === 0) {
+            if (++write.lost < MAX_ATTEMPTS) again.push(write);
+            else write.done.reject(contention());
             continue;
           }
-          item.write.alone(group.length === 1).then(
-            item.done.resolve,
-            (error) => item.done.reject(storeFailure(error)),
+          write.alone(group.length === 1).then(
+            write.done.resolve,
+            (error) => write.done.reject(storeFailure(error)),
           );
         }
         this.#queue.unshift(...again);
@@ -360,24 +354,24 @@ export class KvCommits {
   }
 
   /** Takes the next group off the queue: queue order, no two members sharing a key. */
-  #takeGroup(): Queued[] {
-    const group: Queued[] = [];
-    const rest: Queued[] = [];
+  #takeGroup(): BatchedWrite<unknown>[] {
+    const group: BatchedWrite<unknown>[] = [];
+    const rest: BatchedWrite<unknown>[] = [];
     const keys = new Set<string>();
     let checked = 0;
-    for (const item of this.#queue) {
-      const own = item.write.keys;
+    for (const write of this.#queue) {
+      const own = write.keys;
       const fits = group.length < MAX_GROUP &&
         (own.length === 0 || (checked < MAX_CHECKED && !own.some((key) => keys.has(key))));
       if (!fits) {
-        rest.push(item);
+        rest.push(write);
         continue;
       }
       if (own.length > 0) {
         checked++;
         for (const key of own) keys.add(key);
       }
-      group.push(item);
+      group.push(write);
     }
     this.#queue = rest;
     return group;

@@ -29,6 +29,11 @@ import type { RunEventStore } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { runsEndedBefore } from "./_runs.ts";
 
+/** A lease still contended after every attempt is another replica's: not taken. */
+function notTaken(): boolean {
+  return false;
+}
+
 /** A tail lease. */
 interface LeaseEntry {
   holder: string;
@@ -190,8 +195,7 @@ export class KvEvents implements RunEventStore {
         ),
       );
       return result.ok ? true : AGAIN;
-      // A lease still contended after every attempt is another replica's: not taken.
-    }, () => false);
+    }, notTaken);
   }
 
   async releaseLease(runId: string, holder: string): Promise<void> {

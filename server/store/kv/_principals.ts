@@ -28,7 +28,7 @@ import {
 } from "../idempotency.ts";
 import type { PurgeOptions } from "../authority.ts";
 import { parseRfc3339 } from "../../time.ts";
-import { AGAIN, type BatchedWrite, type KvCommits, storeFailure } from "./_commit.ts";
+import { AGAIN, BatchedWrite, type KvCommits, storeFailure } from "./_commit.ts";
 import {
   addCompletion,
   addRecording,
@@ -102,9 +102,9 @@ function isRetiredBefore(record: PrincipalRecord, cutoff: number): boolean {
  * finished idempotency record (with its purge index) and the creation's audit entry. It reads
  * nothing first: a fresh key is the common case.
  */
-class RecordedCreation implements BatchedWrite<RecordedCreateResult> {
+class RecordedCreation extends BatchedWrite<RecordedCreateResult> {
   readonly keys: readonly string[];
-  readonly audit: readonly AuditEntryInput[];
+  readonly audit: AuditEntryInput | undefined;
   readonly #commits: KvCommits;
   readonly #root: Deno.KvKey;
   readonly #record: PrincipalRecord;
@@ -117,11 +117,12 @@ class RecordedCreation implements BatchedWrite<RecordedCreateResult> {
     recording: IdempotencyRecording,
     audit: AuditEntryInput | undefined,
   ) {
+    super();
     this.#commits = commits;
     this.#root = root;
     this.#record = record;
     this.#recording = recording;
-    this.audit = audit === undefined ? NO_AUDIT : [audit];
+    this.audit = audit;
     this.keys = [
       `principal ${record.principalId}`,
       `digest ${record.bearerDigest}`,
@@ -153,13 +154,14 @@ class RecordedCreation implements BatchedWrite<RecordedCreateResult> {
       principalKey(root, record.principalId),
       digestKey(root, record.bearerDigest),
     ];
+    const audit = this.audit === undefined ? NO_AUDIT : [this.audit];
     let seen: Deno.KvEntryMaybe<IdempotencyEntry> | null = null;
     let first = true;
     return commits.retry(async () => {
       if (!first || !failed) {
         const operation = kv.atomic();
         addRecorded(operation, root, record, recording, seen);
-        if ((await commits.commitAudited(operation, this.audit)).ok) return "created";
+        if ((await commits.commitAudited(operation, audit)).ok) return "created";
       }
       first = false;
       const [current, byId, byDigest] = await kv.getMany<[IdempotencyEntry, string, string]>(
