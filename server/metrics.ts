@@ -20,6 +20,7 @@
  * @module
  */
 import type { Store } from "./store/types.ts";
+import { wrapStore } from "./store/wrap.ts";
 
 /** Content type of the Prometheus text format. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -373,8 +374,56 @@ export class RuntimeMetrics {
 }
 
 /**
- * A store whose calls are timed into `metrics.storeDuration`. Only the methods of the `Store`
- * interface are timed; everything else passes through.
+ * The `operation` label of each store call, as `/metrics` has always named it: the method names of
+ * the flat store interface that preceded the parts, so dashboards and alerts keep their series. A
+ * part method not listed here is labelled `part.method` (`runs.get` style): adding one needs no
+ * change here.
+ */
+const OPERATION_LABELS: Readonly<Record<string, string>> = Object.freeze({
+  "principals.findByDigest": "findPrincipalByDigest",
+  "principals.get": "getPrincipal",
+  "principals.list": "listPrincipals",
+  "principals.page": "listPrincipalPage",
+  "principals.create": "createPrincipal",
+  "principals.revoke": "revokePrincipal",
+  "principals.purgeRetired": "purgeRetired",
+  "idempotency.claim": "claimIdempotency",
+  "idempotency.complete": "completeIdempotency",
+  "idempotency.release": "releaseIdempotency",
+  "idempotency.purgeExpired": "deleteExpired",
+  "authority.claim": "claimAuthority",
+  "authority.readState": "readAuthorityState",
+  "authority.purgeRetired": "purgeRetired",
+  "runs.reserveSlot": "reserveRunSlot",
+  "runs.releaseSlot": "releaseRunSlot",
+  "runs.countSlots": "countRunSlots",
+  "runs.create": "createRun",
+  "runs.get": "getRun",
+  "runs.update": "updateRun",
+  "runs.list": "listRuns",
+  "audit.append": "appendAudit",
+  "audit.list": "listAudit",
+  "events.append": "appendRunEvents",
+  "events.list": "listRunEvents",
+  "events.acquireLease": "acquireRunLease",
+  "events.releaseLease": "releaseRunLease",
+  "events.watch": "watchRunEvents",
+  "events.purge": "purgeRunEvents",
+  "answers.claim": "claimToolAnswer",
+  "answers.complete": "completeToolAnswer",
+  "answers.release": "releaseToolAnswer",
+  "answers.get": "getToolAnswer",
+  "answers.list": "listToolAnswers",
+  "answers.recordWebhookDelivery": "recordWebhookDelivery",
+  "answers.purge": "purgeAnswers",
+});
+
+/**
+ * A store whose calls are timed into `metrics.storeDuration`, by operation (see
+ * {@linkcode OPERATION_LABELS}) and outcome (`ok`, or `error` when it threw or rejected). It is
+ * built once through the store's one seam (`wrapStore`), each method's timer with its label
+ * values made then, so a call allocates nothing for its labels. `authority.changeMarker` is not
+ * timed: it is a 1 µs local read, not a store call.
  *
  * @example
  * ```ts
@@ -383,54 +432,38 @@ export class RuntimeMetrics {
  * import { openKvStore } from "./store/mod.ts";
  * const metrics = new RuntimeMetrics();
  * const store = measuredStore(await openKvStore({ path: ":memory:", namespace: "n" }), metrics);
- * await store.getPrincipal(crypto.randomUUID());
+ * await store.principals.get(crypto.randomUUID());
  * assert.match(await metrics.render(), /operation="getPrincipal",outcome="ok"/);
  * await store.close();
  * ```
  */
 export function measuredStore(store: Store, metrics: RuntimeMetrics): Store {
-  const timed = new Map<PropertyKey, unknown>();
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      // `close` ends the store and `changeMarker` is a 2 µs local read: neither is a store call.
-      if (
-        typeof value !== "function" || typeof property !== "string" || property === "close" ||
-        property === "changeMarker"
-      ) {
-        return typeof value === "function" ? value.bind(target) : value;
+  const histogram = metrics.storeDuration;
+  return wrapStore(store, (part, method, call) => {
+    if (part === "authority" && method === "changeMarker") return call;
+    const operation = OPERATION_LABELS[`${part}.${method}`] ?? `${part}.${method}`;
+    const ok: readonly string[] = [operation, "ok"];
+    const failed: readonly string[] = [operation, "error"];
+    return (...args) => {
+      const started = performance.now();
+      let result: unknown;
+      try {
+        result = call(...args);
+      } catch (error) {
+        histogram.observe(failed, (performance.now() - started) / 1000);
+        throw error;
       }
-      let wrapper = timed.get(property);
-      if (wrapper === undefined) {
-        wrapper = function (...args: unknown[]): unknown {
-          const started = performance.now();
-          const observe = (outcome: string) =>
-            metrics.storeDuration.observe(
-              [property, outcome],
-              (performance.now() - started) / 1000,
-            );
-          let result: unknown;
-          try {
-            result = (value as (...args: unknown[]) => unknown).apply(target, args);
-          } catch (error) {
-            observe("error");
-            throw error;
-          }
-          if (result instanceof Promise) {
-            return result.then((settled) => {
-              observe("ok");
-              return settled;
-            }, (error) => {
-              observe("error");
-              throw error;
-            });
-          }
-          observe("ok");
-          return result;
-        };
-        timed.set(property, wrapper);
+      if (result instanceof Promise) {
+        return result.then((settled) => {
+          histogram.observe(ok, (performance.now() - started) / 1000);
+          return settled;
+        }, (error) => {
+          histogram.observe(failed, (performance.now() - started) / 1000);
+          throw error;
+        });
       }
-      return wrapper;
-    },
+      histogram.observe(ok, (performance.now() - started) / 1000);
+      return result;
+    };
   });
 }

@@ -5,13 +5,13 @@
  *
  * A tool answer goes through three steps, each one atomic store write:
  *
- * 1. {@linkcode AnswerStore.claimToolAnswer} creates the record in state `claimed` with a fresh
+ * 1. `AnswerStore.claim` creates the record in state `claimed` with a fresh
  *    token, unless one exists. A claim older than `staleMs` (its replica died between claim and
  *    send) is handed to the new caller in the same write, which then learns the old claim
  *    (`recovered`) and must check the provider's history before sending.
  * 2. The caller sends the answer to the provider.
- * 3. {@linkcode AnswerStore.completeToolAnswer} turns the record into `answered` (only while the
- *    caller's token still holds it); a failed send calls {@linkcode AnswerStore.releaseToolAnswer}
+ * 3. `AnswerStore.complete` turns the record into `answered` (only while the
+ *    caller's token still holds it); a failed send calls `AnswerStore.release`
  *    instead, which deletes the record so a retry can claim it again.
  *
  * Records are kept 7 days after they were written last; webhook ids 7 days after delivery.
@@ -51,7 +51,7 @@ export interface ToolAnswerRecord {
   answeredAt?: string;
 }
 
-/** Parameters of {@linkcode AnswerStore.claimToolAnswer}. */
+/** Parameters of `AnswerStore.claim`. */
 export interface ToolAnswerClaimParams {
   /** The run. */
   runId: string;
@@ -69,7 +69,7 @@ export interface ToolAnswerClaimParams {
   staleMs: number;
 }
 
-/** What {@linkcode AnswerStore.claimToolAnswer} found. */
+/** What `AnswerStore.claim` found. */
 export type ToolAnswerClaim =
   /**
    * The caller holds the claim under `token`. `recovered` is the stale claim it replaced: its
@@ -78,36 +78,6 @@ export type ToolAnswerClaim =
   | { state: "claimed"; token: string; recovered?: ToolAnswerRecord }
   /** Someone answered before, or is sending an answer now (a live claim). */
   | { state: "taken"; record: ToolAnswerRecord };
-
-/** The tool-answer and webhook-delivery operations of the store. */
-export interface AnswerStore {
-  /** Claims `(runId, toolUseId)` atomically (step 1 of the module doc). */
-  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim>;
-  /**
-   * Records the claimed answer as given (step 3), with the answerer and answer of `final`
-   * (which may differ from the claim's when a recovered claim's answer is found in the
-   * provider's history). Returns false when the token no longer holds the claim.
-   */
-  completeToolAnswer(
-    runId: string,
-    toolUseId: string,
-    token: string,
-    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
-  ): Promise<boolean>;
-  /** Deletes a claim held by `token` (a failed send); a no-op otherwise. */
-  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void>;
-  /** Reads one answer record. */
-  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null>;
-  /** Every answer record of a run (at most 1000). */
-  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]>;
-  /**
-   * Records a webhook delivery id; true when it is new, false for a repeat within `ttlMs`.
-   * Atomic: of two replicas recording one id at once, one gets true.
-   */
-  recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean>;
-  /** Deletes answer records and webhook ids past their retention; returns how many. */
-  purgeAnswers(now: number): Promise<number>;
-}
 
 /** How long answers and webhook ids are kept: 7 days. */
 export const ANSWER_RETENTION_MS = 7 * 86_400_000;

@@ -3,12 +3,13 @@
  *
  * @module
  */
-import { openKvStore } from "./kv.ts";
+import { openKvStore } from "./kv/mod.ts";
 import type { Store } from "./types.ts";
 
 export * from "./types.ts";
-export { openKvStore } from "./kv.ts";
-export type { KvStoreOptions } from "./kv.ts";
+export { openKvStore } from "./kv/mod.ts";
+export type { KvStoreOptions } from "./kv/mod.ts";
+export { type PartMethod, type WrapPartMethod, wrapStore } from "./wrap.ts";
 
 /** Options of {@linkcode openStore}. */
 export interface OpenStoreOptions {
@@ -21,6 +22,11 @@ export interface OpenStoreOptions {
   namespace: string;
   /** KV file used when `location` is omitted (`store.kv` beside the secret file). */
   defaultKvPath?: string;
+  /**
+   * The store's clock, ms since the epoch (default `Date.now`): read only where a write's expiry
+   * is not given by its caller.
+   */
+  now?: () => number;
 }
 
 /** Raised for a store location this runtime cannot use. The message never holds the location. */
@@ -65,8 +71,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const scheme = location === undefined ? null : SCHEME.exec(location)?.[1]?.toLowerCase();
   if (scheme === "postgres" || scheme === "postgresql") {
     // The one place the PostgreSQL backend is chosen; it is imported only when used.
-    const { openPostgresStore } = await import("./postgres.ts");
-    return await openPostgresStore({ url: location!, namespace: options.namespace });
+    const { openPostgresStore } = await import("./postgres/mod.ts");
+    return await openPostgresStore({
+      url: location!,
+      namespace: options.namespace,
+      now: options.now,
+    });
   }
   if (scheme !== null && scheme !== undefined) {
     throw new StoreLocationError(
@@ -81,7 +91,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     path = options.defaultKvPath;
   }
   if (path !== ":memory:") await ensureDirectory(path);
-  return await openKvStore({ path, namespace: options.namespace });
+  return await openKvStore({ path, namespace: options.namespace, now: options.now });
 }
 
 async function ensureDirectory(file: string): Promise<void> {

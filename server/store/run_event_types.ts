@@ -35,7 +35,7 @@ export interface RunEventEntry extends RunEventInput {
   seq: number;
 }
 
-/** Parameters of {@linkcode RunEventStore.acquireRunLease}. */
+/** Parameters of `RunEventStore.acquireLease`. */
 export interface RunLeaseParams {
   /** The run. */
   runId: string;
@@ -45,37 +45,6 @@ export interface RunLeaseParams {
   now: number;
   /** How long the lease holds from `now`, in ms. */
   ttlMs: number;
-}
-
-/** The event-log and lease operations of a store. */
-export interface RunEventStore {
-  /**
-   * Appends the events whose `sourceId` the run's log does not hold yet, in order, numbering
-   * them after the log's last `seq`; returns the entries appended (empty when all were known).
-   * Wakes the run's watchers on every replica when anything was appended.
-   */
-  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]>;
-  /** Up to `limit` entries of a run's log with `seq > after`, in order. */
-  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]>;
-  /**
-   * Takes or renews the tail lease of a run: succeeds when no lease exists, the lease lapsed
-   * (`leaseUntil <= now`) or `holder` holds it; the lease then holds until `now + ttlMs`.
-   */
-  acquireRunLease(params: RunLeaseParams): Promise<boolean>;
-  /** Drops the lease of a run when `holder` holds it; a no-op otherwise. */
-  releaseRunLease(runId: string, holder: string): Promise<void>;
-  /**
-   * Calls `listener` (soon, not necessarily at once) whenever the run's log may have grown, on
-   * any replica, with the log's last `seq` when the backend knows it (Deno KV does; PostgreSQL's
-   * notification does not say): a watcher holding that entry already need not read. Returns the
-   * function that stops watching. Best effort: poll as well.
-   */
-  watchRunEvents(runId: string, listener: (last?: number) => void): () => void;
-  /**
-   * Deletes the logs (and leases) of runs that ended before `endedBefore` (RFC 3339); returns
-   * how many entries went.
-   */
-  purgeRunEvents(endedBefore: string): Promise<number>;
 }
 
 /** How long a run's event log is kept after the run ended: 7 days. */

@@ -1,7 +1,7 @@
 /**
- * The run gateway's part of the store: run records with a by-principal index, the active-run
- * slots behind the quotas, and the append-only audit log. Every backend implements
- * {@linkcode RunStore} as part of `Store` and passes the same contract suite.
+ * The run gateway's records in the store: run records with a by-principal index, the active-run
+ * slots behind the quotas, and the append-only audit log. The parts that keep them are
+ * `RunStore` (`runs.ts`) and `AuditStore` (`audit.ts`).
  *
  * Active-run slots: a principal holds one slot per active run, plus short-lived reservations
  * while a start (or a follow-up message that wakes a finished run) talks to the provider. A
@@ -89,41 +89,6 @@ export interface AuditListQuery extends ListAuditParams {
   limit: number;
   /** Only entries of this action. */
   action?: AuditAction;
-}
-
-/** The run gateway's storage operations. */
-export interface RunStore {
-  /**
-   * Takes an active-run slot atomically against both limits, counting live reservations and the
-   * slots of active runs. A slot that already exists is `reserved` without counting again.
-   * Lapsed reservations are dropped before a refusal.
-   */
-  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult>;
-  /** Drops a reservation (a start that failed); a no-op when it is gone. */
-  releaseRunSlot(principalId: string, slotId: string): Promise<void>;
-  /**
-   * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
-   * own slot (or drops it when the run is already terminal).
-   */
-  createRun(record: StoredRunRecord, slotId: string): Promise<void>;
-  /** Reads one run. */
-  getRun(runId: string): Promise<StoredRunRecord | null>;
-  /**
-   * Replaces a run's record; in the same atomic step a terminal state frees the run's slot and
-   * an active one keeps (or takes) it. With `expected` (the record as the caller read it) it is a
-   * compare-and-set: it writes only while the stored record still equals `expected`, and returns
-   * false, having written nothing, when another writer changed it (or it is gone). Without
-   * `expected` the last writer wins, and it returns true.
-   */
-  updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean>;
-  /** Lists runs newest first (by `createdAt`, then run id). */
-  listRuns(params: RunListQuery): Promise<StoredRunPage>;
-  /** How many active-run slots (with live reservations) a principal, or the service, holds. */
-  countRunSlots(principalId: string | null, now: number): Promise<number>;
-  /** Appends an audit entry and returns it with its `seq`. */
-  appendAudit(entry: AuditEntryInput): Promise<AuditEntry>;
-  /** Lists audit entries newest first. */
-  listAudit(params: AuditListQuery): Promise<AuditPage>;
 }
 
 /**

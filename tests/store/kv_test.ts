@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { openKvStore } from "../../server/store/kv.ts";
-import { openStore, type Store, StoreLocationError } from "../../server/store/mod.ts";
+import { openKvStore, openStore, type Store, StoreLocationError } from "../../server/store/mod.ts";
 import type { AuditEntryInput } from "../../server/store/run_types.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
 
@@ -14,13 +13,13 @@ Deno.test("kv store: records survive closing and reopening the file", async () =
   const record = testPrincipal();
   const first = await openKvStore({ path, namespace });
   try {
-    assert.equal(await first.createPrincipal(record), "created");
+    assert.equal(await first.principals.create(record), "created");
   } finally {
     await first.close();
   }
   const second = await openKvStore({ path, namespace });
   try {
-    assert.deepEqual(await second.getPrincipal(record.principalId), record);
+    assert.deepEqual(await second.principals.get(record.principalId), record);
   } finally {
     await second.close();
   }
@@ -56,8 +55,8 @@ Deno.test("kv store: the change marker moves with every commit of another connec
   const store = await openKvStore({ path: file, namespace });
   const other = await Deno.openKv(file);
   try {
-    await store.getPrincipal(crypto.randomUUID());
-    let before = store.changeMarker();
+    await store.principals.get(crypto.randomUUID());
+    let before = store.authority.changeMarker();
     assert.equal(typeof before, "number");
     // 4 KiB a commit: 1,500 commits pass SQLite's automatic checkpoint (1,000 pages) several
     // times, so the WAL restarts from its start while the marker is being read.
@@ -65,10 +64,10 @@ Deno.test("kv store: the change marker moves with every commit of another connec
     let unchangedReads = 0;
     for (let i = 0; i < 1500; i++) {
       await other.set(["filler", i % 50], value);
-      const after = store.changeMarker();
+      const after = store.authority.changeMarker();
       // Null is allowed (it means "read the store"); equal to the value before the commit is not.
       assert.notEqual(after, before, `commit ${i} left the marker at ${before}`);
-      if (after !== null && after === store.changeMarker()) unchangedReads++;
+      if (after !== null && after === store.authority.changeMarker()) unchangedReads++;
       before = after;
     }
     assert.ok(unchangedReads > 1400, "with no commit in between, the marker holds");
@@ -113,7 +112,7 @@ async function allAuditSeqs(store: Store): Promise<number[]> {
   const seqs: number[] = [];
   let cursor: string | undefined;
   do {
-    const page = await store.listAudit({ limit: 100, cursor });
+    const page = await store.audit.list({ limit: 100, cursor });
     seqs.push(...page.entries.map((e) => e.seq));
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined);
@@ -131,14 +130,14 @@ Deno.test("kv store: two handles taking turns at the audit log number it without
       if (turn % 3 === 0) {
         const record = testPrincipal();
         assert.equal(
-          await store.createPrincipal(record, undefined, auditEntry(record.principalId)),
+          await store.principals.create(record, undefined, auditEntry(record.principalId)),
           "created",
         );
       } else {
-        seqs.push((await store.appendAudit(auditEntry())).seq);
+        seqs.push((await store.audit.append(auditEntry())).seq);
       }
       // Then the other handle, whose last seq is stale now.
-      seqs.push((await (store === first ? second : first).appendAudit(auditEntry("x"))).seq);
+      seqs.push((await (store === first ? second : first).audit.append(auditEntry("x"))).seq);
     }
     const listed = await allAuditSeqs(first);
     assert.equal(listed.length, 24);
@@ -159,9 +158,9 @@ Deno.test("kv store: two handles writing at the same time both succeed, the audi
     for (let i = 0; i < 120; i++) {
       if (i % 4 === 0) {
         const record = testPrincipal();
-        assert.equal(await store.createPrincipal(record, undefined, auditEntry()), "created");
+        assert.equal(await store.principals.create(record, undefined, auditEntry()), "created");
       } else {
-        seqs.push((await store.appendAudit(auditEntry())).seq);
+        seqs.push((await store.audit.append(auditEntry())).seq);
       }
     }
     return seqs;

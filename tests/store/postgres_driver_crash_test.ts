@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import {
   driverCrashesCaught,
   isDriverSocketReset,
@@ -65,7 +65,7 @@ Deno.test({
     const admin = postgres(db.url, { max: 1, onnotice: () => {} });
     try {
       const principal = testPrincipal();
-      assert.equal(await store.createPrincipal(principal), "created");
+      assert.equal(await store.principals.create(principal), "created");
 
       const before = driverCrashesCaught();
       const reserved = await raw.reserve();
@@ -79,7 +79,7 @@ Deno.test({
       }
       assert.equal(driverCrashesCaught(), before + 1, "the driver crash did not happen");
 
-      assert.deepEqual(await store.findPrincipalByDigest(principal.bearerDigest), principal);
+      assert.deepEqual(await store.principals.findByDigest(principal.bearerDigest), principal);
       reserved.release();
       await raw.end({ timeout: 0 });
       assert.equal(await stuck, "CONNECTION_DESTROYED");

@@ -4,7 +4,7 @@
  * `StoreUnavailableError` until the database is back, when the pool recovers by itself.
  */
 import assert from "node:assert/strict";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { StoreUnavailableError } from "../../server/store/types.ts";
 import {
   createTestDatabase,
@@ -86,10 +86,10 @@ Deno.test({
     const store = await openPostgresStore({ url: cluster.url, namespace: "a".repeat(32) });
     try {
       const principal = testPrincipal();
-      assert.equal(await store.createPrincipal(principal), "created");
+      assert.equal(await store.principals.create(principal), "created");
       await cluster.stop();
       for (let i = 0; i < 3; i++) {
-        const error = await store.findPrincipalByDigest(principal.bearerDigest).then(
+        const error = await store.principals.findByDigest(principal.bearerDigest).then(
           () => assert.fail("read during the outage"),
           (error: unknown) => error,
         );
@@ -97,7 +97,7 @@ Deno.test({
         assertSafe(error, cluster.url);
       }
       await cluster.start();
-      assert.deepEqual(await store.findPrincipalByDigest(principal.bearerDigest), principal);
+      assert.deepEqual(await store.principals.findByDigest(principal.bearerDigest), principal);
     } finally {
       await store.close();
     }

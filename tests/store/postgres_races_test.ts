@@ -3,7 +3,7 @@
  * the same principal id, idempotency key and revocation, and exactly one wins each time.
  */
 import assert from "node:assert/strict";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 import { testPrincipal } from "./contract.ts";
@@ -34,7 +34,7 @@ Deno.test({
       const principalId = crypto.randomUUID();
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 ? a : b).createPrincipal(testPrincipal({ principalId }))),
+          (i % 2 ? a : b).principals.create(testPrincipal({ principalId }))),
       );
       assert.equal(
         results.filter((r) =>
@@ -43,7 +43,7 @@ Deno.test({
         1,
       );
       assert.equal(results.filter((r) => r === "exists").length, 19);
-      assert.equal((await a.listPrincipals()).length, 1);
+      assert.equal((await a.principals.list()).length, 1);
     }),
 });
 
@@ -61,7 +61,7 @@ Deno.test({
         expiresAt: now + 86_400_000,
       };
       const claims = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claimIdempotency(params)),
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).idempotency.claim(params)),
       );
       assert.equal(claims.filter((c) => c.state === "claimed").length, 1);
       assert.equal(claims.filter((c) => c.state === "inFlight").length, 19);
@@ -81,7 +81,7 @@ Deno.test({
         leaseMs: 30_000,
         expiresAt: now + 86_400_000,
       };
-      const claim = await a.claimIdempotency(params);
+      const claim = await a.idempotency.claim(params);
       assert.equal(claim.state, "claimed");
       if (claim.state !== "claimed") return;
       const response = { status: 201, body: '{"ok":true}' };
@@ -92,12 +92,12 @@ Deno.test({
         response,
         expiresAt: now + 86_400_000,
       };
-      assert.equal(await a.createPrincipal(principal, completion), "created");
-      assert.deepEqual(await b.claimIdempotency({ ...params, now: now + 1_000 }), {
+      assert.equal(await a.principals.create(principal, completion), "created");
+      assert.deepEqual(await b.idempotency.claim({ ...params, now: now + 1_000 }), {
         state: "completed",
         response,
       });
-      assert.deepEqual(await b.getPrincipal(principal.principalId), principal);
+      assert.deepEqual(await b.principals.get(principal.principalId), principal);
     }),
 });
 
@@ -114,14 +114,14 @@ Deno.test({
         leaseMs: 1_000,
         expiresAt: now + 86_400_000,
       };
-      const first = await a.claimIdempotency(params);
-      const second = await b.claimIdempotency({ ...params, now: now + 2_000 });
+      const first = await a.idempotency.claim(params);
+      const second = await b.idempotency.claim({ ...params, now: now + 2_000 });
       assert.equal(first.state, "claimed");
       assert.equal(second.state, "claimed");
       if (first.state !== "claimed") return;
       const principal = testPrincipal();
       await assert.rejects(
-        a.createPrincipal(principal, {
+        a.principals.create(principal, {
           scope: params.scope,
           token: first.token,
           response: { status: 201, body: "{}" },
@@ -129,7 +129,7 @@ Deno.test({
         }),
         { name: "IdempotencyLeaseLostError" },
       );
-      assert.equal(await b.getPrincipal(principal.principalId), null);
+      assert.equal(await b.principals.get(principal.principalId), null);
     }),
 });
 
@@ -139,11 +139,11 @@ Deno.test({
   fn: () =>
     withReplicas(async (a, b) => {
       const principal = testPrincipal();
-      assert.equal(await a.createPrincipal(principal), "created");
+      assert.equal(await a.principals.create(principal), "created");
       const at = new Date().toISOString();
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          (i % 2 ? a : b).revokePrincipal(principal.principalId, at)),
+          (i % 2 ? a : b).principals.revoke(principal.principalId, at)),
       );
       assert.equal(
         results.filter((r) =>
@@ -152,8 +152,8 @@ Deno.test({
         1,
       );
       assert.equal(results.filter((r) => r === "alreadyRevoked").length, 9);
-      assert.equal((await b.findPrincipalByDigest(principal.bearerDigest))?.revokedAt, at);
-      assert.equal(await a.revokePrincipal(crypto.randomUUID(), at), "notFound");
+      assert.equal((await b.principals.findByDigest(principal.bearerDigest))?.revokedAt, at);
+      assert.equal(await a.principals.revoke(crypto.randomUUID(), at), "notFound");
     }),
 });
 
@@ -166,11 +166,11 @@ Deno.test({
     const two = await openPostgresStore({ url: db.url, namespace: "b".repeat(32) });
     try {
       const principal = testPrincipal();
-      assert.equal(await one.createPrincipal(principal), "created");
-      assert.equal(await two.findPrincipalByDigest(principal.bearerDigest), null);
-      assert.equal(await two.getPrincipal(principal.principalId), null);
-      assert.deepEqual(await two.listPrincipals(), []);
-      assert.equal(await two.createPrincipal(principal), "created");
+      assert.equal(await one.principals.create(principal), "created");
+      assert.equal(await two.principals.findByDigest(principal.bearerDigest), null);
+      assert.equal(await two.principals.get(principal.principalId), null);
+      assert.deepEqual(await two.principals.list(), []);
+      assert.equal(await two.principals.create(principal), "created");
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
@@ -190,7 +190,7 @@ Deno.test({
     try {
       const now = Date.now();
       for (let i = 0; i < 30; i++) {
-        const claim = await store.claimIdempotency({
+        const claim = await store.idempotency.claim({
           scope: `scope-${i}`,
           requestDigest: "a".repeat(64),
           now,
@@ -199,9 +199,9 @@ Deno.test({
         });
         assert.equal(claim.state, "claimed");
       }
-      assert.equal(await store.deleteExpired(now + 1_000), 23);
-      assert.equal(await store.deleteExpired(now + 1_000), 0);
-      const kept = await store.claimIdempotency({
+      assert.equal(await store.idempotency.purgeExpired(now + 1_000), 23);
+      assert.equal(await store.idempotency.purgeExpired(now + 1_000), 0);
+      const kept = await store.idempotency.claim({
         scope: "scope-29",
         requestDigest: "a".repeat(64),
         now: now + 1_000,

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { migratePostgres } from "../../server/store/postgres/_migrate.ts";
 import { MIGRATIONS } from "../../server/store/postgres/migrations/mod.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
@@ -40,7 +40,7 @@ Deno.test({
         rows.map((row) => ({ version: row.version, name: row.name })),
         MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
       );
-      assert.deepEqual(await stores[0].listPrincipals(), []);
+      assert.deepEqual(await stores[0].principals.list(), []);
     } finally {
       await Promise.all(stores.map((store) => store.close()));
     }

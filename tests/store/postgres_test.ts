@@ -2,7 +2,7 @@
  * The store contract suite against PostgreSQL: one fresh database for this file (in the CI
  * cluster, or a throwaway cluster started here), one random namespace per case.
  */
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import {
   createTestDatabase,
   ignorePostgresTests,

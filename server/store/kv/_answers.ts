@@ -1,5 +1,6 @@
 /**
- * Tool answers and webhook delivery ids in Deno KV. Keys, below the store's namespace root:
+ * The answers part of the KV store: tool answers and webhook delivery ids. Keys, below the
+ * store's namespace root:
  *
  * - `["tool-answer", runId, toolUseId]` → {@linkcode ToolAnswerRecord} (expires 7 days after
  *   its last write)
@@ -12,33 +13,23 @@
  */
 import {
   ANSWER_RETENTION_MS,
-  type AnswerStore,
   type ToolAnswerClaim,
   type ToolAnswerClaimParams,
   type ToolAnswerRecord,
   type ToolAnswerResult,
 } from "../answer_types.ts";
-import { StoreUnavailableError } from "../types.ts";
-import { commitKv } from "./_commit.ts";
+import type { AnswerStore } from "../answers.ts";
+import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 
-const MAX_ATTEMPTS = 64;
+/** The answers part of the KV store. */
+export class KvAnswers implements AnswerStore {
+  readonly #commits: KvCommits;
+  readonly #kv: Deno.Kv;
+  readonly #root: Deno.KvKey;
 
-function fail(error: unknown): Error {
-  if (error instanceof StoreUnavailableError) return error;
-  return new StoreUnavailableError("The KV store failed", { cause: error });
-}
-
-function contention(): StoreUnavailableError {
-  return new StoreUnavailableError("The KV store is too contended to commit");
-}
-
-/** The answer part of the KV store; the store delegates to it. */
-export class KvAnswerStore implements AnswerStore {
-  #kv: Deno.Kv;
-  #root: Deno.KvKey;
-
-  constructor(kv: Deno.Kv, root: Deno.KvKey) {
-    this.#kv = kv;
+  constructor(commits: KvCommits, root: Deno.KvKey) {
+    this.#commits = commits;
+    this.#kv = commits.kv;
     this.#root = root;
   }
 
@@ -46,90 +37,73 @@ export class KvAnswerStore implements AnswerStore {
     return [...this.#root, "tool-answer", runId, toolUseId];
   }
 
-  async claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
-    try {
-      const key = this.#answerKey(params.runId, params.toolUseId);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await this.#kv.get<ToolAnswerRecord>(key);
-        const existing = current.value;
-        const stale = existing !== null && existing.state === "claimed" &&
-          existing.claimedAt <= params.now - params.staleMs;
-        if (existing !== null && !stale) return { state: "taken", record: existing };
-        const record: ToolAnswerRecord = {
-          runId: params.runId,
-          toolUseId: params.toolUseId,
-          kind: params.kind,
-          state: "claimed",
-          token: crypto.randomUUID(),
-          principalId: params.principalId,
-          result: params.result,
-          claimedAt: params.now,
-        };
-        const result = await commitKv(
-          this.#kv.atomic().check(current)
-            .set(key, record, { expireIn: ANSWER_RETENTION_MS }),
-        );
-        if (result.ok) {
-          return stale
-            ? { state: "claimed", token: record.token, recovered: existing! }
-            : { state: "claimed", token: record.token };
-        }
-      }
-      throw contention();
-    } catch (error) {
-      throw fail(error);
-    }
+  claim(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
+    const key = this.#answerKey(params.runId, params.toolUseId);
+    return this.#commits.retry(async () => {
+      const current = await this.#kv.get<ToolAnswerRecord>(key);
+      const existing = current.value;
+      const stale = existing !== null && existing.state === "claimed" &&
+        existing.claimedAt <= params.now - params.staleMs;
+      if (existing !== null && !stale) return { state: "taken", record: existing };
+      const record: ToolAnswerRecord = {
+        runId: params.runId,
+        toolUseId: params.toolUseId,
+        kind: params.kind,
+        state: "claimed",
+        token: crypto.randomUUID(),
+        principalId: params.principalId,
+        result: params.result,
+        claimedAt: params.now,
+      };
+      const result = await this.#commits.commit(
+        this.#kv.atomic().check(current).set(key, record, { expireIn: ANSWER_RETENTION_MS }),
+      );
+      if (!result.ok) return AGAIN;
+      return stale
+        ? { state: "claimed", token: record.token, recovered: existing! }
+        : { state: "claimed", token: record.token };
+    });
   }
 
-  async completeToolAnswer(
+  complete(
     runId: string,
     toolUseId: string,
     token: string,
     final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
   ): Promise<boolean> {
-    try {
-      const key = this.#answerKey(runId, toolUseId);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await this.#kv.get<ToolAnswerRecord>(key);
-        const record = current.value;
-        if (record === null || record.state !== "claimed" || record.token !== token) return false;
-        const answered: ToolAnswerRecord = { ...record, ...final, state: "answered" };
-        const result = await commitKv(
-          this.#kv.atomic().check(current)
-            .set(key, answered, { expireIn: ANSWER_RETENTION_MS }),
-        );
-        if (result.ok) return true;
-      }
-      throw contention();
-    } catch (error) {
-      throw fail(error);
-    }
+    const key = this.#answerKey(runId, toolUseId);
+    return this.#commits.retry(async () => {
+      const current = await this.#kv.get<ToolAnswerRecord>(key);
+      const record = current.value;
+      if (record === null || record.state !== "claimed" || record.token !== token) return false;
+      const answered: ToolAnswerRecord = { ...record, ...final, state: "answered" };
+      const result = await this.#commits.commit(
+        this.#kv.atomic().check(current).set(key, answered, { expireIn: ANSWER_RETENTION_MS }),
+      );
+      return result.ok ? true : AGAIN;
+    });
   }
 
-  async releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
-    try {
-      const key = this.#answerKey(runId, toolUseId);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await this.#kv.get<ToolAnswerRecord>(key);
-        const record = current.value;
-        if (record === null || record.state !== "claimed" || record.token !== token) return;
-        if ((await commitKv(this.#kv.atomic().check(current).delete(key))).ok) return;
-      }
-      throw contention();
-    } catch (error) {
-      throw fail(error);
-    }
+  release(runId: string, toolUseId: string, token: string): Promise<void> {
+    const key = this.#answerKey(runId, toolUseId);
+    return this.#commits.retry(async () => {
+      const current = await this.#kv.get<ToolAnswerRecord>(key);
+      const record = current.value;
+      if (record === null || record.state !== "claimed" || record.token !== token) return;
+      const result = await this.#commits.commit(this.#kv.atomic().check(current).delete(key));
+      return result.ok ? undefined : AGAIN;
+    });
   }
 
-  async getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
+  async get(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
     try {
       return (await this.#kv.get<ToolAnswerRecord>(this.#answerKey(runId, toolUseId))).value;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
-  async listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
+  async list(runId: string): Promise<ToolAnswerRecord[]> {
     try {
       const records: ToolAnswerRecord[] = [];
       const prefix = [...this.#root, "tool-answer", runId];
@@ -138,29 +112,29 @@ export class KvAnswerStore implements AnswerStore {
       }
       return records;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
   async recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
     try {
       const key = [...this.#root, "webhook-delivery", id];
-      const result = await commitKv(
-        this.#kv.atomic().check({ key, versionstamp: null })
-          .set(key, now, { expireIn: ttlMs }),
+      const result = await this.#commits.commit(
+        this.#kv.atomic().check({ key, versionstamp: null }).set(key, now, { expireIn: ttlMs }),
       );
       if (result.ok) return true;
       // KV drops expired keys lazily: an entry past its time is a new delivery.
       const seen = await this.#kv.get<number>(key);
       if (seen.value !== null && seen.value + ttlMs > now) return false;
-      return (await commitKv(this.#kv.atomic().check(seen).set(key, now, { expireIn: ttlMs }))).ok;
+      const again = this.#kv.atomic().check(seen).set(key, now, { expireIn: ttlMs });
+      return (await this.#commits.commit(again)).ok;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
   /** KV expires the records by itself: nothing to do. */
-  purgeAnswers(_now: number): Promise<number> {
+  purge(_now: number): Promise<number> {
     return Promise.resolve(0);
   }
 }

@@ -1,5 +1,6 @@
 /**
- * The run event logs and tail leases in Deno KV. Keys, below the store's namespace root:
+ * The events part of the KV store: run event logs and tail leases. Keys, below the store's
+ * namespace root:
  *
  * - `["run-event", runId, seq]` → {@linkcode RunEventEntry}
  * - `["run-event-source", runId, sourceId]` → seq (the dedupe index)
@@ -18,17 +19,20 @@
  * reads. One round trip to Deno KV's thread instead of three, the largest part of the time from
  * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers, bench/events_bench.ts).
  *
+ * The purge learns which runs ended from the runs part ({@linkcode runsEndedBefore}); it reads
+ * no key of the runs part itself.
+ *
  * @module
  */
-import { ACTIVE_RUN_STATES, type StoredRunRecord } from "../run_types.ts";
-import type {
-  RunEventEntry,
-  RunEventInput,
-  RunEventStore,
-  RunLeaseParams,
-} from "../run_event_types.ts";
-import { StoreUnavailableError } from "../types.ts";
-import { commitKv } from "./_commit.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "../run_event_types.ts";
+import type { RunEventStore } from "../events.ts";
+import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
+import { runsEndedBefore } from "./_runs.ts";
+
+/** A lease still contended after every attempt is another replica's: not taken. */
+function notTaken(): boolean {
+  return false;
+}
 
 /** A tail lease. */
 interface LeaseEntry {
@@ -36,7 +40,6 @@ interface LeaseEntry {
   leaseUntil: number;
 }
 
-const MAX_ATTEMPTS = 64;
 /** Runs whose head is remembered for the append fast path before the memory is emptied. */
 const MAX_HEADS = 4096;
 /**
@@ -44,11 +47,6 @@ const MAX_HEADS = 4096;
  * of 100 checks, 1000 mutations and 800 KiB.
  */
 const MAX_APPEND_GROUP = 64;
-
-function fail(error: unknown): Error {
-  if (error instanceof StoreUnavailableError) return error;
-  return new StoreUnavailableError("The KV store failed", { cause: error });
-}
 
 /** `events` numbered after `seq`, skipping the source ids in `skip` and repeats within `events`. */
 function numbered(
@@ -65,15 +63,17 @@ function numbered(
   return entries;
 }
 
-/** The event part of the KV store; the store delegates to it. */
-export class KvRunEventStore implements RunEventStore {
-  #kv: Deno.Kv;
-  #root: Deno.KvKey;
+/** The events part of the KV store. */
+export class KvEvents implements RunEventStore {
+  readonly #commits: KvCommits;
+  readonly #kv: Deno.Kv;
+  readonly #root: Deno.KvKey;
   /** The head each run had after this store's last append to it, as it was committed. */
   #heads = new Map<string, { seq: number; versionstamp: string }>();
 
-  constructor(kv: Deno.Kv, root: Deno.KvKey) {
-    this.#kv = kv;
+  constructor(commits: KvCommits, root: Deno.KvKey) {
+    this.#commits = commits;
+    this.#kv = commits.kv;
     this.#root = root;
   }
 
@@ -81,10 +81,7 @@ export class KvRunEventStore implements RunEventStore {
     return [...this.#root, ...parts];
   }
 
-  async appendRunEvents(
-    runId: string,
-    events: readonly RunEventInput[],
-  ): Promise<RunEventEntry[]> {
+  async append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
     try {
       const appended: RunEventEntry[] = [];
       for (let start = 0; start < events.length; start += MAX_APPEND_GROUP) {
@@ -94,7 +91,7 @@ export class KvRunEventStore implements RunEventStore {
       }
       return appended;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
@@ -107,16 +104,15 @@ export class KvRunEventStore implements RunEventStore {
       if (await this.#commit(runId, known.versionstamp, entries, true)) return entries;
     }
     const headKey = this.#key("run-event-head", runId);
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    return await this.#commits.retry(async () => {
       const head = await this.#kv.get<number>(headKey);
       const entries = numbered(events, head.value ?? 0, await this.#storedSources(runId, events));
       if (entries.length === 0) {
         if (head.versionstamp !== null) this.#remember(runId, head.value ?? 0, head.versionstamp);
         return [];
       }
-      if (await this.#commit(runId, head.versionstamp, entries, false)) return entries;
-    }
-    throw new StoreUnavailableError("The KV store is too contended to commit");
+      return await this.#commit(runId, head.versionstamp, entries, false) ? entries : AGAIN;
+    });
   }
 
   /** The source ids of `events` the run's log already holds. */
@@ -158,7 +154,7 @@ export class KvRunEventStore implements RunEventStore {
         .set(this.#key("run-event", runId, entry.seq), entry)
         .set(sourceKey, entry.seq);
     }
-    const result = await commitKv(operation);
+    const result = await this.#commits.commit(operation);
     if (result.ok) this.#remember(runId, last, result.versionstamp);
     return result.ok;
   }
@@ -169,7 +165,7 @@ export class KvRunEventStore implements RunEventStore {
     this.#heads.set(runId, { seq, versionstamp });
   }
 
-  async listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+  async list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
     try {
       const prefix = this.#key("run-event", runId);
       const entries: RunEventEntry[] = [];
@@ -180,48 +176,40 @@ export class KvRunEventStore implements RunEventStore {
       for await (const entry of iterator) entries.push(entry.value);
       return entries;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
-  async acquireRunLease(params: RunLeaseParams): Promise<boolean> {
-    try {
-      const key = this.#key("run-lease", params.runId);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await this.#kv.get<LeaseEntry>(key);
-        const lease = current.value;
-        if (lease !== null && lease.holder !== params.holder && lease.leaseUntil > params.now) {
-          return false;
-        }
-        const result = await commitKv(
-          this.#kv.atomic().check(current).set(
-            key,
-            {
-              holder: params.holder,
-              leaseUntil: params.now + params.ttlMs,
-            } satisfies LeaseEntry,
-          ),
-        );
-        if (result.ok) return true;
+  acquireLease(params: RunLeaseParams): Promise<boolean> {
+    const key = this.#key("run-lease", params.runId);
+    return this.#commits.retry(async () => {
+      const current = await this.#kv.get<LeaseEntry>(key);
+      const lease = current.value;
+      if (lease !== null && lease.holder !== params.holder && lease.leaseUntil > params.now) {
+        return false;
       }
-      return false;
-    } catch (error) {
-      throw fail(error);
-    }
+      const result = await this.#commits.commit(
+        this.#kv.atomic().check(current).set(
+          key,
+          { holder: params.holder, leaseUntil: params.now + params.ttlMs } satisfies LeaseEntry,
+        ),
+      );
+      return result.ok ? true : AGAIN;
+    }, notTaken);
   }
 
-  async releaseRunLease(runId: string, holder: string): Promise<void> {
+  async releaseLease(runId: string, holder: string): Promise<void> {
     try {
       const key = this.#key("run-lease", runId);
       const current = await this.#kv.get<LeaseEntry>(key);
       if (current.value?.holder !== holder) return;
-      await commitKv(this.#kv.atomic().check(current).delete(key));
+      await this.#commits.commit(this.#kv.atomic().check(current).delete(key));
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 
-  watchRunEvents(runId: string, listener: (last?: number) => void): () => void {
+  watch(runId: string, listener: (last?: number) => void): () => void {
     const stream = this.#kv.watch<[number]>([this.#key("run-event-head", runId)]);
     const reader = stream.getReader();
     let stopped = false;
@@ -242,16 +230,10 @@ export class KvRunEventStore implements RunEventStore {
     };
   }
 
-  async purgeRunEvents(endedBefore: string): Promise<number> {
+  async purge(endedBefore: string): Promise<number> {
     try {
       let deleted = 0;
-      for await (const entry of this.#kv.list<StoredRunRecord>({ prefix: this.#key("run") })) {
-        const record = entry.value;
-        if (
-          ACTIVE_RUN_STATES.has(record.state) || record.endedAt === undefined ||
-          record.endedAt >= endedBefore
-        ) continue;
-        const runId = record.runId;
+      for await (const runId of runsEndedBefore(this.#kv, this.#root, endedBefore)) {
         for (const part of ["run-event", "run-event-source"]) {
           let operation = this.#kv.atomic();
           let pending = 0;
@@ -259,14 +241,14 @@ export class KvRunEventStore implements RunEventStore {
             operation.delete(item.key);
             if (part === "run-event") deleted++;
             if (++pending === 500) {
-              await commitKv(operation);
+              await this.#commits.commit(operation);
               operation = this.#kv.atomic();
               pending = 0;
             }
           }
-          if (pending > 0) await commitKv(operation);
+          if (pending > 0) await this.#commits.commit(operation);
         }
-        await commitKv(
+        await this.#commits.commit(
           this.#kv.atomic()
             .delete(this.#key("run-event-head", runId))
             .delete(this.#key("run-lease", runId)),
@@ -274,7 +256,7 @@ export class KvRunEventStore implements RunEventStore {
       }
       return deleted;
     } catch (error) {
-      throw fail(error);
+      throw storeFailure(error);
     }
   }
 }

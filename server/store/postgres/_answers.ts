@@ -1,5 +1,6 @@
 /**
- * Tool answers and webhook delivery ids in PostgreSQL (tables of migration `004_answers.ts`).
+ * The answers part of the PostgreSQL store: tool answers and webhook delivery ids (tables of
+ * migration `004_answers.ts`).
  * Each step is one statement: a claim is an `INSERT … ON CONFLICT DO UPDATE` whose update only
  * applies to a stale claim, so of replicas claiming at once exactly one gets the row; completing
  * and releasing check the claim's token in their `WHERE`.
@@ -8,14 +9,14 @@
  */
 import {
   ANSWER_RETENTION_MS,
-  type AnswerStore,
   type ToolAnswerClaim,
   type ToolAnswerClaimParams,
   type ToolAnswerRecord,
   type ToolAnswerResult,
   type ToolRequestKind,
 } from "../answer_types.ts";
-import type { PostgresRunner } from "./_runs.ts";
+import type { AnswerStore } from "../answers.ts";
+import { type PostgresPool, RACE_ATTEMPTS } from "./_pool.ts";
 
 interface AnswerRow {
   run_id: string;
@@ -44,24 +45,25 @@ function toRecord(row: AnswerRow): ToolAnswerRecord {
   return record;
 }
 
-const MAX_ATTEMPTS = 8;
+/** The answers part of the PostgreSQL store. */
+export class PostgresAnswers implements AnswerStore {
+  readonly #pool: PostgresPool;
+  readonly #ns: string;
+  readonly #now: () => number;
 
-/** The answer part of the PostgreSQL store; the store delegates to it. */
-export class PostgresAnswerStore implements AnswerStore {
-  #run: PostgresRunner;
-  #ns: string;
-
-  constructor(run: PostgresRunner, namespace: string) {
-    this.#run = run;
+  /** `now` is the store's clock, read for the expiry of a completed answer. */
+  constructor(pool: PostgresPool, namespace: string, now: () => number) {
+    this.#pool = pool;
     this.#ns = namespace;
+    this.#now = now;
   }
 
-  claimToolAnswer(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
-    return this.#run(async (sql) => {
+  claim(params: ToolAnswerClaimParams): Promise<ToolAnswerClaim> {
+    return this.#pool.run(async (sql) => {
       const token = crypto.randomUUID();
       const staleBefore = String(params.now - params.staleMs);
       const expires = String(params.now + ANSWER_RETENTION_MS);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
         const [row] = await sql<(Partial<AnswerRow> & { claimed: string | null })[]>`
           WITH old AS (
             SELECT run_id, tool_use_id, kind, state, token, principal_id, result, claimed_at,
@@ -104,14 +106,14 @@ export class PostgresAnswerStore implements AnswerStore {
     });
   }
 
-  completeToolAnswer(
+  complete(
     runId: string,
     toolUseId: string,
     token: string,
     final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
   ): Promise<boolean> {
-    return this.#run(async (sql) => {
-      const expires = String(Date.now() + ANSWER_RETENTION_MS);
+    return this.#pool.run(async (sql) => {
+      const expires = String(this.#now() + ANSWER_RETENTION_MS);
       const rows = await sql`
         UPDATE automation_runtime_tool_answers
         SET state = 'answered', principal_id = ${final.principalId}, result = ${final.result},
@@ -123,8 +125,8 @@ export class PostgresAnswerStore implements AnswerStore {
     });
   }
 
-  releaseToolAnswer(runId: string, toolUseId: string, token: string): Promise<void> {
-    return this.#run(async (sql) => {
+  release(runId: string, toolUseId: string, token: string): Promise<void> {
+    return this.#pool.run(async (sql) => {
       await sql`
         DELETE FROM automation_runtime_tool_answers
         WHERE namespace = ${this.#ns} AND run_id = ${runId} AND tool_use_id = ${toolUseId}
@@ -132,8 +134,8 @@ export class PostgresAnswerStore implements AnswerStore {
     });
   }
 
-  getToolAnswer(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
-    return this.#run(async (sql) => {
+  get(runId: string, toolUseId: string): Promise<ToolAnswerRecord | null> {
+    return this.#pool.run(async (sql) => {
       const rows = await sql<AnswerRow[]>`
         SELECT run_id, tool_use_id, kind, state, token, principal_id, result, claimed_at,
                answered_at
@@ -143,8 +145,8 @@ export class PostgresAnswerStore implements AnswerStore {
     });
   }
 
-  listToolAnswers(runId: string): Promise<ToolAnswerRecord[]> {
-    return this.#run(async (sql) => {
+  list(runId: string): Promise<ToolAnswerRecord[]> {
+    return this.#pool.run(async (sql) => {
       const rows = await sql<AnswerRow[]>`
         SELECT run_id, tool_use_id, kind, state, token, principal_id, result, claimed_at,
                answered_at
@@ -156,7 +158,7 @@ export class PostgresAnswerStore implements AnswerStore {
   }
 
   recordWebhookDelivery(id: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#run(async (sql) => {
+    return this.#pool.run(async (sql) => {
       const rows = await sql`
         INSERT INTO automation_runtime_webhook_deliveries AS d (namespace, id, expires_at)
         VALUES (${this.#ns}, ${id}, ${String(now + ttlMs)})
@@ -167,8 +169,8 @@ export class PostgresAnswerStore implements AnswerStore {
     });
   }
 
-  purgeAnswers(now: number): Promise<number> {
-    return this.#run(async (sql) => {
+  purge(now: number): Promise<number> {
+    return this.#pool.run(async (sql) => {
       const answers = await sql`
         DELETE FROM automation_runtime_tool_answers
         WHERE namespace = ${this.#ns} AND expires_at <= ${String(now)}`;

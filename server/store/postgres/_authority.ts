@@ -1,35 +1,50 @@
 /**
- * The PostgreSQL store's cross-process authority, paging and retention (the tables of migration
- * 2), kept apart from the principal and idempotency statements of `postgres.ts`. Each function
- * is one or a few single statements on the pool it is given; the store runs them through its
- * error mapping.
+ * The authority part of the PostgreSQL store (the tables of migration `002_authority.ts`): the
+ * claiming namespace (`automation_runtime_authority`, one row), each namespace's revocation
+ * counter and retirement (`automation_runtime_namespaces`), and the purge of retired namespaces.
+ *
+ * A revocation raises the counter in the statement that revokes, through
+ * {@linkcode revocationCounted}.
  *
  * @module
  */
 import type postgres from "postgres";
 import {
   type AuthorityState,
-  type PrincipalPageOptions,
+  type AuthorityStore,
   type PurgeOptions,
-  type PurgeReport,
   SupersededNamespaceError,
-} from "../types.ts";
+} from "../authority.ts";
+import { ms, type PostgresPool } from "./_pool.ts";
 
-function ms(value: number): string {
-  return String(Math.floor(value));
+/**
+ * The upsert raising `namespace`'s revocation counter when the CTE named `after` returned a row,
+ * for a CTE of the statement that revokes: every replica's next authority read sees the epoch
+ * move.
+ *
+ * @example
+ * ```ts ignore
+ * sql`WITH updated AS (…), epoch AS (${revocationCounted(sql, namespace, "updated")}) …`;
+ * ```
+ */
+export function revocationCounted(
+  sql: postgres.Sql,
+  namespace: string,
+  after: string,
+): postgres.PendingQuery<postgres.Row[]> {
+  return sql`
+    INSERT INTO automation_runtime_namespaces AS n (namespace, revocations)
+    SELECT ${namespace}, 1 WHERE EXISTS (SELECT 1 FROM ${sql(after)})
+    ON CONFLICT (namespace) DO UPDATE SET revocations = n.revocations + 1
+    RETURNING 1`;
 }
 
 /**
  * Claims the store in one statement: refused with {@linkcode SupersededNamespaceError} when
  * `namespace` was retired; otherwise the authority row names it and the namespace it replaced is
  * retired.
- *
- * @example
- * ```ts ignore
- * await claimAuthority(sql, namespace, Date.now());
- * ```
  */
-export async function claimAuthority(
+async function claimAuthority(
   sql: postgres.Sql,
   namespace: string,
   now: number,
@@ -66,15 +81,8 @@ export async function claimAuthority(
   }
 }
 
-/**
- * Reads the claiming namespace and the revocation counter of `namespace` in one statement.
- *
- * @example
- * ```ts ignore
- * const { current, epoch } = await readAuthorityState(sql, namespace);
- * ```
- */
-export async function readAuthorityState(
+/** Reads the claiming namespace and the revocation counter of `namespace` in one statement. */
+async function readAuthorityState(
   sql: postgres.Sql,
   namespace: string,
 ): Promise<AuthorityState> {
@@ -89,59 +97,18 @@ export async function readAuthorityState(
 }
 
 /**
- * The rows of one keyset page (`limit + 1` of them, so the caller knows whether more follow),
- * ordered by `created_at` then `principal_id` in byte order, as `listPrincipals` is.
- *
- * @example
- * ```ts ignore
- * const rows = await principalPageRows(sql, namespace, sql(columns), { limit: 100 });
- * ```
+ * Deletes every row of each namespace retired before the cutoff. Namespaces seen in the tables but
+ * never registered are registered as retired now, so they go one retention period later.
  */
-export function principalPageRows<Row extends postgres.Row>(
+async function purgeNamespaces(
   sql: postgres.Sql,
-  namespace: string,
-  columns: postgres.Helper<readonly string[]>,
-  options: PrincipalPageOptions,
-): Promise<Row[]> {
-  const after = options.after;
-  return sql<Row[]>`
-    SELECT ${columns} FROM automation_runtime_principals
-    WHERE namespace = ${namespace} ${
-    after === undefined ? sql`` : sql`
-      AND (created_at COLLATE "C" > ${after.createdAt}
-           OR (created_at = ${after.createdAt}
-               AND principal_id COLLATE "C" > ${after.principalId}))`
-  }
-    ORDER BY created_at COLLATE "C", principal_id COLLATE "C"
-    LIMIT ${options.limit + 1}`;
-}
-
-/**
- * Deletes the namespace's principals revoked or expired before the cutoff, then every row of each
- * namespace retired before it. Namespaces seen in the tables but never registered are registered
- * as retired now, so they go one retention period later.
- *
- * @example
- * ```ts ignore
- * await purgeRetired(sql, namespace, { now: Date.now(), retentionMs: 30 * 86_400_000 });
- * ```
- */
-export async function purgeRetired(
-  sql: postgres.Sql,
-  namespace: string,
   options: PurgeOptions,
-): Promise<PurgeReport> {
+): Promise<number> {
   const cutoff = options.now - options.retentionMs;
-  const cutoffAt = new Date(cutoff).toISOString();
-  const deleted = await sql`
-    DELETE FROM automation_runtime_principals
-    WHERE namespace = ${namespace}
-      AND ((revoked_at IS NOT NULL AND revoked_at::timestamptz <= ${cutoffAt}::timestamptz)
-           OR expires_at::timestamptz <= ${cutoffAt}::timestamptz)`;
   const [current] = await sql<{ namespace: string }[]>`
     SELECT namespace FROM automation_runtime_authority WHERE singleton`;
-  // Without a claim, no namespace is known to be retired: delete nothing more.
-  if (current === undefined) return { principals: deleted.count, namespaces: 0 };
+  // Without a claim, no namespace is known to be retired: delete nothing.
+  if (current === undefined) return 0;
   await sql`
     INSERT INTO automation_runtime_namespaces (namespace, retired_at)
     SELECT DISTINCT namespace, ${ms(options.now)}::bigint FROM (
@@ -176,5 +143,37 @@ export async function purgeRetired(
     UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
     WHERE namespace IN (SELECT namespace FROM due)
     RETURNING namespace`;
-  return { principals: deleted.count, namespaces: purged.length };
+  return purged.length;
+}
+
+/** The authority part of the PostgreSQL store. */
+export class PostgresAuthority implements AuthorityStore {
+  readonly #pool: PostgresPool;
+  readonly #ns: string;
+
+  constructor(pool: PostgresPool, namespace: string) {
+    this.#pool = pool;
+    this.#ns = namespace;
+  }
+
+  claim(now: number): Promise<void> {
+    return this.#pool.run((sql) => claimAuthority(sql, this.#ns, now));
+  }
+
+  readState(): Promise<AuthorityState> {
+    return this.#pool.run((sql) => readAuthorityState(sql, this.#ns));
+  }
+
+  /** Null: another replica's commit cannot be seen without a round trip. */
+  changeMarker(): null {
+    return null;
+  }
+
+  /**
+   * Deletes every row of each namespace retired more than the retention ago (the namespace's
+   * rows in every part's table are the namespace's own: one statement drops them all).
+   */
+  purgeRetired(options: PurgeOptions): Promise<number> {
+    return this.#pool.run((sql) => purgeNamespaces(sql, options));
+  }
 }

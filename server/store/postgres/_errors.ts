@@ -128,3 +128,21 @@ export function toStartupError(error: unknown): Error {
 function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
+
+/** SQLSTATE of a unique constraint violation. */
+const UNIQUE_VIOLATION = "23505";
+
+/**
+ * Whether `error` is PostgreSQL's unique constraint violation: a racing statement committed the
+ * same key first.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isUniqueViolation } from "./_errors.ts";
+ * assert.equal(isUniqueViolation(new Error("x")), false);
+ * ```
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  return isPostgresError(error) && codeOf(error) === UNIQUE_VIOLATION;
+}

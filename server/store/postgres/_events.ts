@@ -1,21 +1,20 @@
 /**
- * The run event logs and tail leases in PostgreSQL (tables of migration `005_events.ts`). An
- * append is one call of `automation_runtime_append_run_events`, which serializes appends to one
- * run with a transaction-scoped advisory lock and notifies the channel
+ * The events part of the PostgreSQL store: run event logs and tail leases (tables of migration
+ * `005_events.ts`). An append is one call of `automation_runtime_append_run_events`, which
+ * serializes appends to one run with a transaction-scoped advisory lock and notifies the channel
  * `automation_runtime_run_events` with `"<namespace> <runId>"`. Watchers share one `LISTEN`
- * connection per store, started by the first watcher.
+ * connection per store (held by the pool), started by the first watcher.
+ *
+ * The purge learns which runs ended from the runs part ({@linkcode endedRunIds}).
  *
  * @module
  */
 import type postgres from "postgres";
 import type { RunStreamEvent } from "../../../client/contract.ts";
-import type {
-  RunEventEntry,
-  RunEventInput,
-  RunEventStore,
-  RunLeaseParams,
-} from "../run_event_types.ts";
-import type { PostgresRunner } from "./_runs.ts";
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "../run_event_types.ts";
+import type { RunEventStore } from "../events.ts";
+import type { PostgresPool } from "./_pool.ts";
+import { endedRunIds } from "./_runs.ts";
 
 /** The channel appends notify. */
 const CHANNEL = "automation_runtime_run_events";
@@ -31,23 +30,21 @@ function toEntry(row: EventRow): RunEventEntry {
   return { seq: Number(row.seq), sourceId: row.source_id, at: row.at, event: row.event };
 }
 
-/** The event part of the PostgreSQL store; the store delegates to it. */
-export class PostgresRunEventStore implements RunEventStore {
-  #run: PostgresRunner;
-  #ns: string;
-  #pool: () => postgres.Sql;
-  #watchers = new Map<string, Set<() => void>>();
-  #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
+/** The events part of the PostgreSQL store. */
+export class PostgresEvents implements RunEventStore {
+  readonly #pool: PostgresPool;
+  readonly #ns: string;
+  readonly #watchers = new Map<string, Set<() => void>>();
+  #listening: Promise<unknown> | null = null;
 
-  constructor(run: PostgresRunner, namespace: string, pool: () => postgres.Sql) {
-    this.#run = run;
-    this.#ns = namespace;
+  constructor(pool: PostgresPool, namespace: string) {
     this.#pool = pool;
+    this.#ns = namespace;
   }
 
-  appendRunEvents(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+  append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
     if (events.length === 0) return Promise.resolve([]);
-    return this.#run(async (sql) => {
+    return this.#pool.run(async (sql) => {
       const rows = await sql<EventRow[]>`
         SELECT seq, source_id, at, event FROM automation_runtime_append_run_events(
           ${this.#ns}, ${runId}, ${sql.json(events as unknown as postgres.JSONValue)})`;
@@ -55,8 +52,8 @@ export class PostgresRunEventStore implements RunEventStore {
     });
   }
 
-  listRunEvents(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
-    return this.#run(async (sql) => {
+  list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    return this.#pool.run(async (sql) => {
       const rows = await sql<EventRow[]>`
         SELECT seq, source_id, at, event FROM automation_runtime_run_events
         WHERE namespace = ${this.#ns} AND run_id = ${runId} AND seq > ${String(after)}
@@ -65,8 +62,8 @@ export class PostgresRunEventStore implements RunEventStore {
     });
   }
 
-  acquireRunLease(params: RunLeaseParams): Promise<boolean> {
-    return this.#run(async (sql) => {
+  acquireLease(params: RunLeaseParams): Promise<boolean> {
+    return this.#pool.run(async (sql) => {
       const rows = await sql`
         INSERT INTO automation_runtime_run_leases AS lease (namespace, run_id, holder, lease_until)
         VALUES (${this.#ns}, ${params.runId}, ${params.holder},
@@ -79,25 +76,25 @@ export class PostgresRunEventStore implements RunEventStore {
     });
   }
 
-  releaseRunLease(runId: string, holder: string): Promise<void> {
-    return this.#run(async (sql) => {
+  releaseLease(runId: string, holder: string): Promise<void> {
+    return this.#pool.run(async (sql) => {
       await sql`
         DELETE FROM automation_runtime_run_leases
         WHERE namespace = ${this.#ns} AND run_id = ${runId} AND holder = ${holder}`;
     });
   }
 
-  watchRunEvents(runId: string, listener: (last?: number) => void): () => void {
+  watch(runId: string, listener: (last?: number) => void): () => void {
     let set = this.#watchers.get(runId);
     if (set === undefined) this.#watchers.set(runId, set = new Set());
     // A fresh function per watch, so the same listener may watch twice.
     const entry = () => listener();
     set.add(entry);
-    this.#listening ??= this.#pool().listen(CHANNEL, (payload) => this.#notified(payload))
-      .catch(() => {
-        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their poll.
-        this.#listening = null;
-        return null;
+    this.#listening ??= this.#pool.listen(CHANNEL, (payload) => this.#notified(payload))
+      .then((listening) => {
+        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their poll, and
+        // the next watcher tries again.
+        if (listening === null) this.#listening = null;
       });
     return () => {
       const current = this.#watchers.get(runId);
@@ -120,22 +117,11 @@ export class PostgresRunEventStore implements RunEventStore {
     }
   }
 
-  /** Stops listening (the store is closing). */
-  async close(): Promise<void> {
-    const listening = this.#listening;
-    this.#listening = null;
-    this.#watchers.clear();
-    const meta = await listening?.catch(() => null);
-    await meta?.unlisten().catch(() => {});
-  }
-
-  purgeRunEvents(endedBefore: string): Promise<number> {
-    return this.#run(async (sql) => {
+  purge(endedBefore: string): Promise<number> {
+    return this.#pool.run(async (sql) => {
       const deleted = await sql`
         WITH ended AS (
-          SELECT run_id FROM automation_runtime_runs
-          WHERE namespace = ${this.#ns} AND state IN ('completed', 'failed', 'cancelled')
-            AND record->>'endedAt' < ${endedBefore}
+          ${endedRunIds(sql, this.#ns, endedBefore)}
         ), leases AS (
           DELETE FROM automation_runtime_run_leases
           WHERE namespace = ${this.#ns} AND run_id IN (SELECT run_id FROM ended)

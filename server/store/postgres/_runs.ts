@@ -1,87 +1,59 @@
 /**
- * The run gateway's records in PostgreSQL (tables of migration `003_runs.ts`). Like the rest of
- * the store, every write is one statement and no connection is pinned: the quota reservation is
- * one call of a PL/pgSQL function that serializes reservations of a namespace with a
- * transaction-scoped lock.
+ * The runs part of the PostgreSQL store: run records and active-run slots (tables of migration
+ * `003_runs.ts`). Like the rest of the store, every write is one statement and no connection is
+ * pinned: the quota reservation is one call of a PL/pgSQL function that serializes reservations
+ * of a namespace with a transaction-scoped lock.
+ *
+ * The events part reads which runs ended, for its purge, through {@linkcode endedRunIds}.
  *
  * @module
  */
 import type postgres from "postgres";
 import {
   ACTIVE_RUN_STATES,
-  type AuditAction,
-  type AuditEntry,
-  type AuditEntryInput,
-  type AuditListQuery,
-  type AuditPage,
   decodeCursor,
   encodeCursor,
   type RunListQuery,
   type RunSlotReservation,
   type RunSlotResult,
-  type RunStore,
   type StoredRunPage,
   type StoredRunRecord,
 } from "../run_types.ts";
-
-/** Runs one operation on the store's current pool, mapping failures to store errors. */
-export type PostgresRunner = <T>(operation: (sql: postgres.Sql) => Promise<T>) => Promise<T>;
-
-interface AuditRow {
-  seq: string;
-  at: string;
-  action: string;
-  actor_id: string;
-  subject_id: string | null;
-  run_id: string | null;
-  correlation_id: string;
-  outcome: string;
-}
-
-function toAuditEntry(row: AuditRow): AuditEntry {
-  const entry: AuditEntry = {
-    seq: Number(row.seq),
-    at: row.at,
-    action: row.action as AuditAction,
-    actorId: row.actor_id,
-    correlationId: row.correlation_id,
-    outcome: row.outcome,
-  };
-  if (row.subject_id !== null) entry.subjectId = row.subject_id;
-  if (row.run_id !== null) entry.runId = row.run_id;
-  return entry;
-}
+import type { RunStore } from "../runs.ts";
+import type { PostgresPool } from "./_pool.ts";
 
 /**
- * The `INSERT … SELECT` of one audit row, shared by every statement that appends to the audit
- * log; callers may append a `WHERE` (to write it only with another write of the same statement)
- * and `RETURNING`.
+ * The query of the ids of the namespace's runs that ended before `endedBefore` (RFC 3339): the
+ * accessor the events part's purge reads the runs through, inside its own statement.
+ *
+ * @example
+ * ```ts ignore
+ * await sql`DELETE FROM … WHERE run_id IN (${endedRunIds(sql, namespace, before)})`;
+ * ```
  */
-export function auditInsert(
+export function endedRunIds(
   sql: postgres.Sql,
   namespace: string,
-  input: AuditEntryInput,
+  endedBefore: string,
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`
-    INSERT INTO automation_runtime_audit
-      (namespace, at, action, actor_id, subject_id, run_id, correlation_id, outcome)
-    SELECT ${namespace}, ${input.at}, ${input.action}, ${input.actorId},
-           ${input.subjectId ?? null}, ${input.runId ?? null}, ${input.correlationId},
-           ${input.outcome}`;
+    SELECT run_id FROM automation_runtime_runs
+    WHERE namespace = ${namespace} AND state IN ('completed', 'failed', 'cancelled')
+      AND record->>'endedAt' < ${endedBefore}`;
 }
 
-/** The run part of the PostgreSQL store; the store delegates to it. */
-export class PostgresRunStore implements RunStore {
-  #run: PostgresRunner;
-  #ns: string;
+/** The runs part of the PostgreSQL store. */
+export class PostgresRuns implements RunStore {
+  readonly #pool: PostgresPool;
+  readonly #ns: string;
 
-  constructor(run: PostgresRunner, namespace: string) {
-    this.#run = run;
+  constructor(pool: PostgresPool, namespace: string) {
+    this.#pool = pool;
     this.#ns = namespace;
   }
 
-  reserveRunSlot(params: RunSlotReservation): Promise<RunSlotResult> {
-    return this.#run(async (sql) => {
+  reserveSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    return this.#pool.run(async (sql) => {
       const [row] = await sql<{ result: RunSlotResult }[]>`
         SELECT automation_runtime_reserve_run_slot(
           ${this.#ns}, ${params.principalId}, ${params.slotId}, ${params.principalLimit},
@@ -91,8 +63,8 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  releaseRunSlot(principalId: string, slotId: string): Promise<void> {
-    return this.#run(async (sql) => {
+  releaseSlot(principalId: string, slotId: string): Promise<void> {
+    return this.#pool.run(async (sql) => {
       await sql`
         DELETE FROM automation_runtime_run_slots
         WHERE namespace = ${this.#ns} AND principal_id = ${principalId} AND slot_id = ${slotId}
@@ -100,9 +72,9 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  createRun(record: StoredRunRecord, slotId: string): Promise<void> {
+  create(record: StoredRunRecord, slotId: string): Promise<void> {
     const active = ACTIVE_RUN_STATES.has(record.state);
-    return this.#run(async (sql) => {
+    return this.#pool.run(async (sql) => {
       await sql`
         WITH dropped AS (
           DELETE FROM automation_runtime_run_slots
@@ -122,8 +94,8 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  getRun(runId: string): Promise<StoredRunRecord | null> {
-    return this.#run(async (sql) => {
+  get(runId: string): Promise<StoredRunRecord | null> {
+    return this.#pool.run(async (sql) => {
       const rows = await sql<{ record: StoredRunRecord }[]>`
         SELECT record FROM automation_runtime_runs
         WHERE namespace = ${this.#ns} AND run_id = ${runId}`;
@@ -135,10 +107,10 @@ export class PostgresRunStore implements RunStore {
    * One statement: the record's update (with `expected`, only while the stored record equals it,
    * by `jsonb` equality), and the slot change only when the update happened.
    */
-  updateRun(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
+  update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
     const active = ACTIVE_RUN_STATES.has(record.state);
     const json = (value: StoredRunRecord) => value as unknown as postgres.JSONValue;
-    return this.#run(async (sql) => {
+    return this.#pool.run(async (sql) => {
       const rows = await sql`
         WITH updated AS (
           UPDATE automation_runtime_runs
@@ -162,8 +134,8 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  listRuns(params: RunListQuery): Promise<StoredRunPage> {
-    return this.#run(async (sql) => {
+  list(params: RunListQuery): Promise<StoredRunPage> {
+    return this.#pool.run(async (sql) => {
       const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
       const cursor = after !== null && after.length === 2 &&
           typeof after[0] === "string" && typeof after[1] === "string"
@@ -193,51 +165,14 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  countRunSlots(principalId: string | null, now: number): Promise<number> {
-    return this.#run(async (sql) => {
+  countSlots(principalId: string | null, now: number): Promise<number> {
+    return this.#pool.run(async (sql) => {
       const [row] = await sql<{ count: number }[]>`
         SELECT count(*)::int AS count FROM automation_runtime_run_slots
         WHERE namespace = ${this.#ns}
           ${principalId === null ? sql`` : sql`AND principal_id = ${principalId}`}
           AND (lease_until IS NULL OR lease_until > ${String(now)})`;
       return row.count;
-    });
-  }
-
-  appendAudit(input: AuditEntryInput): Promise<AuditEntry> {
-    return this.#run(async (sql) => {
-      const [row] = await sql<{ seq: string }[]>`${
-        auditInsert(sql, this.#ns, input)
-      } RETURNING seq`;
-      return { seq: Number(row.seq), ...input };
-    });
-  }
-
-  listAudit(params: AuditListQuery): Promise<AuditPage> {
-    return this.#run(async (sql) => {
-      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
-      const before = after !== null && typeof after[0] === "number" ? after[0] : null;
-      const rows = await sql<AuditRow[]>`
-        SELECT seq, at, action, actor_id, subject_id, run_id, correlation_id, outcome
-        FROM automation_runtime_audit
-        WHERE namespace = ${this.#ns}
-          ${before === null ? sql`` : sql`AND seq < ${String(before)}`}
-          ${params.action === undefined ? sql`` : sql`AND action = ${params.action}`}
-          ${
-        params.principalId === undefined
-          ? sql``
-          : sql`AND (actor_id = ${params.principalId} OR subject_id = ${params.principalId})`
-      }
-        ORDER BY seq DESC
-        LIMIT ${params.limit + 1}`;
-      const entries = rows.slice(0, params.limit).map(toAuditEntry);
-      const last = entries.at(-1);
-      return {
-        entries,
-        nextCursor: rows.length > params.limit && last !== undefined
-          ? encodeCursor([last.seq])
-          : null,
-      };
     });
   }
 }

@@ -1,0 +1,42 @@
+/**
+ * The events part of the store (`store.events`): each run's append-only event log, the tail
+ * leases that let one replica at a time tail a run, and the wake-ups that tell watchers a log
+ * grew (what a log entry and a lease are: see `run_event_types.ts`).
+ *
+ * The events part reads nothing of the runs part but which runs ended before a time, for its
+ * purge, through the accessor the runs part of its backend exports.
+ *
+ * @module
+ */
+import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
+
+/** The run event logs and tail leases of the store's namespace. */
+export interface RunEventStore {
+  /**
+   * Appends the events whose `sourceId` the run's log does not hold yet, in order, numbering
+   * them after the log's last `seq`; returns the entries appended (empty when all were known).
+   * Wakes the run's watchers on every replica when anything was appended.
+   */
+  append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]>;
+  /** Up to `limit` entries of a run's log with `seq > after`, in order. */
+  list(runId: string, after: number, limit: number): Promise<RunEventEntry[]>;
+  /**
+   * Takes or renews the tail lease of a run: succeeds when no lease exists, the lease lapsed
+   * (`leaseUntil <= now`) or `holder` holds it; the lease then holds until `now + ttlMs`.
+   */
+  acquireLease(params: RunLeaseParams): Promise<boolean>;
+  /** Drops the lease of a run when `holder` holds it; a no-op otherwise. */
+  releaseLease(runId: string, holder: string): Promise<void>;
+  /**
+   * Calls `listener` (soon, not necessarily at once) whenever the run's log may have grown, on
+   * any replica, with the log's last `seq` when the backend knows it (Deno KV does; PostgreSQL's
+   * notification does not say): a watcher holding that entry already need not read. Returns the
+   * function that stops watching. Best effort: poll as well.
+   */
+  watch(runId: string, listener: (last?: number) => void): () => void;
+  /**
+   * Deletes the logs (and leases) of runs that ended before `endedBefore` (RFC 3339); returns
+   * how many entries went.
+   */
+  purge(endedBefore: string): Promise<number>;
+}

@@ -1,0 +1,208 @@
+/**
+ * The authority part of the KV store: the claiming namespace, the revocation epoch, the change
+ * marker and the purge of retired namespaces. Keys:
+ *
+ * - `["automation-runtime-authority", "current"]`: the namespace that claimed the store last;
+ * - `["automation-runtime-authority", "retired", ns]`: when a namespace stopped being current,
+ *   kept after its purge so an old bootstrap cannot claim the store back;
+ * - `["automation-runtime", ns, "revocations"]`: rewritten by every revocation, in the atomic
+ *   write that revokes (the principals part adds it through {@linkcode markRevocation}); its
+ *   versionstamp is the revocation epoch.
+ *
+ * Every other key of a namespace lives below `["automation-runtime", ns]`
+ * ({@linkcode namespaceRoot}), laid out by the part that owns it; the purge of a retired
+ * namespace deletes that whole range.
+ *
+ * @module
+ */
+import type { AuthorityState, AuthorityStore, PurgeOptions } from "../authority.ts";
+import { SupersededNamespaceError } from "../authority.ts";
+import type { ChangeMarker } from "./_change_marker.ts";
+import { AGAIN, type KvCommits, storeFailure, whileBusy } from "./_commit.ts";
+
+/** First part of every key of a namespace. */
+const ROOT = "automation-runtime";
+const AUTHORITY = "automation-runtime-authority";
+const CURRENT_KEY: Deno.KvKey = [AUTHORITY, "current"];
+/** Keys deleted per atomic operation when a retired namespace is purged (KV allows 1000). */
+const PURGE_BATCH = 500;
+
+interface CurrentEntry {
+  namespace: string;
+  claimedAt: number;
+}
+
+interface RetiredEntry {
+  retiredAt: number;
+  purgedAt: number | null;
+}
+
+/**
+ * The key every record of `namespace` lives below.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { namespaceRoot } from "./_authority.ts";
+ * assert.deepEqual(namespaceRoot("n"), ["automation-runtime", "n"]);
+ * ```
+ */
+export function namespaceRoot(namespace: string): Deno.KvKey {
+  return [ROOT, namespace];
+}
+
+function revocationsKey(namespace: string): Deno.KvKey {
+  return [ROOT, namespace, "revocations"];
+}
+
+function retiredKey(namespace: string): Deno.KvKey {
+  return [AUTHORITY, "retired", namespace];
+}
+
+/**
+ * Adds to `operation` the move of `namespace`'s revocation epoch, for the write that revokes.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { markRevocation } from "./_authority.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const before = await kv.get(["automation-runtime", "n", "revocations"]);
+ * await markRevocation(kv.atomic(), "n", "2026-01-01T00:00:00.000Z").commit();
+ * const after = await kv.get(["automation-runtime", "n", "revocations"]);
+ * assert.notEqual(after.versionstamp, before.versionstamp);
+ * kv.close();
+ * ```
+ */
+export function markRevocation(
+  operation: Deno.AtomicOperation,
+  namespace: string,
+  revokedAt: string,
+): Deno.AtomicOperation {
+  // A new versionstamp on the epoch: every process's next request sees the revocation.
+  return operation.set(revocationsKey(namespace), revokedAt);
+}
+
+/** The authority part of the KV store. */
+export class KvAuthority implements AuthorityStore {
+  readonly #commits: KvCommits;
+  readonly #kv: Deno.Kv;
+  readonly #namespace: string;
+  readonly #marker: ChangeMarker | null;
+  /** The keys of {@linkcode KvAuthority.readState}, built once: it runs for every request. */
+  readonly #stateKeys: readonly [Deno.KvKey, Deno.KvKey];
+
+  constructor(commits: KvCommits, namespace: string, marker: ChangeMarker | null) {
+    this.#commits = commits;
+    this.#kv = commits.kv;
+    this.#namespace = namespace;
+    this.#marker = marker;
+    this.#stateKeys = [CURRENT_KEY, revocationsKey(namespace)];
+  }
+
+  claim(now: number): Promise<void> {
+    const kv = this.#kv;
+    const namespace = this.#namespace;
+    return this.#commits.retry(async () => {
+      // Workers of `deno serve --parallel` open one SQLite file at the same instant; the first
+      // access of one of them can find the file locked (seen 1 start in 3 with two workers).
+      const [current, retired] = await whileBusy(() =>
+        kv.getMany<[CurrentEntry, RetiredEntry]>([CURRENT_KEY, retiredKey(namespace)])
+      );
+      if (retired.value !== null) {
+        throw new SupersededNamespaceError(
+          `This bootstrap was replaced on the store at ${
+            new Date(retired.value.retiredAt).toISOString()
+          }; start with the current bootstrap credential`,
+        );
+      }
+      if (current.value?.namespace === namespace) return;
+      const operation = kv.atomic().check(current).check(retired)
+        .set(CURRENT_KEY, { namespace, claimedAt: now } satisfies CurrentEntry);
+      if (current.value !== null) {
+        operation.set(
+          retiredKey(current.value.namespace),
+          { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
+        );
+      }
+      return (await this.#commits.commit(operation)).ok ? undefined : AGAIN;
+    });
+  }
+
+  /** The claiming namespace and the revocation epoch of this namespace in one `getMany`. */
+  async readState(): Promise<AuthorityState> {
+    try {
+      const [current, revocations] = await this.#kv.getMany<[CurrentEntry, string]>(
+        this.#stateKeys,
+      );
+      return {
+        current: current.value === null || current.value.namespace === this.#namespace,
+        epoch: `${current.versionstamp}/${revocations.versionstamp}`,
+      };
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+
+  /** The KV file's WAL-index commit counter (see `_change_marker.ts`); null in memory. */
+  changeMarker(): number | null {
+    return this.#marker === null ? null : this.#marker.read();
+  }
+
+  /**
+   * Finds every namespace under the root by skipping from one to the next (a key
+   * `[ROOT, ns + "\0"]` sorts after every key below `[ROOT, ns]`), so the scan reads one key per
+   * namespace, not every record.
+   */
+  async purgeRetired(options: PurgeOptions): Promise<number> {
+    const kv = this.#kv;
+    const commits = this.#commits;
+    const cutoff = options.now - options.retentionMs;
+    try {
+      const current = (await kv.get<CurrentEntry>(CURRENT_KEY)).value;
+      // Without a claim, no namespace is known to be retired: delete nothing.
+      if (current === null) return 0;
+      let purged = 0;
+      let start: Deno.KvKey | undefined;
+      while (true) {
+        const selector = start === undefined ? { prefix: [ROOT] } : { prefix: [ROOT], start };
+        const [first] = await Array.fromAsync(kv.list(selector, { limit: 1 }));
+        if (first === undefined) return purged;
+        const namespace = first.key[1];
+        if (typeof namespace !== "string") return purged;
+        start = [ROOT, namespace + "\0"];
+        if (namespace === current.namespace) continue;
+        const retired = await kv.get<RetiredEntry>(retiredKey(namespace));
+        if (retired.value === null) {
+          await commits.commit(
+            kv.atomic().check(retired).set(
+              retiredKey(namespace),
+              { retiredAt: options.now, purgedAt: null } satisfies RetiredEntry,
+            ),
+          );
+          continue;
+        }
+        if (retired.value.retiredAt > cutoff) continue;
+        while (true) {
+          const keys = await Array.fromAsync(
+            kv.list({ prefix: namespaceRoot(namespace) }, { limit: PURGE_BATCH }),
+            (entry) => entry.key,
+          );
+          if (keys.length === 0) break;
+          const operation = kv.atomic();
+          for (const key of keys) operation.delete(key);
+          await commits.commit(operation);
+        }
+        await commits.commit(
+          kv.atomic().set(
+            retiredKey(namespace),
+            { ...retired.value, purgedAt: options.now } satisfies RetiredEntry,
+          ),
+        );
+        purged++;
+      }
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+}

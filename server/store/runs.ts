@@ -1,0 +1,50 @@
+/**
+ * The runs part of the store (`store.runs`): run records with their by-principal and by-time
+ * order, and the active-run slots behind the quotas (what a slot is: see `run_types.ts`).
+ *
+ * One write crosses from a slot to a run: {@linkcode RunStore.create} turns the reservation the
+ * start took ({@linkcode RunStore.reserveSlot}) into the run's own slot in the same atomic step as
+ * the run's record, so a run is never recorded without its slot nor a slot left behind by a
+ * recorded run. Likewise {@linkcode RunStore.update} frees or keeps the run's slot in the step
+ * that writes its state.
+ *
+ * @module
+ */
+import type {
+  RunListQuery,
+  RunSlotReservation,
+  RunSlotResult,
+  StoredRunPage,
+  StoredRunRecord,
+} from "./run_types.ts";
+
+/** The run records and active-run slots of the store's namespace. */
+export interface RunStore {
+  /**
+   * Takes an active-run slot atomically against both limits, counting live reservations and the
+   * slots of active runs. A slot that already exists is `reserved` without counting again.
+   * Lapsed reservations are dropped before a refusal.
+   */
+  reserveSlot(params: RunSlotReservation): Promise<RunSlotResult>;
+  /** Drops a reservation (a start that failed); a no-op when it is gone. */
+  releaseSlot(principalId: string, slotId: string): Promise<void>;
+  /** How many active-run slots (with live reservations) a principal, or the service, holds. */
+  countSlots(principalId: string | null, now: number): Promise<number>;
+  /**
+   * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
+   * own slot (or drops it when the run is already terminal).
+   */
+  create(record: StoredRunRecord, slotId: string): Promise<void>;
+  /** Reads one run. */
+  get(runId: string): Promise<StoredRunRecord | null>;
+  /**
+   * Replaces a run's record; in the same atomic step a terminal state frees the run's slot and
+   * an active one keeps (or takes) it. With `expected` (the record as the caller read it) it is a
+   * compare-and-set: it writes only while the stored record still equals `expected`, and returns
+   * false, having written nothing, when another writer changed it (or it is gone). Without
+   * `expected` the last writer wins, and it returns true.
+   */
+  update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean>;
+  /** Lists runs newest first (by `createdAt`, then run id). */
+  list(params: RunListQuery): Promise<StoredRunPage>;
+}
