@@ -8,7 +8,7 @@
 import { ProviderManagedAgentClient } from "../client/mod.ts";
 import { deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
 import { createRuntimeServer, type RuntimeServerOptions } from "../server/server.ts";
-import { openKvStore } from "../server/store/kv.ts";
+import { openKvStore } from "../server/store/kv/mod.ts";
 import { FakeProvider } from "../tests/support/fake_provider.ts";
 
 /** A running gateway and what a benchmark needs of it. */

@@ -120,7 +120,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
   }
   try {
-    await store.claimAuthority(Date.now());
+    await store.authority.claim(Date.now());
   } catch (error) {
     await store.close();
     return reportError(new Error(`Cannot serve this store: ${(error as Error).message}`));

@@ -14,11 +14,11 @@
  *    the one read in step 1 (a revocation racing the read cannot leave a stale entry).
  *
  * "Current" means read after the request arrived, or proven unchanged since: the store's
- * {@linkcode Store.changeMarker} (a Deno KV file's commit counter, read in 1 µs with no round trip)
+ * `store.authority.changeMarker()` (a Deno KV file's commit counter, read in 1 µs with no round trip)
  * is equal to the marker taken just before the last authority read began, so nothing was
  * committed by any process since. Then a cached principal is answered synchronously. Otherwise
  * (the marker moved, or the backend has none: PostgreSQL, remote or in-memory KV) the request
- * waits for {@linkcode Store.readAuthorityState}, one round trip shared by the requests that
+ * waits for `store.authority.readState()`, one round trip shared by the requests that
  * arrive together.
  *
  * Expiry needs no read: it is checked against the cached expiry on every request. See
@@ -206,7 +206,7 @@ export class Authenticator {
     const isBootstrap = constantTimeEqual(digest, this.#bootstrapDigest);
     const hex = isBootstrap ? "" : toHex(DIGEST);
     const known = this.#known;
-    if (known !== null && known.marker === this.#store.changeMarker()) {
+    if (known !== null && known.marker === this.#store.authority.changeMarker()) {
       return this.#decide(known.state, isBootstrap, hex, now);
     }
     return this.#readAuthority().then((state) => this.#decide(state, isBootstrap, hex, now));
@@ -226,7 +226,7 @@ export class Authenticator {
     }
     const cached = this.#cache?.get(hex);
     if (cached !== undefined) return checkExpiry(cached, now);
-    return this.#store.findPrincipalByDigest(hex).then((record) =>
+    return this.#store.principals.findByDigest(hex).then((record) =>
       this.#admit(hex, record, now, state.epoch)
     );
   }
@@ -250,8 +250,8 @@ export class Authenticator {
   #startRead(): Promise<AuthorityState> {
     // Taken before the read: a commit racing the read moves the marker, so the next request
     // reads again rather than trusting a state that may predate it.
-    const marker = this.#store.changeMarker();
-    const read = this.#store.readAuthorityState();
+    const marker = this.#store.authority.changeMarker();
+    const read = this.#store.authority.readState();
     this.#running = read;
     const settled = () => {
       if (this.#running === read) this.#running = null;

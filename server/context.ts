@@ -35,7 +35,7 @@ export interface IdempotencyRecord {
   readonly scope: string;
   /**
    * Token proving ownership of the claim (`claim` mode): complete it in the same write as the
-   * effect (`Store.createPrincipal` with an `IdempotencyCompletion`). Null in `atomic` mode, where
+   * effect (`store.principals.create` with an `IdempotencyCompletion`). Null in `atomic` mode, where
    * no claim was written: record the answer with an `IdempotencyRecording` instead, which
    * writes nothing when the key is used meanwhile.
    */

@@ -32,7 +32,7 @@ import {
   serverOptionsOf,
   type ServeSettings,
 } from "./settings.ts";
-import { openKvStore } from "./store/kv.ts";
+import { openKvStore } from "./store/kv/mod.ts";
 import { openStore } from "./store/mod.ts";
 
 // Every type of the server (`RuntimeServer` leads to most of them), so that this entry point
@@ -109,7 +109,7 @@ export async function createDeployServer(
     });
   }
   try {
-    await store.claimAuthority(now());
+    await store.authority.claim(now());
   } catch (error) {
     await store.close();
     throw new DeployStartError(`Cannot serve this store: ${(error as Error).message}`, {

@@ -205,7 +205,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   const now = options.now ?? Date.now;
   const hooks = testHooksOf(options);
   const store = metrics === undefined ? options.store : measuredStore(options.store, metrics);
-  if (metrics !== undefined) metrics.activeRuns = () => store.countRunSlots(null, now());
+  if (metrics !== undefined) metrics.activeRuns = () => store.runs.countSlots(null, now());
   const logger = options.logger ?? createJsonLogger({ now });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authenticator = new Authenticator({
@@ -439,9 +439,10 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     if (cleanupIntervalMs <= 0 || at < nextCleanup || cleaning !== null || closed) return;
     nextCleanup = at + cleanupIntervalMs;
     cleaning = Promise.all([
-      store.deleteExpired(at),
-      store.purgeRetired({ now: at, retentionMs }),
-      store.purgeRunEvents(new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
+      store.idempotency.purgeExpired(at),
+      store.principals.purgeRetired({ now: at, retentionMs }),
+      store.authority.purgeRetired({ now: at, retentionMs }),
+      store.events.purge(new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),

@@ -13,26 +13,8 @@ import assert from "node:assert/strict";
 const ROOT = new URL("../", import.meta.url);
 const FOLDERS = ["client", "sdk", "wire", "server", "cli"];
 
-/**
- * `_` files the store backends still import from their subfolders; the store's restructuring
- * (issue 32, "store parts") gives them their homes. Shrink this list, never grow it.
- */
-const PENDING: ReadonlySet<string> = new Set([
-  "server/store/_kv_authority.ts -> server/store/kv/_commit.ts",
-  "server/store/kv.ts -> server/store/kv/_answers.ts",
-  "server/store/kv.ts -> server/store/kv/_change_marker.ts",
-  "server/store/kv.ts -> server/store/kv/_commit.ts",
-  "server/store/kv.ts -> server/store/kv/_events.ts",
-  "server/store/kv.ts -> server/store/kv/_runs.ts",
-  "server/store/postgres.ts -> server/store/postgres/_answers.ts",
-  "server/store/postgres.ts -> server/store/postgres/_authority.ts",
-  "server/store/postgres.ts -> server/store/postgres/_connect.ts",
-  "server/store/postgres.ts -> server/store/postgres/_driver_guard.ts",
-  "server/store/postgres.ts -> server/store/postgres/_errors.ts",
-  "server/store/postgres.ts -> server/store/postgres/_events.ts",
-  "server/store/postgres.ts -> server/store/postgres/_migrate.ts",
-  "server/store/postgres.ts -> server/store/postgres/_runs.ts",
-]);
+/** `_` files imported from another folder, with the reason; none today. Never grow it. */
+const PENDING: ReadonlySet<string> = new Set<string>([]);
 
 interface SourceFile {
   /** Path from the repository root, such as `sdk/runs.ts`. */

@@ -328,7 +328,7 @@ export function createMcpEndpoint(
     const now = services.now();
     const bootstrap = services.authenticator.bootstrapPrincipal;
     if (principalId === bootstrap.principalId) return now < bootstrap.expiresAtMs;
-    const record = await services.store.getPrincipal(principalId);
+    const record = await services.store.principals.get(principalId);
     if (record === null || record.revokedAt !== null) return false;
     return now < (parseRfc3339(record.expiresAt) ?? Number.NaN);
   }

@@ -38,7 +38,7 @@ export function auditRoutes(services: RuntimeServices): RouteDefinition[] {
         message: "Must be a nextCursor of an earlier page",
       }]);
     }
-    const page = await services.store.listAudit({
+    const page = await services.store.audit.list({
       limit,
       ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
       ...(values.principalId !== undefined ? { principalId: values.principalId } : {}),

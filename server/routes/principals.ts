@@ -227,10 +227,10 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     });
     let result: CreatePrincipalResult;
     if (key === null) {
-      result = await store.createPrincipal(record, undefined, issued);
+      result = await store.principals.create(record, undefined, issued);
     } else if (key.token === null) {
       // One atomic write: the principal, its digest index and the recorded answer.
-      const outcome = await store.createPrincipal(record, {
+      const outcome = await store.principals.create(record, {
         scope: key.scope,
         requestDigest: key.requestDigest,
         now,
@@ -240,7 +240,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       if (typeof outcome !== "string") return await key.used(outcome);
       result = outcome;
     } else {
-      result = await store.createPrincipal(record, {
+      result = await store.principals.create(record, {
         scope: key.scope,
         token: key.token,
         response: { status: 201, body: JSON.stringify(publicBody) },
@@ -255,7 +255,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
   async function replayCreate(stored: StoredResponse, context: RequestContext): Promise<Response> {
     if (stored.status !== 201) return context.json(stored.body, stored.status);
     const publicBody = JSON.parse(stored.body) as Omit<CreatePrincipalBody, "bearer">;
-    const record = await store.getPrincipal(publicBody.principalId);
+    const record = await store.principals.get(publicBody.principalId);
     if (record === null) throw new Error("Recorded principal is missing from the store");
     const bearer = derivePrincipalBearer(bootstrap.authorityKey, record.principalId, record.nonce);
     return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
@@ -276,7 +276,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       subjectId: principalId,
       outcome: "ok",
     });
-    const result = await store.revokePrincipal(
+    const result = await store.principals.revoke(
       principalId,
       new Date(context.receivedAt).toISOString(),
       revoked,
@@ -288,7 +288,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
 
   async function list(context: RequestContext): Promise<Response> {
     const { limit, after } = parsePageQuery(context.query);
-    const page = await store.listPrincipalPage({ limit, after });
+    const page = await store.principals.page({ limit, after });
     const principals = page.records.map((record) => {
       const entry: Record<string, unknown> = {
         principalId: record.principalId,

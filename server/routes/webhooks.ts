@@ -75,14 +75,14 @@ export function webhookRoutes(options: WebhookRouteOptions): RouteDefinition[] {
     }
     if (event === null) throw verificationFailed();
     const now = context.receivedAt;
-    if (!await store.recordWebhookDelivery(event.id, now, ANSWER_RETENTION_MS)) {
+    if (!await store.answers.recordWebhookDelivery(event.id, now, ANSWER_RETENTION_MS)) {
       return new Response(null, { status: 204 });
     }
     const type = event.data.type;
     const resource = event.data.id;
     let runId: string | undefined;
     if (typeof type === "string" && type.startsWith("session.") && gateway.enabled) {
-      const run = await store.getRun(resource);
+      const run = await store.runs.get(resource);
       if (run !== null) {
         runId = run.runId;
         try {

@@ -118,7 +118,7 @@ async function bodyDigest(bytes: Uint8Array): Promise<string> {
 
 async function release(store: Store, scope: string, token: string): Promise<void> {
   try {
-    await store.releaseIdempotency(scope, token);
+    await store.idempotency.release(scope, token);
   } catch {
     // The claim's lease runs out on its own; the original failure is what the caller sees.
   }
@@ -167,7 +167,7 @@ async function complete(
   response: Response,
 ): Promise<Response> {
   const body = await response.text();
-  await store.completeIdempotency({
+  await store.idempotency.complete({
     scope: claim.scope,
     token: claim.token,
     response: { status: response.status, body },
@@ -320,7 +320,7 @@ export class Idempotency {
         if (record.settled || response.status >= 500) return response;
         // The handler answered without a store write of its own (a refusal): record that
         // answer under a claim now, unless another request used the key meanwhile.
-        const claim = await store.claimIdempotency({ ...key, now: context.receivedAt });
+        const claim = await store.idempotency.claim({ ...key, now: context.receivedAt });
         if (claim.state !== "claimed") {
           await response.body?.cancel();
           return await answerUsed(claim, replay, context);
@@ -348,7 +348,13 @@ export class Idempotency {
       if (options.mode === "atomic") {
         return await atomic(context, next, { scope, requestDigest, leaseMs, expiresAt });
       }
-      const claim = await store.claimIdempotency({ scope, requestDigest, now, leaseMs, expiresAt });
+      const claim = await store.idempotency.claim({
+        scope,
+        requestDigest,
+        now,
+        leaseMs,
+        expiresAt,
+      });
       if (claim.state !== "claimed") return await answerUsed(claim, replay, context);
       const token = claim.token;
       const record = new KeyRecord({ scope, token, requestDigest, expiresAt }, replay, context);

@@ -2,7 +2,7 @@
  * Changing a run's record when others may write it too. A run's tail (on any replica), the routes
  * that cancel and message it, and refreshes from the provider all write the same record; each
  * reads it, derives a new one and writes it back. {@linkcode changeRun} makes that a
- * compare-and-set (`Store.updateRun` with the record it read): when another writer got there
+ * compare-and-set (`store.runs.update` with the record it read): when another writer got there
  * between the read and the write, it reads again and derives again, so no writer's change is
  * overwritten by a record derived from an older one.
  *
@@ -33,11 +33,11 @@ export async function changeRun(
   read?: StoredRunRecord,
 ): Promise<StoredRunRecord | null> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const record = attempt === 0 && read !== undefined ? read : await store.getRun(runId);
+    const record = attempt === 0 && read !== undefined ? read : await store.runs.get(runId);
     if (record === null) return null;
     const changed = change(record);
     if (changed === null) return record;
-    if (await store.updateRun(changed, record)) return changed;
+    if (await store.runs.update(changed, record)) return changed;
   }
   throw new StoreUnavailableError("The run record changed too often to be updated");
 }

@@ -127,7 +127,7 @@ export class RunFeed {
   async readAfter(seq: number): Promise<FrameSlice> {
     const page = new FrameWindow(READ_BATCH);
     page.reset(seq);
-    page.append(await this.#store.listRunEvents(this.runId, seq, READ_BATCH));
+    page.append(await this.#store.events.list(this.runId, seq, READ_BATCH));
     return page.after(seq)!;
   }
 
@@ -140,7 +140,7 @@ export class RunFeed {
   /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
   #resume(): void {
     if (this.#stopped || this.#stopWatch !== null) return;
-    this.#stopWatch = this.#store.watchRunEvents(this.runId, (last) => {
+    this.#stopWatch = this.#store.events.watch(this.runId, (last) => {
       // This replica's own appends fire the watch too, after their publish: nothing to read.
       if (this.#ready && last !== undefined && last <= this.#window.last) return;
       this.refresh();
@@ -213,7 +213,7 @@ export class RunFeed {
   async #read(): Promise<boolean> {
     let found = false;
     for (;;) {
-      const page = await this.#store.listRunEvents(this.runId, this.#window.last, READ_BATCH);
+      const page = await this.#store.events.list(this.runId, this.#window.last, READ_BATCH);
       const last = this.#window.last;
       // Entries a publish appended meanwhile are skipped. A page starts right after the window
       // (the log has no gaps); were it not so, the window restarts there rather than loop (past

@@ -145,7 +145,7 @@ export class ToolAnswers {
     } catch (error) {
       throw this.#gateway.failures.refusal(error);
     }
-    return pendingOf(found, await this.#store.listToolAnswers(runId));
+    return pendingOf(found, await this.#store.answers.list(runId));
   }
 
   /** Answers a tool confirmation (any run the caller may read: approvers and admins). */
@@ -223,11 +223,11 @@ export class ToolAnswers {
     let found = await read();
     const request = found.requests.get(job.toolUseId);
     if (request === undefined || request.kind !== job.kind) {
-      const record = await this.#store.getToolAnswer(job.runId, job.toolUseId);
+      const record = await this.#store.answers.get(job.runId, job.toolUseId);
       if (record?.state === "answered" && record.kind === job.kind) throw alreadyAnswered(record);
       throw toolUseNotFound();
     }
-    const claim = await this.#store.claimToolAnswer({
+    const claim = await this.#store.answers.claim({
       runId: job.runId,
       toolUseId: job.toolUseId,
       kind: job.kind,
@@ -249,7 +249,7 @@ export class ToolAnswers {
             result: shown,
             answeredAt: this.#isoNow(),
           };
-          await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
+          await this.#store.answers.complete(job.runId, job.toolUseId, token, final);
           throw alreadyAnswered(final);
         }
         if (!found.open.has(job.toolUseId)) throw toolUseNotFound();
@@ -261,14 +261,14 @@ export class ToolAnswers {
         throw this.#gateway.failures.refusal(error);
       }
     } catch (error) {
-      await this.#store.releaseToolAnswer(job.runId, job.toolUseId, token).catch(() => {});
+      await this.#store.answers.release(job.runId, job.toolUseId, token).catch(() => {});
       throw error;
     }
     const answeredAt = this.#isoNow();
     const final = { principalId: job.principalId, result: job.result, answeredAt };
     // False only when a sweeper took the claim back meanwhile: it then found this very answer
     // in the provider's history and recorded it.
-    await this.#store.completeToolAnswer(job.runId, job.toolUseId, token, final);
+    await this.#store.answers.complete(job.runId, job.toolUseId, token, final);
     // The run moves on at the provider: record its state now (a failure leaves it to the next
     // read), and wake its tail.
     await this.#gateway.refreshRun(job.runId, { timeoutMs: 5_000 }).catch(() => null);
@@ -322,11 +322,11 @@ export class ToolAnswers {
     const client = await this.#gateway.providerClient();
     if (now - this.#lastPurge > 3_600_000) {
       this.#lastPurge = now;
-      await this.#store.purgeAnswers(now).catch(() => 0);
+      await this.#store.answers.purge(now).catch(() => 0);
     }
     let cursor: string | undefined;
     do {
-      const page = await this.#store.listRuns({
+      const page = await this.#store.runs.list({
         state: "requires_action",
         limit: 100,
         ...(cursor !== undefined ? { cursor } : {}),
@@ -348,7 +348,7 @@ export class ToolAnswers {
     const signal = AbortSignal.timeout(SWEEP_CALL_MS);
     const found = await readToolRequests(client, runId, signal);
     const records = new Map(
-      (await this.#store.listToolAnswers(runId)).map((record) => [record.toolUseId, record]),
+      (await this.#store.answers.list(runId)).map((record) => [record.toolUseId, record]),
     );
     const pending = pendingOf(found, [...records.values()]);
     for (const request of pending) {
@@ -414,7 +414,7 @@ export class ToolAnswers {
     stale: ToolAnswerRecord,
     signal: AbortSignal,
   ): Promise<void> {
-    const claim = await this.#store.claimToolAnswer({
+    const claim = await this.#store.answers.claim({
       runId,
       toolUseId: stale.toolUseId,
       kind: stale.kind,
@@ -428,7 +428,7 @@ export class ToolAnswers {
       const found = await readToolRequests(client, runId, signal);
       const shown = found.answered.get(stale.toolUseId);
       if (shown !== undefined) {
-        await this.#store.completeToolAnswer(runId, stale.toolUseId, claim.token, {
+        await this.#store.answers.complete(runId, stale.toolUseId, claim.token, {
           principalId: stale.principalId,
           result: shown,
           answeredAt: this.#isoNow(),
@@ -436,10 +436,10 @@ export class ToolAnswers {
         return;
       }
     } catch (error) {
-      await this.#store.releaseToolAnswer(runId, stale.toolUseId, claim.token).catch(() => {});
+      await this.#store.answers.release(runId, stale.toolUseId, claim.token).catch(() => {});
       throw error;
     }
-    await this.#store.releaseToolAnswer(runId, stale.toolUseId, claim.token);
+    await this.#store.answers.release(runId, stale.toolUseId, claim.token);
   }
 
   #systemAudit(action: AuditAction, runId: string, outcome: string): Promise<void> {

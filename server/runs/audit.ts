@@ -25,12 +25,12 @@ export interface AuditFacts {
 
 /**
  * The audit entry of the request in `context`, for a store write that appends it in the same
- * atomic step as its effect (`Store.createPrincipal`, `Store.revokePrincipal`); undefined without
+ * atomic step as its effect (`store.principals.create`, `store.principals.revoke`); undefined without
  * an authenticated actor.
  *
  * @example
  * ```ts ignore
- * await store.createPrincipal(record, recording, auditEntry(context, facts));
+ * await store.principals.create(record, recording, auditEntry(context, facts));
  * ```
  */
 export function auditEntry(
@@ -97,7 +97,7 @@ export async function appendAudit(
   entry: AuditEntryInput,
 ): Promise<void> {
   try {
-    await store.appendAudit(entry);
+    await store.audit.append(entry);
   } catch (error) {
     logger.error("audit append failed", {
       errorName: error instanceof Error ? error.name : typeof error,

@@ -60,7 +60,7 @@ export interface EventPageOptions {
  */
 export async function readEventPage(options: EventPageOptions): Promise<RunEventPage> {
   const { store, runId, after, limit, record } = options;
-  const entries = await store.listRunEvents(runId, after, limit);
+  const entries = await store.events.list(runId, after, limit);
   const last = entries.at(-1);
   let terminal = false;
   if (entries.length < limit) {
@@ -93,7 +93,7 @@ export async function endsFinishedRun(options: EndsFinishedRunOptions): Promise<
   const { store, runId, seq, record } = options;
   if (seq <= 0) return false;
   const terminal = options.terminal ??
-    isTerminalEntry((await store.listRunEvents(runId, seq - 1, 1))[0]);
+    isTerminalEntry((await store.events.list(runId, seq - 1, 1))[0]);
   return terminal && await runFinished(store, runId, record);
 }
 
@@ -103,6 +103,6 @@ async function runFinished(
   runId: string,
   record: StoredRunRecord | undefined,
 ): Promise<boolean> {
-  const current = record ?? await store.getRun(runId);
+  const current = record ?? await store.runs.get(runId);
   return current !== null && !ACTIVE_RUN_STATES.has(current.state);
 }

@@ -189,7 +189,7 @@ export class RunGateway {
     access: "read" | "write",
   ): Promise<StoredRunRecord> {
     if (runId.length === 0 || runId.length > 256) throw runNotFound();
-    const record = await this.#store.getRun(runId);
+    const record = await this.#store.runs.get(runId);
     if (record === null) throw runNotFound();
     if (record.principalId === caller.principalId) return record;
     if (caller.capabilities.includes("authority:admin")) return record;
@@ -216,7 +216,7 @@ export class RunGateway {
     options: { timeoutMs?: number; signal?: AbortSignal } = {},
   ): Promise<StoredRunRecord | null> {
     const client = await this.providerClient();
-    const record = await this.#store.getRun(runId);
+    const record = await this.#store.runs.get(runId);
     if (record === null || isTerminal(record.state)) return record;
     const deadline = this.#now() + (options.timeoutMs ?? 30_000);
     const signal = deadlineSignal(
@@ -280,7 +280,7 @@ export class RunGateway {
         now: this.#now,
       });
     } catch (error) {
-      await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
+      await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
       const refusal = this.failures.refusal(error);
       await this.#audit(call, "run.started", undefined, refusal.code);
       throw refusal;
@@ -303,9 +303,9 @@ export class RunGateway {
       updatedAt: now,
     };
     try {
-      await this.#store.createRun(record, slotId);
+      await this.#store.runs.create(record, slotId);
     } catch (error) {
-      await this.#store.releaseRunSlot(caller.principalId, slotId).catch(() => {});
+      await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
       throw error;
     }
     await this.#audit(call, "run.started", record.runId, "ok");
@@ -335,7 +335,7 @@ export class RunGateway {
         { extra: { requiredCapability: "session:approve" } },
       );
     }
-    const page = await this.#store.listRuns({
+    const page = await this.#store.runs.list({
       limit: query.limit,
       ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
       ...(query.state !== undefined ? { state: query.state } : {}),
@@ -392,7 +392,7 @@ export class RunGateway {
         signal: deadlineSignal(call, this.#now),
       });
     } catch (error) {
-      if (waking) await this.#store.releaseRunSlot(record.principalId, runId).catch(() => {});
+      if (waking) await this.#store.runs.releaseSlot(record.principalId, runId).catch(() => {});
       const refusal = this.failures.refusal(error);
       await this.#audit(call, "run.message", runId, refusal.code);
       throw refusal;
@@ -447,7 +447,7 @@ export class RunGateway {
     const client = await this.providerClient();
     const active: StoredRunRecord[] = [];
     for (const state of ACTIVE_RUN_STATES) {
-      const page = await this.#store.listRuns({ principalId, state, limit: REFRESH_ON_FULL });
+      const page = await this.#store.runs.list({ principalId, state, limit: REFRESH_ON_FULL });
       active.push(...page.runs);
     }
     const signal = deadlineSignal(call, this.#now);
@@ -460,7 +460,7 @@ export class RunGateway {
   }
 
   #reserve(principalId: string, slotId: string, principalLimit: number): Promise<RunSlotResult> {
-    return this.#store.reserveRunSlot({
+    return this.#store.runs.reserveSlot({
       principalId,
       slotId,
       principalLimit,
@@ -473,7 +473,7 @@ export class RunGateway {
   async #ownerPolicy(
     principalId: string,
   ): Promise<{ agentIds?: readonly string[]; maxActiveRuns?: number; bootstrap?: boolean }> {
-    const owner = await this.#store.getPrincipal(principalId);
+    const owner = await this.#store.principals.get(principalId);
     // Only the bootstrap principal starts runs without a principal record.
     if (owner === null) return { bootstrap: true };
     return {

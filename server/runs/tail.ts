@@ -171,7 +171,7 @@ export class RunTails {
       let seen = 0;
       do {
         if (this.#closed) return;
-        const page = await this.#store.listRuns({
+        const page = await this.#store.runs.list({
           state,
           limit: 100,
           ...(cursor !== undefined ? { cursor } : {}),
@@ -187,14 +187,14 @@ export class RunTails {
 
   async #tryTail(runId: string): Promise<void> {
     if (this.#closed || this.#tails.has(runId)) return;
-    const acquired = await this.#store.acquireRunLease({
+    const acquired = await this.#store.events.acquireLease({
       runId,
       holder: this.holder,
       now: this.#now(),
       ttlMs: this.#leaseMs,
     });
     if (!acquired || this.#closed) {
-      if (acquired) await this.#store.releaseRunLease(runId, this.holder).catch(() => {});
+      if (acquired) await this.#store.events.releaseLease(runId, this.holder).catch(() => {});
       return;
     }
     if (this.#tails.has(runId)) return;
@@ -218,11 +218,11 @@ export class RunTails {
       }
     }).finally(async () => {
       this.#tails.delete(runId);
-      await this.#store.releaseRunLease(runId, this.holder).catch(() => {});
+      await this.#store.events.releaseLease(runId, this.holder).catch(() => {});
       // A failed tail is retried by the next scan, not at once (no tight loop on a bad store).
       if (this.#closed || controller.signal.aborted || failed) return;
       // News that came while the tail was ending (a follow-up message) gets a fresh tail.
-      const record = await this.#store.getRun(runId).catch(() => null);
+      const record = await this.#store.runs.get(runId).catch(() => null);
       if (record !== null && ACTIVE_RUN_STATES.has(record.state) && !record.cancelRequested) {
         this.wake(runId);
       }
@@ -233,7 +233,7 @@ export class RunTails {
   async #follow(runId: string, tail: Tail): Promise<void> {
     const signal = tail.controller.signal;
     const renew = setInterval(() => {
-      this.#store.acquireRunLease({
+      this.#store.events.acquireLease({
         runId,
         holder: this.holder,
         now: this.#now(),
@@ -314,7 +314,7 @@ export class RunTails {
     turns: ReadonlyMap<string, number> = new Map(),
   ): Promise<void> {
     if (events.length === 0) return;
-    const appended = await this.#store.appendRunEvents(runId, events);
+    const appended = await this.#store.events.append(runId, events);
     if (appended.length === 0) return;
     const changing = appended.findIndex(bearsState);
     if (changing === -1) {
@@ -394,7 +394,7 @@ export class RunTails {
     // being recorded by the route (the provider echoed it first). Wait for that write (up to 1 s)
     // rather than write the record read before it back over it.
     for (let waits = 0;;) {
-      const record = await this.#store.getRun(runId);
+      const record = await this.#store.runs.get(runId);
       if (record === null) return;
       if (record.turns !== undefined && record.turns < newest && waits < 20) {
         waits++;

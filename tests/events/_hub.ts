@@ -13,7 +13,7 @@ import {
   RunEventHub,
   type RunEventHubOptions,
 } from "../../server/runs/events.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import type {
   RunEventInput,
   RuntimeRunState as RunState,
@@ -24,7 +24,7 @@ import type {
 // deno-lint-ignore no-explicit-any
 export type Json = any;
 
-/** Store calls by method name, and replacements for some methods. */
+/** Store calls by `part.method`, and replacements for some methods. */
 export interface Instrumented {
   /** The store the hub gets. */
   store: Store;
@@ -32,24 +32,20 @@ export interface Instrumented {
   raw: Store;
   calls: Record<string, number>;
   // deno-lint-ignore no-explicit-any
-  replace: Partial<Record<keyof Store, (...args: any[]) => unknown>>;
+  replace: Partial<Record<string, (...args: any[]) => unknown>>;
 }
 
 export async function instrumented(): Promise<Instrumented> {
   const raw = await openKvStore({ path: ":memory:", namespace: "hub-test" });
   const calls: Record<string, number> = {};
   const replace: Instrumented["replace"] = {};
-  const store = new Proxy(raw, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        const name = String(property);
-        calls[name] = (calls[name] ?? 0) + 1;
-        const replacement = replace[property as keyof Store];
-        return replacement !== undefined ? replacement(...args) : value.apply(target, args);
-      };
-    },
+  const store = wrapStore(raw, (part, method, call) => {
+    const name = `${part}.${method}`;
+    return (...args) => {
+      calls[name] = (calls[name] ?? 0) + 1;
+      const replacement = replace[name];
+      return replacement !== undefined ? replacement(...args) : call(...args);
+    };
   });
   return { store, raw, calls, replace };
 }

@@ -65,17 +65,17 @@ Deno.test("events: a stream starts with retry, frames each entry, and ends after
     assert.equal(deltas.map((frame) => frame.data.text).join(""), completed.data.text);
     assert.equal(completed.data.text, "hello world part 1");
     // The tail brought the record up to date (right after the append) and freed the slot.
-    let stored = await gateway.store.getRun(runId);
+    let stored = await gateway.store.runs.get(runId);
     for (let i = 0; i < 100 && stored?.lastEventSeq !== frames.length; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-      stored = await gateway.store.getRun(runId);
+      stored = await gateway.store.runs.get(runId);
     }
     const record = await gateway.request("GET", `/v1/runs/${runId}`, { bearer });
     assert.equal(record.json.state, "completed");
     assert.equal(record.json.stopReason, "end_turn");
     assert.equal(record.json.lastEventSeq, frames.length);
     assert.equal(typeof record.json.endedAt, "string");
-    assert.equal(await gateway.store.countRunSlots(null, Date.now()), 0);
+    assert.equal(await gateway.store.runs.countSlots(null, Date.now()), 0);
   } finally {
     await gateway.close();
   }
@@ -194,10 +194,10 @@ Deno.test("events: a follow-up message on a finished run appends its new turn", 
     // The record follows the log: it is written right after each append, so it may lag the
     // stream by a moment.
     const last = Number(secondTurn.at(-1)!.id);
-    let record = await gateway.store.getRun(runId);
+    let record = await gateway.store.runs.get(runId);
     for (let i = 0; i < 100 && record?.lastEventSeq !== last; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-      record = await gateway.store.getRun(runId);
+      record = await gateway.store.runs.get(runId);
     }
     assert.equal(record?.state, "completed");
     assert.equal(record?.lastEventSeq, last);

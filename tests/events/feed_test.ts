@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { RunFeed } from "../../server/runs/_run_feed.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import type { RunEventInput } from "../../server/store/types.ts";
 
 function input(runId: string, id: number): RunEventInput {
@@ -22,7 +22,7 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
   const store = await openKvStore({ path: ":memory:", namespace: "feed-test" });
   const feed = new RunFeed({ store, runId: "run_f" });
   try {
-    await store.appendRunEvents("run_f", [input("run_f", 1)]);
+    await store.events.append("run_f", [input("run_f", 1)]);
     await feed.refresh();
     assert.equal(feed.last, 1);
 
@@ -32,7 +32,7 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
     await feed.refresh(); // what a watch wake-up for an append already published does
     assert.equal(woken, 0, "a read that found nothing new wakes no one");
 
-    await store.appendRunEvents("run_f", [input("run_f", 2)]);
+    await store.events.append("run_f", [input("run_f", 2)]);
     await feed.refresh();
     assert.equal(woken, 1, "a read that found an entry wakes the waiter");
     assert.equal(feed.last, 2);
@@ -42,12 +42,12 @@ Deno.test("feed: wakes on a change or the poll, not on a read that found nothing
     assert.equal(woken, 2);
 
     feed.wait(wake);
-    feed.publish(await store.appendRunEvents("run_f", [input("run_f", 3)]));
+    feed.publish(await store.events.append("run_f", [input("run_f", 3)]));
     assert.equal(woken, 3, "a publish wakes at once");
 
     feed.wait(wake);
     feed.forget(wake);
-    feed.publish(await store.appendRunEvents("run_f", [input("run_f", 4)]));
+    feed.publish(await store.events.append("run_f", [input("run_f", 4)]));
     await feed.refresh(true);
     assert.equal(woken, 3, "a wait taken back is not called");
 
@@ -64,13 +64,13 @@ Deno.test("feed: a read racing a publish of the same entry wakes no one again", 
   const store = await openKvStore({ path: ":memory:", namespace: "feed-race-test" });
   const feed = new RunFeed({ store, runId: "run_r" });
   try {
-    feed.publish(await store.appendRunEvents("run_r", [input("run_r", 1)]));
+    feed.publish(await store.events.append("run_r", [input("run_r", 1)]));
     await feed.refresh();
     let woken = 0;
     const wake = () => woken++;
     feed.wait(wake);
     // The watch fired before this replica's publish: the read starts, then the publish lands.
-    const entries = await store.appendRunEvents("run_r", [input("run_r", 2)]);
+    const entries = await store.events.append("run_r", [input("run_r", 2)]);
     const reading = feed.refresh();
     feed.publish(entries);
     assert.equal(woken, 1, "the publish wakes the waiter");
@@ -88,34 +88,31 @@ Deno.test("feed: a watch that tells a last seq the window holds causes no read",
   const store = await openKvStore({ path: ":memory:", namespace: "feed-watch-test" });
   let reads = 0;
   let watcher: ((last?: number) => void) | null = null;
-  const counting = new Proxy(store, {
-    get(target, property) {
-      if (property === "listRunEvents") {
-        return (...args: Parameters<typeof store.listRunEvents>) => {
-          reads++;
-          return target.listRunEvents(...args);
-        };
-      }
-      if (property === "watchRunEvents") {
-        return (_runId: string, listener: (last?: number) => void) => {
-          watcher = listener;
-          return () => watcher = null;
-        };
-      }
-      const value = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+  const counting = wrapStore(store, (part, method, call) => {
+    if (part === "events" && method === "list") {
+      return (...args) => {
+        reads++;
+        return call(...args);
+      };
+    }
+    if (part === "events" && method === "watch") {
+      return (_runId: string, listener: (last?: number) => void) => {
+        watcher = listener;
+        return () => watcher = null;
+      };
+    }
+    return call;
   });
   const feed = new RunFeed({ store: counting, runId: "run_w" });
   try {
     feed.join(); // the first subscriber starts the watch and the poll
     await feed.firstRead();
-    feed.publish(await store.appendRunEvents("run_w", [input("run_w", 1)]));
+    feed.publish(await store.events.append("run_w", [input("run_w", 1)]));
     const before = reads;
     watcher!(1); // this replica's own append, published already: the window holds seq 1
     assert.equal(reads, before, "no read for an entry the window holds");
 
-    await store.appendRunEvents("run_w", [input("run_w", 2)]); // another replica's append
+    await store.events.append("run_w", [input("run_w", 2)]); // another replica's append
     watcher!(2);
     assert.equal(reads, before + 1, "a read for an entry the window lacks");
     await feed.refresh();

@@ -29,7 +29,7 @@ Deno.test("hub: a lingering feed answers the next subscriber of a finished run w
   const { store, raw, calls } = await instrumented();
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_a", turn("run_a", true));
+    await raw.events.append("run_a", turn("run_a", true));
     const first = await hub.stream(options("run_a", "completed"));
     assert.ok(first instanceof Uint8Array, "a finished run's log is answered whole");
     assert.deepEqual(ids(first), [1, 2, 3, 4]);
@@ -53,18 +53,18 @@ Deno.test("hub: a lingering feed answers the next subscriber of a finished run w
 Deno.test("hub: a lingering feed stops watching, and a new subscriber of a live run resumes it", async () => {
   const { store, raw, replace } = await instrumented();
   let watching = 0;
-  replace.watchRunEvents = () => {
+  replace["events.watch"] = () => {
     watching++;
     return () => watching--;
   };
   const reads: number[] = [];
-  replace.listRunEvents = (runId: string, after: number, limit: number) => {
+  replace["events.list"] = (runId: string, after: number, limit: number) => {
     reads.push(after);
-    return raw.listRunEvents(runId, after, limit);
+    return raw.events.list(runId, after, limit);
   };
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_b", turn("run_b", true).slice(0, 2));
+    await raw.events.append("run_b", turn("run_b", true).slice(0, 2));
     const stream = new Collector(await hub.stream(options("run_b", "running")));
     await stream.until(2);
     assert.equal(watching, 1);
@@ -72,7 +72,7 @@ Deno.test("hub: a lingering feed stops watching, and a new subscriber of a live 
     assert.equal(watching, 0, "no watch while nobody listens");
     assert.equal(hub.lingeringFeeds, 1);
     // Appended while the feed lingered: the next subscriber reads only what it missed.
-    await raw.appendRunEvents("run_b", [input("run_b", "message.completed", { text: "late" })]);
+    await raw.events.append("run_b", [input("run_b", "message.completed", { text: "late" })]);
     reads.length = 0;
     const next = new Collector(await hub.stream(options("run_b", "running")));
     assert.deepEqual(await next.until(3), [1, 2, 3]);
@@ -88,26 +88,26 @@ Deno.test("hub: a lingering feed stops watching, and a new subscriber of a live 
 
 Deno.test("hub: entries the tail publishes reach subscribers without a store read", async () => {
   const { store, raw, replace } = await instrumented();
-  replace.watchRunEvents = () => () => {};
+  replace["events.watch"] = () => () => {};
   const hub = hubOver(store);
   const hanging: PromiseWithResolvers<RunEventEntry[]>[] = [];
   try {
-    await raw.appendRunEvents("run_c", turn("run_c", true).slice(0, 2));
+    await raw.events.append("run_c", turn("run_c", true).slice(0, 2));
     const stream = new Collector(await hub.stream(options("run_c", "running")));
     await stream.until(2);
     // From now on every store read of the log hangs: only a publish can deliver.
-    replace.listRunEvents = () => {
+    replace["events.list"] = () => {
       const read = deferred<RunEventEntry[]>();
       hanging.push(read);
       return read.promise;
     };
-    const appended = await raw.appendRunEvents("run_c", [
+    const appended = await raw.events.append("run_c", [
       input("run_c", "message.delta", { text: "hi" }),
       input("run_c", "message.completed", { text: "hi" }),
     ]);
     hub.publish("run_c", appended);
     assert.deepEqual(await stream.until(4), [1, 2, 3, 4]);
-    const more = await raw.appendRunEvents("run_c", [input("run_c", "run.completed")]);
+    const more = await raw.events.append("run_c", [input("run_c", "run.completed")]);
     hub.publish("run_c", more);
     assert.deepEqual(await stream.until(5), [1, 2, 3, 4, 5]);
     await stream.rest();
@@ -122,27 +122,27 @@ Deno.test("hub: entries the tail publishes reach subscribers without a store rea
 Deno.test("hub: a publish racing a store read delivers every entry once, in order", async () => {
   const { store, raw, replace } = await instrumented();
   let wake: () => void = () => {};
-  replace.watchRunEvents = (_runId: string, listener: () => void) => {
+  replace["events.watch"] = (_runId: string, listener: () => void) => {
     wake = listener;
     return () => {};
   };
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_d", turn("run_d", true).slice(0, 2));
+    await raw.events.append("run_d", turn("run_d", true).slice(0, 2));
     const stream = new Collector(await hub.stream(options("run_d", "running")));
     await stream.until(2);
     const gate = (): PromiseWithResolvers<void> => {
       const opened = deferred<void>();
-      replace.listRunEvents = async (...args: [string, number, number]) => {
+      replace["events.list"] = async (...args: [string, number, number]) => {
         await opened.promise;
-        return raw.listRunEvents(...args);
+        return raw.events.list(...args);
       };
       return opened;
     };
 
     // 1. The read starts first and ends last: it holds 3, 4, 5; the publish gave 3, 4.
     let opened = gate();
-    const batch = await raw.appendRunEvents("run_d", [
+    const batch = await raw.events.append("run_d", [
       input("run_d", "message.delta", { text: "a" }),
       input("run_d", "message.completed", { text: "a" }),
       input("run_d", "message.completed", { text: "b" }),
@@ -155,18 +155,18 @@ Deno.test("hub: a publish racing a store read delivers every entry once, in orde
 
     // 2. The read ends first with 6 only; the publish then brings 6 and 7.
     opened = gate();
-    const first = await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
+    const first = await raw.events.append("run_d", [input("run_d", "message.completed")]);
     wake();
     opened.resolve();
     await stream.until(6);
-    const second = await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
+    const second = await raw.events.append("run_d", [input("run_d", "message.completed")]);
     hub.publish("run_d", [...first, ...second]);
     assert.deepEqual(await stream.until(7), [1, 2, 3, 4, 5, 6, 7]);
 
     // 3. A publish with a gap before it (8 was never published): the feed reads the store.
-    delete replace.listRunEvents;
-    await raw.appendRunEvents("run_d", [input("run_d", "message.completed")]);
-    const gapped = await raw.appendRunEvents("run_d", [input("run_d", "run.completed")]);
+    delete replace["events.list"];
+    await raw.events.append("run_d", [input("run_d", "message.completed")]);
+    const gapped = await raw.events.append("run_d", [input("run_d", "run.completed")]);
     hub.publish("run_d", gapped);
     await stream.rest();
     assert.deepEqual(ids(stream.bytes), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -180,15 +180,15 @@ Deno.test("hub: a complete answer is the stream's bytes as one body, ending at t
   const { store, raw, calls, replace } = await instrumented();
   // The publish delivers; a watch wake-up for the same append would read the store at a moment
   // of its own, racing the count below.
-  replace.watchRunEvents = () => () => {};
+  replace["events.watch"] = () => () => {};
   const hub = hubOver(store);
   try {
-    const opening = await raw.appendRunEvents("run_e", turn("run_e", true).slice(0, 3));
+    const opening = await raw.events.append("run_e", turn("run_e", true).slice(0, 3));
     assert.equal(opening.length, 3);
     const live = new Collector(await hub.stream(options("run_e", "running")));
     await live.until(3);
     // The first turn ends, a second turn follows and ends too.
-    const rest = await raw.appendRunEvents("run_e", [
+    const rest = await raw.events.append("run_e", [
       input("run_e", "run.completed", { stopReason: "end_turn" }),
       ...turn("run_e", false, "run.failed"),
     ]);
@@ -197,7 +197,7 @@ Deno.test("hub: a complete answer is the stream's bytes as one body, ending at t
     assert.deepEqual(ids(streamed), [1, 2, 3, 4]);
     assert.match(new TextDecoder().decode(streamed), /^retry: 2000\n\n/);
 
-    const before = calls.listRunEvents;
+    const before = calls["events.list"];
     const whole = await hub.stream(options("run_e", "completed"));
     assert.ok(whole instanceof Uint8Array);
     assert.deepEqual(whole, streamed, "the same bytes as the stream");
@@ -208,7 +208,7 @@ Deno.test("hub: a complete answer is the stream's bytes as one body, ending at t
     // After the terminal event of a run that is still finished: the retry line alone.
     const done = await hub.stream(options("run_e", "failed", 7));
     assert.equal(new TextDecoder().decode(done as Uint8Array), "retry: 2000\n\n");
-    assert.equal(calls.listRunEvents, before, "answered from the window");
+    assert.equal(calls["events.list"], before, "answered from the window");
     // The frames of the second turn, as a stream would send them.
     const text = new TextDecoder().decode(second);
     const frames = text.split("\n\n").filter((frame) => frame.startsWith("id: "));
@@ -230,8 +230,8 @@ Deno.test("hub: a complete answer takes no stream slot; a stream past the limit 
   const { store, raw } = await instrumented();
   const hub = hubOver(store, { maxStreams: 1 });
   try {
-    await raw.appendRunEvents("run_live", turn("run_live", true).slice(0, 2));
-    await raw.appendRunEvents("run_done", turn("run_done", true));
+    await raw.events.append("run_live", turn("run_live", true).slice(0, 2));
+    await raw.events.append("run_done", turn("run_done", true));
     const live = new Collector(await hub.stream(options("run_live", "running")));
     await live.until(2);
     assert.equal(hub.openStreams, 1);
@@ -253,15 +253,15 @@ Deno.test("hub: a complete answer takes no stream slot; a stream past the limit 
 Deno.test("hub: lingering feeds are evicted least recently used first, by count, bytes and age", async () => {
   const { store, raw, calls, replace } = await instrumented();
   // Deno KV's watch reports the current value at once: leave it out, count the hub's own reads.
-  replace.watchRunEvents = () => () => {};
+  replace["events.watch"] = () => () => {};
   for (const runId of ["run_1", "run_2", "run_3"]) {
-    await raw.appendRunEvents(runId, turn(runId, true));
+    await raw.events.append(runId, turn(runId, true));
   }
   const read = async (hub: RunEventHub, runId: string): Promise<number> => {
-    const before = calls.listRunEvents ?? 0;
+    const before = calls["events.list"] ?? 0;
     const body = await hub.stream(options(runId, "completed"));
     assert.deepEqual(ids(body as Uint8Array), [1, 2, 3, 4]);
-    return (calls.listRunEvents ?? 0) - before;
+    return (calls["events.list"] ?? 0) - before;
   };
   const byCount = hubOver(store, { linger: { maxFeeds: 2 } });
   try {
@@ -302,7 +302,7 @@ Deno.test("hub: a subscriber resuming before the window reads the store until it
   const { store, raw, calls } = await instrumented();
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_f", [
+    await raw.events.append("run_f", [
       ...turn("run_f", true, "run.failed"),
       ...turn("run_f", false),
     ]);
@@ -317,11 +317,11 @@ Deno.test("hub: a subscriber resuming before the window reads the store until it
     const late = await hub.stream(from(4));
     assert.ok(late instanceof Uint8Array, "the window holds the second turn whole");
     assert.deepEqual(ids(late), [5, 6, 7]);
-    const before = calls.listRunEvents;
+    const before = calls["events.list"];
     const early = new Collector(await hub.stream(from(1)));
     const bytes = await early.rest();
     assert.deepEqual(ids(bytes), [2, 3, 4], "the first turn, read from the store, ends there");
-    assert.ok(calls.listRunEvents > before, "read from the store");
+    assert.ok(calls["events.list"] > before, "read from the store");
     assert.equal(hub.openStreams, 0);
     const whole = new Collector(await hub.stream(from(0)));
     assert.deepEqual(ids(await whole.rest()), [1, 2, 3, 4]);
@@ -335,12 +335,12 @@ Deno.test("hub: an idle stream gets a heartbeat comment, then the next frame as 
   const { store, raw } = await instrumented();
   const hub = hubOver(store, { heartbeatMs: 200 });
   try {
-    await raw.appendRunEvents("run_h", turn("run_h", true).slice(0, 2));
+    await raw.events.append("run_h", turn("run_h", true).slice(0, 2));
     const stream = new Collector(await hub.stream(options("run_h", "running")));
     assert.deepEqual(await stream.until(2), [1, 2]);
     // Idle streams look at their heartbeat once a poll (1 s).
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    hub.publish("run_h", await raw.appendRunEvents("run_h", [input("run_h", "run.completed")]));
+    hub.publish("run_h", await raw.events.append("run_h", [input("run_h", "run.completed")]));
     assert.deepEqual(await stream.until(3), [1, 2, 3]);
     const text = new TextDecoder().decode(await stream.rest());
     assert.match(text, /^retry: 2000\n\n(?:.|\n)*: keep-alive\n\n(?:.|\n)*id: 3\n/);
@@ -353,10 +353,10 @@ Deno.test("hub: an idle stream gets a heartbeat comment, then the next frame as 
 
 Deno.test("hub: a reader that stops reading holds one queued chunk; the rest waits in the window", async () => {
   const { store, raw, replace } = await instrumented();
-  replace.watchRunEvents = () => () => {};
+  replace["events.watch"] = () => () => {};
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_s", turn("run_s", true).slice(0, 2));
+    await raw.events.append("run_s", turn("run_s", true).slice(0, 2));
     const body = await hub.stream(options("run_s", "running"));
     assert.ok(body instanceof ReadableStream);
     const reader = body.getReader();
@@ -371,7 +371,7 @@ Deno.test("hub: a reader that stops reading holds one queued chunk; the rest wai
     const publish = async (count: number) => {
       const entries = [];
       for (let i = 0; i < count; i++) entries.push(input("run_s", "message.delta", { text: "x" }));
-      hub.publish("run_s", await raw.appendRunEvents("run_s", entries));
+      hub.publish("run_s", await raw.events.append("run_s", entries));
     };
     const next = read();
     await publish(1);

@@ -9,7 +9,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import type { Store, StoredRunRecord } from "../../server/store/types.ts";
 import { RECORD_DELAY_MS, RunTails } from "../../server/runs/tail.ts";
 import { RunActivity } from "../../server/runs/activity.ts";
@@ -20,9 +20,9 @@ import { type Frame, openEvents } from "./_sse.ts";
 /** A store whose log reads and record writes the test can hold. */
 interface Held {
   store: Store;
-  /** Log reads (`listRunEvents`) wait while set. */
+  /** Log reads (`events.list`) wait while set. */
   holdReads: boolean;
-  /** Run record writes (`updateRun`) wait while set. */
+  /** Run record writes (`runs.update`) wait while set. */
   holdRecords: boolean;
   /** Record writes waiting now. */
   heldRecords: { record: StoredRunRecord; release: () => void }[];
@@ -47,30 +47,24 @@ function holding(raw: Store): Held {
       for (const { release } of held.heldRecords.splice(0)) release();
     },
   };
-  held.store = new Proxy(raw, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      if (property === "watchRunEvents") return () => () => {};
-      if (property === "listRunEvents") {
-        return async (...args: [string, number, number]) => {
-          if (held.holdReads) await new Promise<void>((resolve) => readers.push(resolve));
-          return target.listRunEvents(...args);
-        };
-      }
-      if (property === "updateRun") {
-        return async (record: StoredRunRecord, expected?: StoredRunRecord) => {
-          held.recordWrites++;
-          if (held.holdRecords) {
-            await new Promise<void>((resolve) =>
-              held.heldRecords.push({ record, release: resolve })
-            );
-          }
-          return target.updateRun(record, expected);
-        };
-      }
-      return value.bind(target);
-    },
+  held.store = wrapStore(raw, (part, method, call) => {
+    if (part === "events" && method === "watch") return () => () => {};
+    if (part === "events" && method === "list") {
+      return async (...args: [string, number, number]) => {
+        if (held.holdReads) await new Promise<void>((resolve) => readers.push(resolve));
+        return raw.events.list(...args);
+      };
+    }
+    if (part === "runs" && method === "update") {
+      return async (record: StoredRunRecord, expected?: StoredRunRecord) => {
+        held.recordWrites++;
+        if (held.holdRecords) {
+          await new Promise<void>((resolve) => held.heldRecords.push({ record, release: resolve }));
+        }
+        return raw.runs.update(record, expected);
+      };
+    }
+    return call;
   });
   return held;
 }
@@ -139,10 +133,10 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
   const { gateway, store, runId, reader } = await startedRun();
   try {
     // The turn's start is recorded: from now on, no log read and no record write goes through.
-    for (let i = 0; i < 200 && (await store.store.getRun(runId))?.lastEventSeq !== 2; i++) {
+    for (let i = 0; i < 200 && (await store.store.runs.get(runId))?.lastEventSeq !== 2; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    assert.equal((await store.store.getRun(runId))?.lastEventSeq, 2);
+    assert.equal((await store.store.runs.get(runId))?.lastEventSeq, 2);
     store.holdReads = true;
     store.holdRecords = true;
 
@@ -182,7 +176,7 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     for (const { release } of store.heldRecords.splice(0)) release();
     frame = await within(pending, 5_000);
     assert.equal((frame as Frame).event, "run.completed");
-    assert.equal((await gateway.store.getRun(runId))?.state, "completed");
+    assert.equal((await gateway.store.runs.get(runId))?.state, "completed");
     assert.equal(await reader.nextEvent(), null, "the stream ends after the terminal event");
   } finally {
     store.releaseAll();
@@ -211,10 +205,10 @@ Deno.test("publish: streamed events cost the record one write per RECORD_DELAY_M
       if (frame.event === "message.completed") seen++;
       last = Number(frame.id);
     }
-    let record = await gateway.store.getRun(runId);
+    let record = await gateway.store.runs.get(runId);
     for (let i = 0; i < 100 && record?.lastEventSeq !== last; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
-      record = await gateway.store.getRun(runId);
+      record = await gateway.store.runs.get(runId);
     }
     assert.equal(record?.lastEventSeq, last, "the record catches up with the log");
     assert.equal(record?.state, "running");
@@ -246,7 +240,7 @@ Deno.test("record: a follow-up recorded while the tail writes a turn's end is no
       body: { input: "And the tests?" },
     });
     assert.equal(sent.status, 202, sent.text);
-    assert.equal((await store.store.getRun(runId))?.turns, 2);
+    assert.equal((await store.store.runs.get(runId))?.turns, 2);
     // ...then the held write goes on: it was derived from the record before the follow-up, so it
     // is refused, derived again from the new record, and the earlier turn's end changes nothing.
     store.releaseAll();
@@ -255,7 +249,7 @@ Deno.test("record: a follow-up recorded while the tail writes a turn's end is no
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const record = await store.store.getRun(runId);
+    const record = await store.store.runs.get(runId);
     assert.equal(record?.turns, 2, "the follow-up's turn is kept");
     assert.equal(record?.state, "running", "the new turn is not ended by the old turn's end");
   } finally {
@@ -268,7 +262,7 @@ Deno.test("publish: a message read with its turn's end reaches subscribers befor
   const store = holding(await openKvStore({ path: ":memory:", namespace: "publish-test" }));
   const runId = "sesn_publish_split";
   const now = new Date().toISOString();
-  await store.store.reserveRunSlot({
+  await store.store.runs.reserveSlot({
     principalId: "p",
     slotId: "slot",
     principalLimit: 8,
@@ -276,7 +270,7 @@ Deno.test("publish: a message read with its turn's end reaches subscribers befor
     now: Date.now(),
     leaseMs: 60_000,
   });
-  await store.store.createRun({
+  await store.store.runs.create({
     runId,
     principalId: "p",
     agentId: "agent_1",
@@ -325,7 +319,7 @@ Deno.test("publish: a message read with its turn's end reaches subscribers befor
     store.releaseAll();
     await until(() => handed.length === 2, "the turn's end is handed over after the write");
     assert.deepEqual(handed[1], ["run.completed"]);
-    assert.equal((await store.store.getRun(runId))?.state, "completed");
+    assert.equal((await store.store.runs.get(runId))?.state, "completed");
   } finally {
     store.releaseAll();
     await tails.close();

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { type Gateway, startGateway } from "../gateway/_harness.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 import { type EventReader, type Frame, openEvents } from "./_sse.ts";

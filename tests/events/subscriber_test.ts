@@ -13,7 +13,7 @@ import type { Authenticator } from "../../server/authenticator.ts";
 import { type OpenStream, OpenStreams } from "../../server/runs/_open_streams.ts";
 import { RunFeed } from "../../server/runs/_run_feed.ts";
 import { RunSubscriber } from "../../server/runs/_run_subscriber.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { Collector, hubOver, ids, input, instrumented, options } from "./_hub.ts";
 
@@ -103,7 +103,7 @@ Deno.test("subscriber: the heartbeat is due by the injected clock, 15 s after th
   try {
     assert.equal(await text(reader), "retry: 2000\n\n");
     clock.now += 10_000; // opened 10 s before its first frame
-    await store.appendRunEvents("run_h", [input("run_h", "run.started")]);
+    await store.events.append("run_h", [input("run_h", "run.started")]);
     await feed.refresh();
     assert.match((await within(text(reader)))!, /^id: 1\n/);
     const next = reader.read();
@@ -119,7 +119,7 @@ Deno.test("subscriber: the heartbeat is due by the injected clock, 15 s after th
     clock.now += 14_999;
     await feed.refresh(true);
     assert.equal(await settles(after), false, "not due 14.999 s after the heartbeat");
-    await store.appendRunEvents("run_h", [input("run_h", "run.completed")]);
+    await store.events.append("run_h", [input("run_h", "run.completed")]);
     await feed.refresh();
     assert.deepEqual(ids((await within(after)).value!), [2], "a frame, not a second heartbeat");
     assert.equal(await within(text(reader)), null, "ended after the terminal frame");
@@ -134,12 +134,12 @@ Deno.test("subscriber: however it ends, it lets go of its slot and its feed once
   const store = await openKvStore({ path: ":memory:", namespace: "subscriber-release" });
   const clock = { now: 0 };
   try {
-    await store.appendRunEvents("run_r", [input("run_r", "run.started")]);
+    await store.events.append("run_r", [input("run_r", "run.started")]);
     const ends: Record<string, (s: Awaited<ReturnType<typeof subscriber>>) => unknown> = {
       "its signal": () => controller.abort(),
       "the reader's cancel": (s) => s.reader.cancel(),
       "end()": (s) => s.stream.end(),
-      "its terminal frame": () => store.appendRunEvents("run_r", [input("run_r", "run.cancelled")]),
+      "its terminal frame": () => store.events.append("run_r", [input("run_r", "run.cancelled")]),
     };
     let controller = new AbortController();
     for (const [how, end] of Object.entries(ends)) {
@@ -231,10 +231,10 @@ Deno.test("open streams: endAll ends every stream and stops the timer", () => {
 
 Deno.test("subscriber: a reader too slow for the window gets what it missed from the store, once, in order", async () => {
   const { store, raw, replace, calls } = await instrumented();
-  replace.watchRunEvents = () => () => {};
+  replace["events.watch"] = () => () => {};
   const hub = hubOver(store);
   try {
-    await raw.appendRunEvents("run_slow", [
+    await raw.events.append("run_slow", [
       input("run_slow", "run.started"),
       input("run_slow", "run.status", { state: "running" }),
     ]);
@@ -243,23 +243,23 @@ Deno.test("subscriber: a reader too slow for the window gets what it missed from
     // The reader stops reading: entry 3 waits in the stream's queue, a view of the window.
     hub.publish(
       "run_slow",
-      await raw.appendRunEvents("run_slow", [input("run_slow", "message.completed")]),
+      await raw.events.append("run_slow", [input("run_slow", "message.completed")]),
     );
     // 1,300 more: the window (1,000 entries, trimmed past 1,250) moves on past entries 3 to 251.
     for (let batch = 0; batch < 13; batch++) {
       const entries = [];
       for (let i = 0; i < 100; i++) entries.push(input("run_slow", "message.delta", { text: "y" }));
-      hub.publish("run_slow", await raw.appendRunEvents("run_slow", entries));
+      hub.publish("run_slow", await raw.events.append("run_slow", entries));
     }
     hub.publish(
       "run_slow",
-      await raw.appendRunEvents("run_slow", [input("run_slow", "run.completed")]),
+      await raw.events.append("run_slow", [input("run_slow", "run.completed")]),
     );
-    const before = calls.listRunEvents;
+    const before = calls["events.list"];
     const all = ids(await within(stream.rest(), 10_000));
     assert.equal(all.length, 1_304);
     assert.deepEqual(all, Array.from({ length: 1_304 }, (_, i) => i + 1), "each once, in order");
-    assert.ok(calls.listRunEvents > before, "what the window no longer held came from the store");
+    assert.ok(calls["events.list"] > before, "what the window no longer held came from the store");
     assert.equal(hub.openStreams, 0);
   } finally {
     hub.close();

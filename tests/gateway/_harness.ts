@@ -20,7 +20,7 @@ import {
   type RuntimeServer,
   type RuntimeServerOptions,
 } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import { type RuntimeTestHooks, withTestHooks } from "../../server/test_hooks.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";

@@ -249,13 +249,13 @@ Deno.test("tool requests: a failed send releases the claim and a retry succeeds"
     });
     assertCode(failed, 502, "providerError");
     assert.equal(received(gateway, runId, "user.tool_confirmation").length, 0);
-    assert.equal(await gateway.store.getToolAnswer(runId, ask), null);
+    assert.equal(await gateway.store.answers.get(runId, ask), null);
     const retried = await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
       body: { toolUseId: ask, result: "allow" },
     });
     assert.equal(retried.status, 200, retried.text);
     assert.equal(received(gateway, runId, "user.tool_confirmation").length, 1);
-    assert.equal((await gateway.store.getToolAnswer(runId, ask))?.state, "answered");
+    assert.equal((await gateway.store.answers.get(runId, ask))?.state, "answered");
   } finally {
     await gateway.close();
   }
@@ -274,7 +274,7 @@ Deno.test("tool requests: a stale claim is taken back after checking the provide
     const dead = crypto.randomUUID();
 
     await t.step("a claim whose answer never left is released to the next caller", async () => {
-      const claim = await gateway.store.claimToolAnswer({
+      const claim = await gateway.store.answers.claim({
         runId,
         toolUseId: first,
         kind: "confirmation",
@@ -301,7 +301,7 @@ Deno.test("tool requests: a stale claim is taken back after checking the provide
     await t.step(
       "a claim whose answer reached the provider is recorded, not sent again",
       async () => {
-        await gateway.store.claimToolAnswer({
+        await gateway.store.answers.claim({
           runId,
           toolUseId: second,
           kind: "confirmation",
@@ -331,7 +331,7 @@ Deno.test("tool requests: a stale claim is taken back after checking the provide
         assertCode(late, 409, "alreadyAnswered");
         assert.equal(late.json.error.answeredBy, dead);
         assert.equal(late.json.error.result, "allow");
-        const record = await gateway.store.getToolAnswer(runId, second);
+        const record = await gateway.store.answers.get(runId, second);
         assert.equal(record?.state, "answered");
         assert.equal(record?.principalId, dead);
         assert.equal(
@@ -369,7 +369,7 @@ Deno.test("tool requests: past the pending timeout the runtime denies once and a
     const errored = received(gateway, runId, "user.custom_tool_result");
     assert.equal(errored.length, 1);
     assert.equal(errored[0].is_error, true);
-    const record = await gateway.store.getToolAnswer(runId, ids.ask);
+    const record = await gateway.store.answers.get(runId, ids.ask);
     assert.equal(record?.principalId, "runtime");
     assert.equal(record?.result, "deny");
     const again = await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
@@ -380,7 +380,7 @@ Deno.test("tool requests: past the pending timeout the runtime denies once and a
     const audit = await gateway.request("GET", "/v1/audit?action=tool.confirmed");
     assert.ok(audit.json.entries.some((e: Json) => e.actorId === "runtime" && e.runId === runId));
     // Answered, the run went on at the provider; its record followed.
-    await waitFor(async () => (await gateway.store.getRun(runId))?.state === "completed");
+    await waitFor(async () => (await gateway.store.runs.get(runId))?.state === "completed");
   } finally {
     await gateway.close();
   }

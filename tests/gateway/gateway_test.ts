@@ -10,7 +10,7 @@ import { InterfaceError } from "../../server/errors.ts";
 import type { RunCall } from "../../server/runs/call.ts";
 import { providerFailureOf } from "../../server/runs/provider_failure.ts";
 import { RunGateway } from "../../server/runs/runs.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
 
@@ -91,7 +91,7 @@ Deno.test("gateway: start, message and cancel wake the run's tail and answer the
     const sent = await gateway.send(callOf(), run.runId, "and the tests");
     assert.equal(sent.state, "running");
     assert.equal("turns" in sent, false);
-    assert.equal((await store.getRun(run.runId))?.turns, 2);
+    assert.equal((await store.runs.get(run.runId))?.turns, 2);
 
     const cancel = callOf();
     const cancelled = await gateway.cancel(cancel, run.runId);
@@ -106,7 +106,7 @@ Deno.test("gateway: start, message and cancel wake the run's tail and answer the
     assert.deepEqual(page, { runs: [cancelled], nextCursor: null });
 
     // The audit entries carry each call's correlation id and time, and its principal.
-    const audit = (await store.listAudit({ limit: 10 })).entries;
+    const audit = (await store.audit.list({ limit: 10 })).entries;
     const started = audit.find((entry) => entry.action === "run.started")!;
     assert.equal(started.correlationId, start.correlationId);
     assert.equal(started.at, new Date(start.at).toISOString());
@@ -130,7 +130,7 @@ Deno.test("gateway: a call whose signal fired is cut, releases its slot and leav
     assert.ok(error instanceof InterfaceError);
     assert.equal(error.code, "providerUnavailable");
     assert.equal(providerFailureOf(error)?.kind, "deadline");
-    assert.equal(await store.countRunSlots(principal.principalId, CLOCK), 0);
+    assert.equal(await store.runs.countSlots(principal.principalId, CLOCK), 0);
     assert.deepEqual(woken, [], "nothing to wake");
     // The provider made the session after the caller went: it is deleted, not left running.
     const deleted = () => fake.requests.filter((r) => r.method === "DELETE").length;
@@ -139,7 +139,7 @@ Deno.test("gateway: a call whose signal fired is cut, releases its slot and leav
     }
     assert.equal(deleted(), 1);
     assert.equal(fake.managedAgents!.sessions.size, 0);
-    const audit = (await store.listAudit({ limit: 10 })).entries;
+    const audit = (await store.audit.list({ limit: 10 })).entries;
     assert.deepEqual(audit.map((entry) => entry.outcome), ["providerUnavailable"]);
   } finally {
     await close();

@@ -85,7 +85,7 @@ Deno.test("the provider key appears in no response, header, log line or audit en
     for (const answer of gateway.answers) assertNoKey(key, "a response", answerText(answer));
     assert.ok(gateway.logs.length > 0);
     for (const line of gateway.logs) assertNoKey(key, "a log line", line);
-    const audit = await gateway.store.listAudit({ limit: 100 });
+    const audit = await gateway.store.audit.list({ limit: 100 });
     assert.ok(audit.entries.length >= 8);
     assertNoKey(key, "the audit log", JSON.stringify(audit.entries));
   } finally {
@@ -139,7 +139,7 @@ Deno.test("tool answers and webhooks leave the provider key and signing secrets 
     // The fail-closed default answers the last request.
     await gateway.request("GET", `/v1/runs/${runId}`);
     const until = Date.now() + 10_000;
-    while ((await gateway.store.getToolAnswer(runId, late))?.state !== "answered") {
+    while ((await gateway.store.answers.get(runId, late))?.state !== "answered") {
       assert.ok(Date.now() < until, "the fail-closed answer came");
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
@@ -170,11 +170,11 @@ Deno.test("tool answers and webhooks leave the provider key and signing secrets 
     for (const secret of [key, ...secrets]) {
       for (const answer of gateway.answers) assertNoKey(secret, "a response", answerText(answer));
       for (const line of gateway.logs) assertNoKey(secret, "a log line", line);
-      const audit = await gateway.store.listAudit({ limit: 100 });
+      const audit = await gateway.store.audit.list({ limit: 100 });
       assertNoKey(secret, "the audit log", JSON.stringify(audit.entries));
     }
     const actions = new Set(
-      (await gateway.store.listAudit({ limit: 100 })).entries.map((entry) => entry.action),
+      (await gateway.store.audit.list({ limit: 100 })).entries.map((entry) => entry.action),
     );
     for (const action of ["tool.confirmed", "tool.responded", "webhook.accepted"]) {
       assert.ok(actions.has(action as never), `the audit log holds ${action}`);

@@ -4,7 +4,7 @@
  * deadlines, idempotent replays and the audit log.
  */
 import assert from "node:assert/strict";
-import { openPostgresStore } from "../../server/store/postgres.ts";
+import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 import { assertCode, type Gateway, startGateway } from "./_harness.ts";
 
@@ -197,7 +197,7 @@ Deno.test("runs: start, read back, list, cancel and follow up through the gatewa
         if (state !== "completed") await new Promise((resolve) => setTimeout(resolve, 20));
       }
       assert.equal(state, "completed");
-      const slots = await gateway.store.countRunSlots(writer.principalId, Date.now());
+      const slots = await gateway.store.runs.countSlots(writer.principalId, Date.now());
       assert.equal(slots, 1, "only the woken run holds a slot");
     });
   } finally {
@@ -223,7 +223,7 @@ Deno.test("runs: a refresh that read the provider before a cancel does not reope
     const read = await reading;
     assert.equal(read.status, 200, read.text);
     assert.equal(read.json.state, "cancelled");
-    assert.equal((await gateway.store.getRun(runId))?.state, "cancelled");
+    assert.equal((await gateway.store.runs.get(runId))?.state, "cancelled");
   } finally {
     await gateway.close();
   }
@@ -376,7 +376,7 @@ Deno.test("runs: a full quota refreshes the principal's runs; ended ones free th
     // moment longer, so wait for the provider's idle and the record's end).
     const session = gateway.fake.managedAgents!.sessions.get(first.json.runId)!;
     for (let i = 0; i < 200; i++) {
-      const record = await gateway.store.getRun(first.json.runId);
+      const record = await gateway.store.runs.get(first.json.runId);
       if (session.record.status === "idle" && record?.state === "completed") break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -400,7 +400,7 @@ Deno.test("runs: a full quota refreshes the principal's runs; ended ones free th
     });
     assert.equal(gone.status, 200, gone.text);
     assert.equal(gone.json.state, "failed");
-    assert.equal(await gateway.store.countRunSlots(single.principalId, Date.now()), 0);
+    assert.equal(await gateway.store.runs.countSlots(single.principalId, Date.now()), 0);
   } finally {
     await gateway.close();
   }
@@ -489,7 +489,7 @@ Deno.test("runs: provider failures map to providerError and providerUnavailable"
     });
 
     await t.step("every failed start released its slot", async () => {
-      assert.equal(await gateway.store.countRunSlots(writer.principalId, Date.now()), 0);
+      assert.equal(await gateway.store.runs.countSlots(writer.principalId, Date.now()), 0);
       const answer = await start();
       assert.equal(answer.status, 201, answer.text);
     });

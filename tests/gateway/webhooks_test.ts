@@ -69,13 +69,13 @@ Deno.test("webhooks: a verified delivery updates the run once; a repeat changes 
     assert.equal(started.status, 201, started.text);
     const runId = started.json.runId;
     // The fake's echo turn ended at the provider; with its tail held, the record says running.
-    assert.equal((await gateway.store.getRun(runId))?.state, "running");
+    assert.equal((await gateway.store.runs.get(runId))?.state, "running");
     const body = delivery(runId);
     const headers = await signManagedAgentWebhook(body, signing);
     const accepted = await post(gateway, body, headers);
     assert.equal(accepted.status, 204, accepted.text);
     assert.equal(accepted.text, "");
-    const record = await gateway.store.getRun(runId);
+    const record = await gateway.store.runs.get(runId);
     assert.equal(record?.state, "completed");
     assert.equal(await auditCount(gateway), 1);
     const entry = (await gateway.request("GET", "/v1/audit?action=webhook.accepted")).json
@@ -84,13 +84,13 @@ Deno.test("webhooks: a verified delivery updates the run once; a repeat changes 
     assert.equal(entry.actorId, "provider");
 
     // A repeat of the delivery: 204, no audit entry, the run untouched.
-    const before = JSON.stringify(await gateway.store.getRun(runId));
+    const before = JSON.stringify(await gateway.store.runs.get(runId));
     const calls = gateway.fake.requests.length;
     const unsubscribe = gateway.server.runActivity.subscribe((id) => woken.push(id));
     const repeat = await post(gateway, body, headers);
     unsubscribe();
     assert.equal(repeat.status, 204);
-    assert.equal(JSON.stringify(await gateway.store.getRun(runId)), before);
+    assert.equal(JSON.stringify(await gateway.store.runs.get(runId)), before);
     // The run's tail may still be reading the session's events in the background; the repeat
     // itself asks the provider nothing (a refresh would read the session).
     const asked = gateway.fake.requests.slice(calls)
@@ -164,7 +164,7 @@ Deno.test("webhooks: unverifiable deliveries get 401 webhookVerificationFailed, 
       assert.equal(answer.json.error.message, "The webhook could not be verified", name);
       assert.ok(!answer.text.includes(signing), name);
     }
-    assert.equal((await gateway.store.getRun(runId))?.state, "running");
+    assert.equal((await gateway.store.runs.get(runId))?.state, "running");
     assert.equal(await auditCount(gateway), 0);
     // The verified original is still new afterwards: refusals recorded nothing.
     assert.equal((await post(gateway, body, good)).status, 204);

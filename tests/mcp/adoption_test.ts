@@ -9,7 +9,7 @@ import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts"
 import { createJsonLogger } from "../../server/log.ts";
 import { SessionIds } from "../../server/mcp/session_id.ts";
 import { createRuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import { sharedHeaders } from "../support/server.ts";
 import { answerOf, mcpFetch, openSession, rpc } from "./_mcp.ts";
 

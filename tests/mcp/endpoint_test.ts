@@ -7,7 +7,7 @@ import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts"
 import { createJsonLogger } from "../../server/log.ts";
 import type { McpOptions } from "../../server/mcp/endpoint.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { sharedHeaders } from "../support/server.ts";
 import { answerOf, initializeMessage, mcpFetch, openSession, readEvents, rpc } from "./_mcp.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
 import { createJsonLogger } from "../../server/log.ts";
 import { createRuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import { answerOf, initializeMessage, mcpFetch, openSession, rpc } from "./_mcp.ts";
 import { connect, listen } from "./_sdk.ts";
 

@@ -12,7 +12,7 @@ import { createJsonLogger } from "../../server/log.ts";
 import { McpToolset } from "../../server/mcp/tools.ts";
 import type { RouteDefinition } from "../../server/router.ts";
 import { createRuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import { createPrincipalSchema } from "../../server/routes/principals.ts";
 import { createPrincipalBody } from "../../server/schemas/principals.ts";
 import { z } from "zod";

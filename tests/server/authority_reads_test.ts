@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { Authenticator, bearerDigest } from "../../server/authenticator.ts";
 import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
 import type { InterfaceError } from "../../server/errors.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import type { AuthorityState, PrincipalRecord, Store } from "../../server/store/types.ts";
 
 /** A bootstrap credential whose token repeats `letter`, and a principal it issued with `bearer`. */
@@ -36,21 +36,18 @@ Deno.test("a request waits for an authority read that started after it arrived; 
   const bearer = "art_" + "p".repeat(43);
   const { bootstrap, record } = fixture("b", bearer);
   const kv = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
-  await kv.createPrincipal(record);
+  await kv.principals.create(record);
   const reads: PromiseWithResolvers<AuthorityState>[] = [];
-  const store = new Proxy(kv, {
-    get(target, property) {
-      if (property === "readAuthorityState") {
-        return () => {
-          const read = Promise.withResolvers<AuthorityState>();
-          reads.push(read);
-          return read.promise;
-        };
-      }
-      const value = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store: Store = wrapStore(kv, (part, method, call) => {
+    if (part === "authority" && method === "readState") {
+      return () => {
+        const read = Promise.withResolvers<AuthorityState>();
+        reads.push(read);
+        return read.promise;
+      };
+    }
+    return call;
+  });
   const authenticator = new Authenticator({ bootstrap, store });
   const header = `Bearer ${bearer}`;
   const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -65,7 +62,7 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     const before = authenticator.authenticate(header, Date.now());
     assert.equal(reads.length, 2);
     // ... then the principal is revoked elsewhere, and three more requests arrive.
-    await kv.revokePrincipal(record.principalId, new Date().toISOString());
+    await kv.principals.revoke(record.principalId, new Date().toISOString());
     const after = [1, 2, 3].map(() =>
       Promise.resolve(authenticator.authenticate(header, Date.now()))
     );
@@ -102,16 +99,16 @@ Deno.test("on a Deno KV file, nothing committed means no authority read; another
   const directory = await Deno.makeTempDir({ prefix: "authority-marker-" });
   const path = `${directory}/store.kv`;
   const kv = await openKvStore({ path, namespace: bootstrap.namespace });
-  await kv.claimAuthority(Date.now());
-  await kv.createPrincipal(record);
+  await kv.authority.claim(Date.now());
+  await kv.principals.create(record);
   let reads = 0;
-  const store = new Proxy(kv, {
-    get(target, property) {
-      const value = Reflect.get(target, property);
-      if (property === "readAuthorityState") reads++;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store: Store = wrapStore(kv, (part, method, call) => {
+    if (part !== "authority" || method !== "readState") return call;
+    return () => {
+      reads++;
+      return call();
+    };
+  });
   const authenticator = new Authenticator({ bootstrap, store });
   const header = `Bearer ${bearer}`;
   try {
@@ -131,10 +128,10 @@ Deno.test("on a Deno KV file, nothing committed means no authority read; another
     // Another process revokes the principal in the same file.
     const script = `
       import { openKvStore } from ${
-      JSON.stringify(new URL("../../server/store/kv.ts", import.meta.url).href)
+      JSON.stringify(new URL("../../server/store/kv/mod.ts", import.meta.url).href)
     };
       const store = await openKvStore({ path: Deno.args[0], namespace: Deno.args[1] });
-      const result = await store.revokePrincipal(Deno.args[2], new Date().toISOString());
+      const result = await store.principals.revoke(Deno.args[2], new Date().toISOString());
       await store.close();
       if (result !== "revoked") Deno.exit(3);
     `;

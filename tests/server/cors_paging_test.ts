@@ -7,7 +7,7 @@ import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts"
 import { parseCorsOrigins } from "../../server/cors.ts";
 import type { RuntimeLogger } from "../../server/log.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
+import { openKvStore } from "../../server/store/kv/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { runCli } from "../support/cli.ts";
 import { createTestBootstrap, sharedHeaders } from "../support/server.ts";
@@ -32,7 +32,7 @@ async function harness(
     source: "environment",
   });
   const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
-  await store.claimAuthority(Date.now());
+  await store.authority.claim(Date.now());
   const clock = options.clock;
   const server = createRuntimeServer({
     bootstrap,
@@ -247,8 +247,8 @@ Deno.test("the server purges principals revoked longer ago than the retention, o
     // The first request after the interval starts the cleanup; close() waits for it.
     await (await h.server.handler(new Request("http://runtime.test/healthz"))).body?.cancel();
     await h.server.close();
-    assert.equal(await h.store.getPrincipal(gone.principalId), null);
-    assert.notEqual(await h.store.getPrincipal(kept.principalId), null);
+    assert.equal(await h.store.principals.get(gone.principalId), null);
+    assert.notEqual(await h.store.principals.get(kept.principalId), null);
   } finally {
     await h.store.close();
   }

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
 import type { RequestLogRecord, RuntimeLogger } from "../../server/log.ts";
 import { createRuntimeServer, type RuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/kv.ts";
-import { type Store, StoreUnavailableError } from "../../server/store/types.ts";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
+import { type Store, type StorePartName, StoreUnavailableError } from "../../server/store/types.ts";
 import { sharedHeaders } from "../support/server.ts";
 import { principalBody } from "./_http.ts";
 
@@ -110,29 +110,35 @@ async function harness(
   };
 }
 
-function failing(store: Store, method: keyof Store, error: () => Error, times = 1): Store {
+function failing(
+  store: Store,
+  part: StorePartName,
+  method: string,
+  error: () => Error,
+  times = 1,
+): Store {
   let left = times;
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property !== method || typeof value !== "function") {
-        return typeof value === "function" ? value.bind(target) : value;
+  return wrapStore(store, (name, called, call) => {
+    if (name !== part || called !== method) return call;
+    return (...args) => {
+      if (left > 0) {
+        left--;
+        return Promise.reject(error());
       }
-      return (...args: unknown[]) => {
-        if (left > 0) {
-          left--;
-          return Promise.reject(error());
-        }
-        return value.apply(target, args);
-      };
-    },
+      return call(...args);
+    };
   });
 }
 
 Deno.test("an unexpected failure answers 500 internal without internals, and is not recorded", async () => {
   const h = await harness({
     wrap: (store) =>
-      failing(store, "createPrincipal", () => new Error("boom at /secret/path password=hunter2")),
+      failing(
+        store,
+        "principals",
+        "create",
+        () => new Error("boom at /secret/path password=hunter2"),
+      ),
   });
   try {
     const key = crypto.randomUUID();
@@ -161,7 +167,12 @@ Deno.test("an unexpected failure answers 500 internal without internals, and is 
 Deno.test("a store outage answers 503 storeUnavailable with a JSON body", async () => {
   const h = await harness({
     wrap: (store) =>
-      failing(store, "findPrincipalByDigest", () => new StoreUnavailableError("database down")),
+      failing(
+        store,
+        "principals",
+        "findByDigest",
+        () => new StoreUnavailableError("database down"),
+      ),
   });
   try {
     const issued = await h.request("POST", "/v1/principals", {
@@ -186,18 +197,13 @@ Deno.test("a key whose first request is still in its handler answers 409 idempot
   const entered = Promise.withResolvers<void>();
   const h = await harness({
     wrap: (store) =>
-      new Proxy(store, {
-        get(target, property) {
-          const value = Reflect.get(target, property);
-          if (property !== "createPrincipal") {
-            return typeof value === "function" ? value.bind(target) : value;
-          }
-          return async (...args: Parameters<Store["createPrincipal"]>) => {
-            entered.resolve();
-            await gate.promise;
-            return await target.createPrincipal(...args);
-          };
-        },
+      wrapStore(store, (part, method, call) => {
+        if (part !== "principals" || method !== "create") return call;
+        return async (...args) => {
+          entered.resolve();
+          await gate.promise;
+          return await call(...args);
+        };
       }),
   });
   try {
@@ -266,17 +272,12 @@ Deno.test("the principal cache saves store lookups and still sees a revocation a
     const h = await harness({
       principalCache,
       wrap: (store) =>
-        new Proxy(store, {
-          get(target, property) {
-            const value = Reflect.get(target, property);
-            if (property === "findPrincipalByDigest") {
-              return (digest: string) => {
-                lookups++;
-                return target.findPrincipalByDigest(digest);
-              };
-            }
-            return typeof value === "function" ? value.bind(target) : value;
-          },
+        wrapStore(store, (part, method, call) => {
+          if (part !== "principals" || method !== "findByDigest") return call;
+          return (...args) => {
+            lookups++;
+            return call(...args);
+          };
         }),
     });
     try {
