@@ -37,7 +37,6 @@ import {
   type RunListQuery,
   type RunSlotResult,
   type Store,
-  type StoredRunPage,
   type StoredRunRecord,
 } from "../store/types.ts";
 import type { RunPage, RunRecord, StartRunBody } from "../../wire/mod.ts";

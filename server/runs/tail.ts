@@ -41,7 +41,6 @@ import {
   type RunEventEntry,
   type RunEventInput,
   type Store,
-  type StoredRunRecord,
 } from "../store/types.ts";
 import type { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";

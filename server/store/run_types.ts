@@ -19,7 +19,6 @@
 import type {
   AuditAction,
   AuditEntry,
-  AuditPage,
   ListAuditParams,
   ListRunsParams,
   RunPage,
