@@ -77,7 +77,7 @@ Deno.test("the import scan sees the imports it checks", () => {
   assert.ok(imports.some(({ from, to }) => from === "sdk/runs.ts" && to === "wire/mod.ts"));
   assert.ok(
     imports.some(({ from, to }) =>
-      from === "server/store/kv.ts" && to === "server/store/kv/_runs.ts"
+      from === "server/store/kv/mod.ts" && to === "server/store/kv/_runs.ts"
     ),
   );
 });

@@ -41,9 +41,11 @@ export interface EventPageOptions {
  * ];
  * // The two store reads a page makes.
  * const store = {
- *   listRunEvents: (_runId: string, after: number, limit: number) =>
- *     Promise.resolve(log.filter((entry) => entry.seq > after).slice(0, limit)),
- *   getRun: () => Promise.resolve({ state: "cancelled" }),
+ *   events: {
+ *     list: (_runId: string, after: number, limit: number) =>
+ *       Promise.resolve(log.filter((entry) => entry.seq > after).slice(0, limit)),
+ *   },
+ *   runs: { get: () => Promise.resolve({ state: "cancelled" }) },
  * } as unknown as Store;
  * const first = await readEventPage({ store, runId: "sesn_1", after: 0, limit: 1 });
  * assert.deepEqual(first, {

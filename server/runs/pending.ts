@@ -24,24 +24,11 @@ import {
   parseSessionEvent,
   sessionEventNeedsConfirmation,
 } from "../../client/managed_agents/events.ts";
-import type { ToolAnswerRecord, ToolAnswerResult, ToolRequestKind } from "../store/types.ts";
+import type { ToolAnswerRecord, ToolAnswerResult } from "../store/types.ts";
+import type { PendingToolRequest } from "../../wire/mod.ts";
 
 /** `requestedAt` of a request whose processing time the provider did not say: the epoch. */
 const UNKNOWN_TIME = "1970-01-01T00:00:00.000Z";
-
-/** A tool request of a run, as `GET /v1/runs/{runId}/pending` lists it. */
-export interface PendingToolRequest {
-  /** The tool-use event id: what an answer names. */
-  toolUseId: string;
-  /** `confirmation` (allow or deny) or `custom_tool` (a result). */
-  kind: ToolRequestKind;
-  /** The tool's name. */
-  name: string;
-  /** The tool's input. */
-  input: unknown;
-  /** RFC 3339 time the provider processed the request. */
-  requestedAt: string;
-}
 
 /** What {@linkcode deriveToolRequests} found. */
 export interface ToolRequests {
