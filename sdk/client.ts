@@ -11,13 +11,15 @@
 import { AuditApi } from "./audit.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import { RunsApi } from "./runs.ts";
-import { type Answer, idempotencyKeyOf, type RequestSpec } from "./_request.ts";
-import { backoffDelay, isRetryableAnswer, parseRetryAfter, sleep } from "./_retry.ts";
+import { idempotencyKeyOf } from "./_request.ts";
+import { checkDeadline, Transport } from "./_transport.ts";
 import {
   type CallOptions,
   type CreatePrincipalParams,
   type MutatingCallOptions,
-  RUNTIME_INTERFACE_VERSION,
+  REQUEST_METHODS,
+  type RuntimeAnswer,
+  type RuntimeRequest,
 } from "./types.ts";
 import type {
   CreatePrincipalBody,
@@ -49,7 +51,6 @@ export interface RuntimeServiceClientOptions {
   maxRetries?: number;
 }
 
-const MAX_DEADLINE_MS = 300_000;
 const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
 const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
 
@@ -110,19 +111,15 @@ function environmentValue(name: string): string | undefined {
  * ```
  */
 export class RuntimeServiceClient {
-  #baseUrl: URL;
-  #token: string;
-  #fetch: typeof fetch;
-  #deadlineMs: number;
-  #maxRetries: number;
+  #transport: Transport;
 
   /** Runs of managed agents: start, read, list, cancel, follow up (see {@linkcode RunsApi}). */
   readonly runs: RunsApi = new RunsApi(
-    (spec) => this.#request(spec),
-    (path, lastEventId, options) => this.#openStream(path, lastEventId, options),
+    (spec) => this.#transport.request(spec),
+    (path, lastEventId, options) => this.#transport.openStream(path, lastEventId, options),
   );
   /** The audit log, for `authority:admin` callers (see {@linkcode AuditApi}). */
-  readonly audit: AuditApi = new AuditApi((spec) => this.#request(spec));
+  readonly audit: AuditApi = new AuditApi((spec) => this.#transport.request(spec));
 
   /**
    * Creates a client. Throws a `TypeError` when `baseUrl` or `token` is missing or malformed and a
@@ -149,7 +146,7 @@ export class RuntimeServiceClient {
     if (baseUrl === undefined) {
       throw new TypeError(`RuntimeServiceClient needs a baseUrl (or ${URL_VARIABLE})`);
     }
-    this.#baseUrl = checkBaseUrl(baseUrl);
+    const url = checkBaseUrl(baseUrl);
     const token = options.token ?? environmentValue(TOKEN_VARIABLE);
     if (typeof token !== "string" || token === "") {
       throw new TypeError(`RuntimeServiceClient needs a token (or ${TOKEN_VARIABLE})`);
@@ -157,15 +154,18 @@ export class RuntimeServiceClient {
     if (!/^[\x21-\x7e]+$/.test(token)) {
       throw new TypeError("The token must be printable ASCII without spaces");
     }
-    this.#token = token;
-    const customFetch = options.fetch;
-    this.#fetch = customFetch ?? ((input, init) => fetch(input, init));
-    this.#deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
+    const deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
     const maxRetries = options.maxRetries ?? 2;
     if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
       throw new RangeError("maxRetries must be an integer from 0 to 10");
     }
-    this.#maxRetries = maxRetries;
+    this.#transport = new Transport({
+      baseUrl: url,
+      token,
+      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+      deadlineMs,
+      maxRetries,
+    });
   }
 
   /**
@@ -184,7 +184,7 @@ export class RuntimeServiceClient {
    * ```
    */
   async health(options: CallOptions = {}): Promise<HealthStatus> {
-    const answer = await this.#request({
+    const answer = await this.#transport.request({
       method: "GET",
       path: "/healthz",
       authenticated: false,
@@ -215,7 +215,7 @@ export class RuntimeServiceClient {
    * ```
    */
   async runtime(options: CallOptions = {}): Promise<RuntimeInfo> {
-    const answer = await this.#request({
+    const answer = await this.#transport.request({
       method: "GET",
       path: "/v1/runtime",
       authenticated: true,
@@ -268,7 +268,7 @@ export class RuntimeServiceClient {
     };
     if (params.agentIds !== undefined) body.agentIds = [...params.agentIds];
     if (params.maxActiveRuns !== undefined) body.maxActiveRuns = params.maxActiveRuns;
-    const answer = await this.#request({
+    const answer = await this.#transport.request({
       method: "POST",
       path: "/v1/principals",
       body,
@@ -306,7 +306,7 @@ export class RuntimeServiceClient {
     if (typeof principalId !== "string" || principalId === "") {
       throw new TypeError("revokePrincipal needs a principal id");
     }
-    await this.#request({
+    await this.#transport.request({
       method: "DELETE",
       path: `/v1/principals/${encodeURIComponent(principalId)}`,
       authenticated: true,
@@ -385,7 +385,7 @@ export class RuntimeServiceClient {
     }
     if (params.cursor !== undefined) query.set("cursor", params.cursor);
     const search = query.size === 0 ? "" : `?${query}`;
-    const answer = await this.#request({
+    const answer = await this.#transport.request({
       method: "GET",
       path: `/v1/principals${search}`,
       authenticated: true,
@@ -411,230 +411,78 @@ export class RuntimeServiceClient {
     };
   }
 
-  async #request(spec: RequestSpec): Promise<Answer> {
-    const { signal } = spec.options;
-    signal?.throwIfAborted();
-    const deadlineMs = checkDeadline(spec.options.deadlineMs ?? this.#deadlineMs);
-    const correlationId = crypto.randomUUID();
-    const deadline = Date.now() + deadlineMs;
-    const headers = new Headers({
-      accept: "application/json",
-      "x-interface-version": RUNTIME_INTERFACE_VERSION,
-      "x-correlation-id": correlationId,
-      "x-deadline": new Date(deadline).toISOString(),
+  /**
+   * Sends one call of the service's API as it is and answers whatever the service answered:
+   * `{status, headers, body}` with the parsed JSON body (null when empty), a refused answer's
+   * error body included. The shared headers, the deadline, the retries and the clock correction
+   * are those of every call; a `POST` carries `idempotencyKey` (default: a fresh random key,
+   * the same on its retries). Rejects only when no answer arrived (`connectionFailed`,
+   * `deadlineExceeded`), when a 2xx body is not JSON (`invalidResponse`), or with the signal's
+   * reason. `RuntimeServiceError.fromAnswer(answer)` turns a refused answer into the error the
+   * other methods throw. This is what `automation-runtime call` sends.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * import { RuntimeServiceError } from "./errors.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: () =>
+   *     Promise.resolve(Response.json({
+   *       error: { code: "runNotFound", layer: "authority", message: "No such run" },
+   *     }, { status: 404 })),
+   * });
+   * const answer = await client.request({ method: "GET", path: "/v1/runs/sesn_01" });
+   * assert.equal(answer.status, 404);
+   * assert.equal(RuntimeServiceError.fromAnswer(answer).code, "runNotFound");
+   * ```
+   */
+  async request(
+    call: RuntimeRequest,
+    options: MutatingCallOptions = {},
+  ): Promise<RuntimeAnswer> {
+    if (call === null || typeof call !== "object") {
+      throw new TypeError("request needs a call object");
+    }
+    if (!(REQUEST_METHODS as readonly string[]).includes(call.method)) {
+      throw new TypeError(`method must be one of ${REQUEST_METHODS.join(", ")}`);
+    }
+    if (typeof call.path !== "string" || !/^\/[\x21-\x7e]*$/.test(call.path)) {
+      throw new TypeError("path must start with / and hold printable ASCII without spaces");
+    }
+    const answer = await this.#transport.exchange({
+      method: call.method,
+      path: call.path,
+      body: call.body,
+      authenticated: true,
+      idempotencyKey: call.method === "POST" || options.idempotencyKey !== undefined
+        ? idempotencyKeyOf(options)
+        : undefined,
+      options,
     });
-    if (spec.authenticated) headers.set("authorization", `Bearer ${this.#token}`);
-    if (spec.idempotencyKey !== undefined) headers.set("idempotency-key", spec.idempotencyKey);
-    let payload: string | undefined;
-    if (spec.body !== undefined) {
-      headers.set("content-type", "application/json");
-      payload = JSON.stringify(spec.body);
-    }
-    const url = new URL(this.#baseUrl.pathname.replace(/\/$/, "") + spec.path, this.#baseUrl);
-
-    // Only requests that are safe to send twice are retried: reads, DELETE (idempotent) and
-    // anything carrying an idempotency key, which the service deduplicates.
-    const retrySafe = spec.method === "GET" || spec.method === "DELETE" ||
-      spec.idempotencyKey !== undefined;
-    for (let attempt = 0;; attempt++) {
-      const canRetry = retrySafe && attempt < this.#maxRetries;
-      let failure: RuntimeServiceError;
-      let waitMs: number | null = null;
-      try {
-        const answer = await this.#attempt(url, spec.method, headers, payload, deadline, signal);
-        if (answer.status >= 200 && answer.status < 300) {
-          if (answer.body === NO_BODY) {
-            throw new RuntimeServiceError({
-              status: answer.status,
-              code: "invalidResponse",
-              layer: "transport",
-              message:
-                `The runtime service answered HTTP ${answer.status} with a body that is not JSON`,
-              correlationId,
-            });
-          }
-          return answer;
-        }
-        failure = toServiceError(answer, correlationId);
-        if (!canRetry || !isRetryableAnswer(answer.status, failure.code)) throw failure;
-        waitMs = parseRetryAfter(answer.headers.get("retry-after"));
-      } catch (error) {
-        if (!(error instanceof RetryableFailure)) throw error;
-        if (!canRetry) throw error.failure;
-        failure = error.failure;
-      }
-      const delay = waitMs ?? backoffDelay(attempt);
-      if (Date.now() + delay >= deadline) throw failure;
-      await sleep(delay, signal);
-    }
+    return { status: answer.status, headers: answer.headers, body: answer.body };
   }
 
   /**
-   * Opens an SSE stream (`GET` with `accept: text/event-stream`): the deadline bounds the wait for
-   * the response headers only; the caller's signal ends the stream. A refusal rejects with the
-   * service's error; a connection failure with code `connectionFailed`.
+   * The service's clock minus this machine's, in ms, as this client learned it from a deadline
+   * refusal (0 until then). Every call's `x-deadline` is sent on the service's clock.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   * });
+   * assert.equal(client.clockOffsetMs, 0);
+   * ```
    */
-  async #openStream(
-    path: string,
-    lastEventId: string | undefined,
-    options: CallOptions,
-  ): Promise<ReadableStream<Uint8Array>> {
-    const { signal } = options;
-    signal?.throwIfAborted();
-    const deadlineMs = checkDeadline(options.deadlineMs ?? this.#deadlineMs);
-    const correlationId = crypto.randomUUID();
-    const headers = new Headers({
-      accept: "text/event-stream",
-      authorization: `Bearer ${this.#token}`,
-      "x-interface-version": RUNTIME_INTERFACE_VERSION,
-      "x-correlation-id": correlationId,
-      "x-deadline": new Date(Date.now() + deadlineMs).toISOString(),
-    });
-    if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
-    const url = new URL(this.#baseUrl.pathname.replace(/\/$/, "") + path, this.#baseUrl);
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, deadlineMs);
-    let response: Response;
-    try {
-      response = await this.#fetch(url, {
-        headers,
-        signal: controller.signal,
-        redirect: "manual",
-      });
-    } catch (error) {
-      signal?.removeEventListener("abort", onAbort);
-      if (signal?.aborted) throw signal.reason;
-      if (timedOut) throw deadlineError(correlationId);
-      throw connectionFailed(url, correlationId, error);
-    } finally {
-      clearTimeout(timer);
-    }
-    if (response.status !== 200 || response.body === null) {
-      signal?.removeEventListener("abort", onAbort);
-      const text = await response.text().catch(() => "");
-      const body = parseBody(text);
-      throw toServiceError(
-        {
-          status: response.status,
-          headers: response.headers,
-          body: body === NO_BODY ? null : body,
-        },
-        correlationId,
-      );
-    }
-    return response.body;
+  get clockOffsetMs(): number {
+    return this.#transport.clockOffsetMs;
   }
-
-  async #attempt(
-    url: URL,
-    method: string,
-    headers: Headers,
-    payload: string | undefined,
-    deadline: number,
-    signal: AbortSignal | undefined,
-  ): Promise<Answer> {
-    const remaining = deadline - Date.now();
-    const correlationId = headers.get("x-correlation-id") ?? "";
-    if (remaining <= 0) throw deadlineError(correlationId);
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, remaining);
-    try {
-      const response = await this.#fetch(url, {
-        method,
-        headers,
-        body: payload,
-        signal: controller.signal,
-        redirect: "manual",
-      });
-      const text = await response.text();
-      return { status: response.status, headers: response.headers, body: parseBody(text) };
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (timedOut) throw deadlineError(correlationId);
-      throw new RetryableFailure(connectionFailed(url, correlationId, error));
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    }
-  }
-}
-
-/** A failure before any answer that a retry may cure (connection errors). */
-class RetryableFailure extends Error {
-  readonly failure: RuntimeServiceError;
-  constructor(failure: RuntimeServiceError) {
-    super(failure.message);
-    this.failure = failure;
-  }
-}
-
-const NO_BODY = Symbol("no body");
-
-function parseBody(text: string): unknown {
-  if (text === "") return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return NO_BODY;
-  }
-}
-
-function toServiceError(answer: Answer, correlationId: string): RuntimeServiceError {
-  const error = (answer.body as { error?: Record<string, unknown> } | null)?.error;
-  const echoed = answer.headers.get("x-correlation-id") ?? correlationId;
-  if (error === null || typeof error !== "object" || typeof error.code !== "string") {
-    return new RuntimeServiceError({
-      status: answer.status,
-      code: "invalidResponse",
-      layer: "transport",
-      message: `The runtime service answered HTTP ${answer.status} without an error body`,
-      correlationId: echoed,
-    });
-  }
-  const { code, layer, message, correlationId: reported, ...details } = error;
-  return new RuntimeServiceError({
-    status: answer.status,
-    code,
-    layer: typeof layer === "string" ? layer : "interface",
-    message: typeof message === "string" ? message : `HTTP ${answer.status}`,
-    correlationId: typeof reported === "string" ? reported : echoed,
-    details,
-    retryAfterMs: parseRetryAfter(answer.headers.get("retry-after")) ?? undefined,
-  });
-}
-
-/** The service could not be reached (status 0, `connectionFailed`). */
-function connectionFailed(url: URL, correlationId: string, cause: unknown): RuntimeServiceError {
-  return new RuntimeServiceError({
-    status: 0,
-    code: "connectionFailed",
-    layer: "transport",
-    message: `Cannot reach the runtime service at ${url.origin}`,
-    correlationId,
-    cause,
-  });
-}
-
-function deadlineError(correlationId: string): RuntimeServiceError {
-  return new RuntimeServiceError({
-    status: 0,
-    code: "deadlineExceeded",
-    layer: "client",
-    message: "The call's deadline passed before the runtime service answered",
-    correlationId,
-  });
 }
 
 function checkBaseUrl(baseUrl: string | URL): URL {
@@ -654,11 +502,4 @@ function checkBaseUrl(baseUrl: string | URL): URL {
     throw new TypeError("baseUrl must not carry credentials, a query or a fragment");
   }
   return url;
-}
-
-function checkDeadline(deadlineMs: number): number {
-  if (!Number.isFinite(deadlineMs) || deadlineMs < 1 || deadlineMs > MAX_DEADLINE_MS) {
-    throw new RangeError("deadlineMs must be from 1 to 300000");
-  }
-  return deadlineMs;
 }

@@ -15,6 +15,8 @@
  * @module
  */
 
+import { parseRetryAfter } from "./_retry.ts";
+
 /** Fields of a {@linkcode RuntimeServiceError}. */
 export interface RuntimeServiceErrorInit {
   /** HTTP status; 0 when no response arrived. */
@@ -107,6 +109,52 @@ export class RuntimeServiceError extends Error {
     this.correlationId = init.correlationId;
     this.details = Object.freeze({ ...init.details });
     this.retryAfterMs = init.retryAfterMs;
+  }
+
+  /**
+   * The error a refused answer stands for: the service's error body (`{"error": {code, layer,
+   * message, correlationId, ...}}`) with the answer's status and `Retry-After`; an answer without
+   * such a body is `invalidResponse`. `correlationId` is used when neither the body nor the
+   * answer's `x-correlation-id` names one.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceError } from "./errors.ts";
+   * const error = RuntimeServiceError.fromAnswer({
+   *   status: 429,
+   *   headers: new Headers({ "retry-after": "2" }),
+   *   body: { error: { code: "resourceExhausted", layer: "interface", message: "Too many" } },
+   * });
+   * assert.equal(error.code, "resourceExhausted");
+   * assert.equal(error.retryAfterMs, 2000);
+   * ```
+   */
+  static fromAnswer(
+    answer: { status: number; headers: Headers; body: unknown },
+    correlationId: string = "",
+  ): RuntimeServiceError {
+    const error = (answer.body as { error?: Record<string, unknown> } | null)?.error;
+    const echoed = answer.headers.get("x-correlation-id") ?? correlationId;
+    if (error === null || typeof error !== "object" || typeof error.code !== "string") {
+      return new RuntimeServiceError({
+        status: answer.status,
+        code: "invalidResponse",
+        layer: "transport",
+        message: `The runtime service answered HTTP ${answer.status} without an error body`,
+        correlationId: echoed,
+      });
+    }
+    const { code, layer, message, correlationId: reported, ...details } = error;
+    return new RuntimeServiceError({
+      status: answer.status,
+      code,
+      layer: typeof layer === "string" ? layer : "interface",
+      message: typeof message === "string" ? message : `HTTP ${answer.status}`,
+      correlationId: typeof reported === "string" ? reported : echoed,
+      details,
+      retryAfterMs: parseRetryAfter(answer.headers.get("retry-after")) ?? undefined,
+    });
   }
 
   /**

@@ -99,8 +99,11 @@ export {
   type CallOptions,
   type CreatePrincipalParams,
   type MutatingCallOptions,
+  REQUEST_METHODS,
   RUNTIME_INTERFACE_VERSION,
+  type RuntimeAnswer,
   type RuntimeCapability,
+  type RuntimeRequest,
 } from "./types.ts";
 // The wire contract: every request and answer shape of the API, the same bindings the server
 // exports.

@@ -17,7 +17,6 @@
  * @module
  */
 import type { RunEvent, RunEventPage } from "../wire/mod.ts";
-import { readSse } from "../client/sse.ts";
 import { type Answer, idSegment, type SendRequest } from "./_request.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import { RuntimeServiceError } from "./errors.ts";
@@ -39,6 +38,15 @@ export type OpenStream = (
   lastEventId: string | undefined,
   options: CallOptions,
 ) => Promise<ReadableStream<Uint8Array>>;
+
+/**
+ * The one SSE reader, loaded on the first stream: it brings an npm package (`eventsource-parser`),
+ * and a command line process that never streams (`principal list`, `call`) should not resolve
+ * one. Deno prefetches the registry document of every npm package a module graph names, in the
+ * background, and a process that exits a few milliseconds later loses it before it is cached:
+ * it then prints `Download https://registry.npmjs.org/…` on every run (`docs/design.md`).
+ */
+let sseReader: Promise<typeof import("../client/sse.ts")> | undefined;
 
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const RETRIED = new Set(["connectionFailed", "shuttingDown", "storeUnavailable"]);
@@ -109,6 +117,8 @@ export async function* iterateRunEvents(
     ...(signal !== undefined ? { signal } : {}),
     ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
   };
+  sseReader ??= import("../client/sse.ts");
+  const { readSse } = await sseReader;
   let attempt = 0;
   for (;;) {
     signal?.throwIfAborted();

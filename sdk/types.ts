@@ -49,3 +49,26 @@ export interface MutatingCallOptions extends CallOptions {
    */
   idempotencyKey?: string;
 }
+
+/** The methods {@linkcode RuntimeServiceClient.request} sends: those of the service's API. */
+export const REQUEST_METHODS = Object.freeze(["GET", "POST", "DELETE"] as const);
+
+/** One call of {@linkcode RuntimeServiceClient.request}. */
+export interface RuntimeRequest {
+  /** HTTP method. */
+  method: (typeof REQUEST_METHODS)[number];
+  /** Path under the base URL, query included, such as `/v1/runs?limit=5`. */
+  path: string;
+  /** JSON body (sent with `content-type: application/json`); absent: no body. */
+  body?: unknown;
+}
+
+/** What {@linkcode RuntimeServiceClient.request} answers: the service's answer as it came. */
+export interface RuntimeAnswer {
+  /** HTTP status. */
+  status: number;
+  /** Response headers. */
+  headers: Headers;
+  /** The parsed JSON body; null when the answer had none. */
+  body: unknown;
+}

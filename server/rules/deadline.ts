@@ -2,6 +2,10 @@
  * Rule 7: `x-deadline` is required (400 `missingHeader`), must be an RFC 3339 timestamp at most
  * 300 s ahead (400 `invalidHeader`) and not already past (408 `deadlineExceeded`).
  *
+ * Both refusals of a deadline out of range carry the service's own time in `Date` (from the
+ * server's clock, the `now` option): a client whose clock is off learns the offset from it and
+ * sends the request again with a corrected deadline (the SDK does, once per call).
+ *
  * @module
  */
 import type { Next, Rule } from "../chain.ts";
@@ -13,18 +17,21 @@ import { parseRfc3339 } from "../time.ts";
 export const MAX_DEADLINE_AHEAD_MS = 300_000;
 
 /**
- * The error answered when a request's deadline passes.
+ * The error answered when a request's deadline passes; given the server's time `now`, it also
+ * carries that time as the answer's `Date` (else Deno's HTTP server writes its own).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { deadlineExceeded } from "./deadline.ts";
  * assert.equal(deadlineExceeded().status, 408);
+ * assert.equal(deadlineExceeded(0).headers?.date, "Thu, 01 Jan 1970 00:00:00 GMT");
  * ```
  */
-export function deadlineExceeded(): InterfaceError {
+export function deadlineExceeded(now?: number): InterfaceError {
   return new InterfaceError("deadlineExceeded", "The request deadline has passed", {
     extra: { header: "x-deadline" },
+    headers: now === undefined ? undefined : { date: new Date(now).toUTCString() },
   });
 }
 
@@ -55,12 +62,12 @@ export function deadlineRule(): Rule<RequestContext> {
       });
     }
     const now = context.receivedAt;
-    if (at <= now) throw deadlineExceeded();
+    if (at <= now) throw deadlineExceeded(now);
     if (at - now > MAX_DEADLINE_AHEAD_MS) {
       throw new InterfaceError(
         "invalidHeader",
         "Header x-deadline must be at most 300 seconds ahead",
-        { extra: { header: "x-deadline" } },
+        { extra: { header: "x-deadline" }, headers: { date: new Date(now).toUTCString() } },
       );
     }
     context.deadline = at;
