@@ -268,6 +268,8 @@ export class RuntimeServiceClient {
     };
     if (params.agentIds !== undefined) body.agentIds = [...params.agentIds];
     if (params.maxActiveRuns !== undefined) body.maxActiveRuns = params.maxActiveRuns;
+    if (params.name !== undefined) body.name = params.name;
+    if (params.metadata !== undefined) body.metadata = { ...params.metadata };
     const answer = await this.#transport.request({
       method: "POST",
       path: "/v1/principals",

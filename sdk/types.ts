@@ -31,6 +31,13 @@ export interface CreatePrincipalParams {
   agentIds?: readonly string[];
   /** Active runs the principal may have at once, 1 to 100 (service default 8). */
   maxActiveRuns?: number;
+  /**
+   * A name for people, such as the CI job it is for: 1 to 64 printable characters. Shown by
+   * `GET /v1/principals`, `GET /v1/runtime` and the audit entries about it.
+   */
+  name?: string;
+  /** Up to 16 string pairs; keys 1 to 64 printable ASCII characters, values at most 512. */
+  metadata?: Readonly<Record<string, string>>;
 }
 
 /** Options every call takes. */

@@ -7,7 +7,9 @@
  *
  * 1. refuses every bearer, its own bootstrap included, when another bootstrap has claimed the
  *    store (`init --force` and a restart elsewhere): this process must be restarted with the
- *    current credential;
+ *    current credential; refuses its own bootstrap bearer only (401, "rotated") when a later
+ *    generation of the bootstrap holds the store (`init --rotate` and a restart elsewhere): the
+ *    principals it issued stay valid;
  * 2. empties the cache when the revocation epoch moved since the last request (any process
  *    revoked a principal);
  * 3. answers from the cache, else reads the principal and caches it only when the epoch is still
@@ -65,6 +67,14 @@ function bootstrapSuperseded(): InterfaceError {
   return new InterfaceError(
     "authenticationFailed",
     "The store was claimed by a newer bootstrap credential; this process must be restarted",
+    { headers: { "www-authenticate": 'Bearer error="invalid_token"' } },
+  );
+}
+
+function bootstrapRotated(): InterfaceError {
+  return new InterfaceError(
+    "authenticationFailed",
+    "This bootstrap bearer was rotated away (init --rotate); use the current one",
     { headers: { "www-authenticate": 'Bearer error="invalid_token"' } },
   );
 }
@@ -141,6 +151,7 @@ export function bearerDigest(bearer: string): string {
  */
 export class Authenticator {
   #bootstrapDigest: Uint8Array;
+  #bootstrapGeneration: number;
   #bootstrap: AuthenticatedPrincipal;
   #store: Store;
   #cache: Map<string, AuthenticatedPrincipal> | null;
@@ -166,6 +177,7 @@ export class Authenticator {
   constructor(options: AuthenticatorOptions) {
     const bootstrap = options.bootstrap;
     this.#bootstrapDigest = bootstrap.tokenDigest;
+    this.#bootstrapGeneration = bootstrap.generation;
     this.#bootstrap = Object.freeze({
       principalId: bootstrap.principalId,
       capabilities: bootstrap.capabilities,
@@ -221,6 +233,7 @@ export class Authenticator {
   ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
     this.#observe(state);
     if (isBootstrap) {
+      if (state.bootstrapGeneration > this.#bootstrapGeneration) throw bootstrapRotated();
       if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
       return this.#bootstrap;
     }
@@ -308,6 +321,8 @@ export class Authenticator {
       bootstrap: false,
       ...(record.agentIds ? { agentIds: Object.freeze([...record.agentIds]) } : {}),
       ...(record.maxActiveRuns !== undefined ? { maxActiveRuns: record.maxActiveRuns } : {}),
+      ...(record.name !== undefined ? { name: record.name } : {}),
+      ...(record.metadata !== undefined ? { metadata: Object.freeze({ ...record.metadata }) } : {}),
     });
     // Read under an older epoch than the latest seen: a revocation may have raced it.
     if (this.#cache !== null && epoch === this.#epoch) {

@@ -22,6 +22,10 @@ export interface AuthenticatedPrincipal {
   readonly agentIds?: readonly string[];
   /** Its active-run limit; absent: the default (see `runs/policy.ts`). */
   readonly maxActiveRuns?: number;
+  /** Its name, when it was given one at issuance. */
+  readonly name?: string;
+  /** Its metadata, when it was given some at issuance. */
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 /**

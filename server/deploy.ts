@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { bootstrapClaim } from "./bootstrap/credential.ts";
 import { resolveEnvironmentBootstrap } from "./bootstrap/resolve.ts";
 import { createJsonLogger } from "./log.ts";
 import { createRuntimeServer, type RuntimeServer } from "./server.ts";
@@ -109,7 +110,7 @@ export async function createDeployServer(
     });
   }
   try {
-    await store.authority.claim(now());
+    await store.authority.claim(now(), bootstrapClaim(bootstrap));
   } catch (error) {
     await store.close();
     throw new DeployStartError(`Cannot serve this store: ${(error as Error).message}`, {

@@ -41,6 +41,8 @@ export interface AuditEntry {
   actorId: string;
   /** The principal acted upon, where there is one. */
   subjectId?: string;
+  /** That principal's name, on `principal.issued` and `principal.revoked` when it has one. */
+  subjectName?: string;
   /** The run concerned, where there is one. */
   runId?: string;
   /** Correlation id of the request that acted. */

@@ -26,10 +26,35 @@ export const CAPABILITIES = [
 /** A capability a principal may hold: one of {@linkcode CAPABILITIES}. */
 export type Capability = typeof CAPABILITIES[number];
 
+/**
+ * The bounds of a principal's `name` and `metadata`: a name of 1 to 64 characters, at most 16
+ * metadata pairs, each key 1 to 64 printable ASCII characters without spaces, each value a string
+ * of at most 512 characters. Neither may hold a control character.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { PRINCIPAL_LABEL_LIMITS } from "./principals.ts";
+ * assert.equal(PRINCIPAL_LABEL_LIMITS.nameLength, 64);
+ * ```
+ */
+export const PRINCIPAL_LABEL_LIMITS = Object.freeze(
+  {
+    nameLength: 64,
+    metadataPairs: 16,
+    metadataKeyLength: 64,
+    metadataValueLength: 512,
+  } as const,
+);
+
 /** A principal as the service describes it (never with a bearer, except at creation). */
 export interface RuntimePrincipal {
   /** Lower-case UUID. */
   principalId: string;
+  /** A name for people (such as the CI job it is for); absent when none was given. */
+  name?: string;
+  /** String pairs given at issuance; absent when none were. */
+  metadata?: Record<string, string>;
   /** Granted capabilities. */
   capabilities: Capability[];
   /** RFC 3339 UTC expiry. */
@@ -88,4 +113,8 @@ export interface CreatePrincipalBody {
   agentIds?: string[];
   /** Active runs it may have at once, 1 to 100 (default 8, at most the issuer's). */
   maxActiveRuns?: number;
+  /** A name for people: 1 to 64 printable characters (no control characters). */
+  name?: string;
+  /** Up to 16 string pairs: keys 1 to 64 printable ASCII characters, values at most 512. */
+  metadata?: Record<string, string>;
 }

@@ -18,6 +18,10 @@ export interface RuntimeInfo {
   interfaceVersion: string;
   /** The calling principal. */
   principalId: string;
+  /** The caller's name, when it was given one at issuance. */
+  name?: string;
+  /** The caller's metadata, when it was given some at issuance. */
+  metadata?: Record<string, string>;
   /** The caller's capabilities. */
   capabilities: Capability[];
   /** The caller's expiry, RFC 3339. */

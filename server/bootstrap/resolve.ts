@@ -14,6 +14,7 @@ import {
   type BootstrapValues,
   formatSecretFile,
   generateBootstrapValues,
+  OPTIONAL_BOOTSTRAP_VARIABLE_NAMES,
   parseBootstrapValues,
 } from "./variables.ts";
 
@@ -176,7 +177,9 @@ function readEnvironment(env: Record<string, string | undefined>): BootstrapValu
   );
   if (present.length === 0) return null;
   const missing = BOOTSTRAP_VARIABLE_NAMES.filter((name) => env[name] === undefined);
-  const unknown = present.filter((name) => !BOOTSTRAP_VARIABLE_NAMES.includes(name));
+  const unknown = present.filter((name) =>
+    !BOOTSTRAP_VARIABLE_NAMES.includes(name) && !OPTIONAL_BOOTSTRAP_VARIABLE_NAMES.includes(name)
+  );
   if (missing.length > 0) {
     const extra = unknown.length > 0 ? `; unknown ${unknown.join(", ")}` : "";
     throw new BootstrapError(
@@ -188,6 +191,9 @@ function readEnvironment(env: Record<string, string | undefined>): BootstrapValu
   }
   const raw: Record<string, string> = {};
   for (const name of BOOTSTRAP_VARIABLE_NAMES) raw[name] = env[name] as string;
+  for (const name of OPTIONAL_BOOTSTRAP_VARIABLE_NAMES) {
+    if (env[name] !== undefined) raw[name] = env[name] as string;
+  }
   return parseBootstrapValues(raw, { origin: "the environment" });
 }
 
@@ -208,11 +214,5 @@ function enroll(
       } expired at ${values.expiresAt}; ${fix}`,
     );
   }
-  return deriveBootstrapCredential({
-    token: values.token,
-    principalId: values.principalId,
-    capabilities: values.capabilities,
-    expiresAt: values.expiresAt,
-    source,
-  });
+  return deriveBootstrapCredential({ ...values, source });
 }

@@ -6,7 +6,7 @@
  */
 import { parsePlainDotenv } from "./_plain_dotenv.ts";
 import { BootstrapError } from "./errors.ts";
-import { BOOTSTRAP_VARIABLE_NAMES } from "./variables.ts";
+import { BOOTSTRAP_VARIABLE_NAMES, OPTIONAL_BOOTSTRAP_VARIABLE_NAMES } from "./variables.ts";
 
 /** Name of the application directory under the configuration directory. */
 export const APP_DIRECTORY = "automation-runtime";
@@ -372,5 +372,8 @@ function pickBootstrapValues(
   }
   const values: Record<string, string> = {};
   for (const name of BOOTSTRAP_VARIABLE_NAMES) values[name] = parsed[name];
+  for (const name of OPTIONAL_BOOTSTRAP_VARIABLE_NAMES) {
+    if (parsed[name] !== undefined) values[name] = parsed[name];
+  }
   return values;
 }

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { hmacSha256 } from "../digest.ts";
 import { CAPABILITIES, type Capability } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
 import { BootstrapError } from "./errors.ts";
@@ -11,20 +12,35 @@ import { BootstrapError } from "./errors.ts";
 /** Prefix shared by every bootstrap variable. */
 export const BOOTSTRAP_PREFIX = "AUTOMATION_RUNTIME_BOOTSTRAP_";
 
-/** Names of the four bootstrap variables. */
+/**
+ * Names of the bootstrap variables: the four a bootstrap needs, then the two a secret file
+ * written by `init` also holds (the authority key and the bearer's generation; see
+ * {@linkcode BootstrapValues}).
+ */
 export const BOOTSTRAP_VARIABLES = Object.freeze(
   {
     token: "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN",
     principal: "AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL",
     capabilities: "AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES",
     expiresAt: "AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT",
+    authorityKey: "AUTOMATION_RUNTIME_BOOTSTRAP_AUTHORITY_KEY",
+    generation: "AUTOMATION_RUNTIME_BOOTSTRAP_GENERATION",
   } as const,
 );
 
-/** The four variable names in the order they are written and reported. */
-export const BOOTSTRAP_VARIABLE_NAMES: readonly string[] = Object.freeze(
-  Object.values(BOOTSTRAP_VARIABLES),
-);
+/** The four required variable names in the order they are written and reported. */
+export const BOOTSTRAP_VARIABLE_NAMES: readonly string[] = Object.freeze([
+  BOOTSTRAP_VARIABLES.token,
+  BOOTSTRAP_VARIABLES.principal,
+  BOOTSTRAP_VARIABLES.capabilities,
+  BOOTSTRAP_VARIABLES.expiresAt,
+]);
+
+/** The two optional variable names: absent in a bootstrap made before rotation existed. */
+export const OPTIONAL_BOOTSTRAP_VARIABLE_NAMES: readonly string[] = Object.freeze([
+  BOOTSTRAP_VARIABLES.authorityKey,
+  BOOTSTRAP_VARIABLES.generation,
+]);
 
 /** Default capabilities of a generated bootstrap principal. */
 export const DEFAULT_BOOTSTRAP_CAPABILITIES: readonly Capability[] = Object.freeze(
@@ -49,6 +65,18 @@ export interface BootstrapValues {
   capabilities: Capability[];
   /** Expiry, normalised to RFC 3339 UTC with milliseconds. */
   expiresAt: string;
+  /**
+   * The authority key, base64url of 32 random bytes, made by the first `init` and kept by every
+   * rotation: the store namespace and the bearers of issued principals derive from it, not from
+   * the bootstrap bearer, so a rotated bearer leaves them valid. Absent in a bootstrap made
+   * before rotation existed: the key is then derived from the bearer, as it always was.
+   */
+  authorityKey?: string;
+  /**
+   * The bearer's generation: 0 for a bootstrap without one, 1 from `init`, one more on every
+   * `init --rotate`. A store held by a generation refuses the ones before it.
+   */
+  generation: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -154,12 +182,33 @@ export function parseBootstrapValues(
   const expiresMs = parseRfc3339(raw[BOOTSTRAP_VARIABLES.expiresAt]);
   if (expiresMs === null) fail(BOOTSTRAP_VARIABLES.expiresAt, "is not an RFC 3339 timestamp");
 
+  const authorityKey = raw[BOOTSTRAP_VARIABLES.authorityKey];
+  if (authorityKey !== undefined && !AUTHORITY_KEY.test(authorityKey)) {
+    fail(BOOTSTRAP_VARIABLES.authorityKey, "is not the base64url of 32 bytes (43 characters)");
+  }
+  const generationText = raw[BOOTSTRAP_VARIABLES.generation];
+  const generation = generationText === undefined ? 0 : Number(generationText);
+  if (generationText !== undefined && (!/^\d{1,9}$/.test(generationText))) {
+    fail(BOOTSTRAP_VARIABLES.generation, "is not a whole number");
+  }
+
   return {
     token,
     principalId,
     capabilities: capabilities as Capability[],
     expiresAt: new Date(expiresMs as number).toISOString(),
+    ...(authorityKey === undefined ? {} : { authorityKey }),
+    generation,
   };
+}
+
+/** An authority key: base64url (no padding) of 32 bytes. */
+const AUTHORITY_KEY = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+
+function base64url(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /**
@@ -173,10 +222,7 @@ export function parseBootstrapValues(
  * ```
  */
 export function generateBearer(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return "art_" + btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return "art_" + base64url(crypto.getRandomValues(new Uint8Array(32)));
 }
 
 /** Options of {@linkcode generateBootstrapValues}. */
@@ -209,7 +255,92 @@ export function generateBootstrapValues(options: GenerateBootstrapOptions = {}):
     principalId: crypto.randomUUID(),
     capabilities: [...(options.capabilities ?? DEFAULT_BOOTSTRAP_CAPABILITIES)],
     expiresAt: new Date(now + ttlDays * 86_400_000).toISOString(),
+    authorityKey: base64url(crypto.getRandomValues(new Uint8Array(32))),
+    generation: 1,
   };
+}
+
+/** Options of {@linkcode rotateBootstrapValues}. */
+export interface RotateBootstrapOptions {
+  /** A new lifetime in days from now; absent: the old expiry is kept. */
+  ttlDays?: number;
+  /** New capabilities; absent: the old ones. */
+  capabilities?: readonly Capability[];
+  /** Current time in ms (default `Date.now()`). */
+  now?: number;
+}
+
+/**
+ * The next bootstrap of `values` (`init --rotate`): a new bearer of the next generation for the
+ * same principal, with the same authority key (for a bootstrap made before rotation existed:
+ * the key its bearer derived, now written down), so the store namespace and every issued
+ * principal's bearer stay what they were. The expiry is kept unless `ttlDays` is given; an
+ * expired one must be renewed (a {@linkcode BootstrapError} `bootstrapExpired` otherwise).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { generateBootstrapValues, rotateBootstrapValues } from "./variables.ts";
+ * const first = generateBootstrapValues({ ttlDays: 7 });
+ * const next = rotateBootstrapValues(first, { ttlDays: 30 });
+ * assert.notEqual(next.token, first.token);
+ * assert.equal(next.authorityKey, first.authorityKey);
+ * assert.equal(next.principalId, first.principalId);
+ * assert.equal(next.generation, 2);
+ * ```
+ */
+export function rotateBootstrapValues(
+  values: BootstrapValues,
+  options: RotateBootstrapOptions = {},
+): BootstrapValues {
+  const now = options.now ?? Date.now();
+  const expiresAt = options.ttlDays === undefined
+    ? values.expiresAt
+    : new Date(now + options.ttlDays * 86_400_000).toISOString();
+  if (Date.parse(expiresAt) <= now) {
+    throw new BootstrapError(
+      "bootstrapExpired",
+      `The bootstrap expired at ${values.expiresAt}: give --ttl-days to rotate it with a new expiry`,
+    );
+  }
+  return {
+    token: generateBearer(),
+    principalId: values.principalId,
+    capabilities: [...(options.capabilities ?? values.capabilities)],
+    expiresAt,
+    authorityKey: values.authorityKey ?? base64url(legacyAuthorityKey(values.token)),
+    generation: values.generation + 1,
+  };
+}
+
+/**
+ * The authority key of a bootstrap without one of its own: derived from its bearer
+ * (HMAC-SHA256 of the bearer), as every bootstrap's was before rotation existed.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { legacyAuthorityKey } from "./variables.ts";
+ * assert.equal(legacyAuthorityKey("art_" + "a".repeat(43)).length, 32);
+ * ```
+ */
+export function legacyAuthorityKey(token: string): Uint8Array {
+  return hmacSha256(token, "automation-runtime/authority/v1");
+}
+
+/**
+ * The 32 bytes of an authority key (base64url, as the secret file holds it).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { authorityKeyBytes, generateBootstrapValues } from "./variables.ts";
+ * assert.equal(authorityKeyBytes(generateBootstrapValues().authorityKey!).length, 32);
+ * ```
+ */
+export function authorityKeyBytes(authorityKey: string): Uint8Array {
+  const binary = atob(authorityKey.replaceAll("-", "+").replaceAll("_", "/") + "=");
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
 
 /**
@@ -225,18 +356,23 @@ export function generateBootstrapValues(options: GenerateBootstrapOptions = {}):
  * ```
  */
 export function formatSecretFile(values: BootstrapValues): string {
-  for (const value of [values.token, values.principalId, values.expiresAt]) {
-    if (!/^[A-Za-z0-9_:.\-]+$/.test(value)) {
+  for (const value of [values.token, values.principalId, values.expiresAt, values.authorityKey]) {
+    if (value !== undefined && !/^[A-Za-z0-9_:.\-]+$/.test(value)) {
       throw new TypeError("Only generated bootstrap values can be written to the secret file");
     }
   }
   return [
     "# automation-runtime bootstrap credential. Keep it private (mode 0600); never commit it.",
-    "# Rotate it with `automation-runtime init --force`.",
+    "# Replace the bearer with `automation-runtime init --rotate` (issued principals stay valid);",
+    "# start over with `automation-runtime init --force` (every issued principal is revoked).",
     `${BOOTSTRAP_VARIABLES.token}=${values.token}`,
     `${BOOTSTRAP_VARIABLES.principal}=${values.principalId}`,
     `${BOOTSTRAP_VARIABLES.capabilities}=${values.capabilities.join(",")}`,
     `${BOOTSTRAP_VARIABLES.expiresAt}=${values.expiresAt}`,
+    ...(values.authorityKey === undefined
+      ? []
+      : [`${BOOTSTRAP_VARIABLES.authorityKey}=${values.authorityKey}`]),
+    ...(values.generation === 0 ? [] : [`${BOOTSTRAP_VARIABLES.generation}=${values.generation}`]),
     "",
   ].join("\n");
 }

@@ -118,8 +118,14 @@ function mutating(destructive: boolean, openWorld: boolean): ToolAnnotations {
   };
 }
 
+const principalLabels = {
+  name: z.string().optional().describe("its name, when it was given one"),
+  metadata: z.record(z.string(), z.string()).optional().describe("its metadata pairs"),
+};
+
 const principalSummary = z.object({
   principalId: z.string(),
+  ...principalLabels,
   capabilities: z.array(capability),
   expiresAt: z.string(),
   issuerId: z.string(),
@@ -171,7 +177,8 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
     description: "Issues a scoped principal and returns its one-time bearer, which cannot be " +
       "retrieved again: hand it to its holder at once (as POST /v1/principals). capabilities " +
       "must be a subset of the caller's, never authority:admin; expiresAt at most 90 days " +
-      "ahead. Pass idempotencyKey to make retries safe (a retry returns the bearer again).",
+      "ahead; name and metadata label it for people. Pass idempotencyKey to make retries " +
+      "safe (a retry returns the bearer again).",
     method: "POST",
     path: "/v1/principals",
     body: createPrincipalBody,
@@ -179,6 +186,7 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
     annotations: mutating(false, false),
     output: z.object({
       principalId: z.string(),
+      ...principalLabels,
       capabilities: z.array(capability),
       expiresAt: z.string(),
       agentIds: z.array(z.string()).optional(),

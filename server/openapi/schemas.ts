@@ -30,6 +30,10 @@ import type { ErrorCode } from "../errors.ts";
 
 const timestamp = z.string().describe("RFC 3339 timestamp");
 const capability = z.enum(CAPABILITIES);
+const name = z.string().describe("the principal's name, when it was given one");
+const metadata = z.record(z.string(), z.string()).describe(
+  "the principal's metadata pairs, when it was given some",
+);
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
   .describe("lower-case UUID");
 
@@ -42,6 +46,8 @@ export const healthSchema = z.strictObject({
 export const runtimeInfoSchema = z.strictObject({
   interfaceVersion: z.string(),
   principalId: uuid,
+  name: name.optional(),
+  metadata: metadata.optional(),
   capabilities: z.array(capability),
   expiresAt: timestamp,
   runs: z.boolean().describe("whether the run routes are enabled"),
@@ -52,6 +58,8 @@ export const runtimeInfoSchema = z.strictObject({
 /** The 201 of `POST /v1/principals`: the new principal with its one-time bearer. */
 export const principalIssuedSchema = z.strictObject({
   principalId: uuid,
+  name: name.optional(),
+  metadata: metadata.optional(),
   capabilities: z.array(capability).min(1),
   expiresAt: timestamp,
   agentIds: z.array(z.string()).optional(),
@@ -64,6 +72,8 @@ export const principalIssuedSchema = z.strictObject({
 /** One entry of `GET /v1/principals`. */
 export const principalEntrySchema = z.strictObject({
   principalId: uuid,
+  name: name.optional(),
+  metadata: metadata.optional(),
   capabilities: z.array(capability),
   expiresAt: timestamp,
   issuerId: uuid,
@@ -110,6 +120,9 @@ export const auditPageSchema = z.strictObject({
     action: z.enum(AUDIT_ACTIONS),
     actorId: z.string(),
     subjectId: z.string().optional(),
+    subjectName: z.string().optional().describe(
+      "the subject's name, on principal.issued and principal.revoked when it has one",
+    ),
     runId: z.string().optional(),
     correlationId: z.string(),
     outcome: z.string().describe("`ok`, or a stable error code"),

@@ -118,6 +118,16 @@ function checkGrant(
   return details;
 }
 
+/** A principal's name and metadata, where it has them, for a record or an answer. */
+function labelsOf(
+  source: { name?: string; metadata?: Readonly<Record<string, string>> },
+): { name?: string; metadata?: Record<string, string> } {
+  return {
+    ...(source.name !== undefined ? { name: source.name } : {}),
+    ...(source.metadata !== undefined ? { metadata: { ...source.metadata } } : {}),
+  };
+}
+
 function principalExists(): InterfaceError {
   return new InterfaceError("principalExists", "A principal with this id already exists");
 }
@@ -210,9 +220,11 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       nonce,
       agentIds: policy.agentIds,
       maxActiveRuns: policy.maxActiveRuns,
+      ...labelsOf(body),
     };
     const publicBody = {
       principalId: body.principalId,
+      ...labelsOf(body),
       capabilities: body.capabilities,
       expiresAt,
       ...(policy.agentIds !== null ? { agentIds: policy.agentIds } : {}),
@@ -223,6 +235,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     const issued = auditEntry(context, {
       action: "principal.issued",
       subjectId: body.principalId,
+      ...(body.name !== undefined ? { subjectName: body.name } : {}),
       outcome: "ok",
     });
     let result: CreatePrincipalResult;
@@ -270,10 +283,15 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         message: "The bootstrap principal cannot be revoked; rotate it with `init --force`",
       }], { layer: "authority" });
     }
+    // The name is read first for the audit entry: it never changes, so no race can make it
+    // stale. An unknown id is answered here, without a write.
+    const subject = await store.principals.get(principalId);
+    if (subject === null) throw principalNotFound();
     // Written with the revocation, in the same atomic step: a revocation is never unaudited.
     const revoked = auditEntry(context, {
       action: "principal.revoked",
       subjectId: principalId,
+      ...(subject.name !== undefined ? { subjectName: subject.name } : {}),
       outcome: "ok",
     });
     const result = await store.principals.revoke(
@@ -292,6 +310,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     const principals = page.records.map((record) => {
       const entry: Record<string, unknown> = {
         principalId: record.principalId,
+        ...labelsOf(record),
         capabilities: record.capabilities,
         expiresAt: record.expiresAt,
         issuerId: record.issuerId,

@@ -1,6 +1,6 @@
 /**
  * `GET /v1/runtime` (capability `session:read`): the interface version, the caller's own
- * principal id, capabilities, expiry and run policy, and whether runs are enabled (a provider
+ * principal id, name and metadata (when it has them), capabilities, expiry and run policy, and whether runs are enabled (a provider
  * credential is configured).
  *
  * @module
@@ -39,6 +39,8 @@ export function runtimeRoutes(options: RuntimeRouteOptions = {}): RouteDefinitio
       const info: RuntimeInfo = {
         interfaceVersion: INTERFACE_VERSION,
         principalId: principal.principalId,
+        ...(principal.name !== undefined ? { name: principal.name } : {}),
+        ...(principal.metadata !== undefined ? { metadata: { ...principal.metadata } } : {}),
         capabilities: [...principal.capabilities],
         expiresAt: principal.expiresAt,
         runs,

@@ -17,6 +17,8 @@ export interface AuditFacts {
   action: AuditAction;
   /** The principal it was done to. */
   subjectId?: string;
+  /** That principal's name, when it has one. */
+  subjectName?: string;
   /** The run it concerned. */
   runId?: string;
   /** `ok` or a stable error code. */
@@ -76,6 +78,7 @@ function entryOf(
     action: facts.action,
     actorId,
     ...(facts.subjectId !== undefined ? { subjectId: facts.subjectId } : {}),
+    ...(facts.subjectName !== undefined ? { subjectName: facts.subjectName } : {}),
     ...(facts.runId !== undefined ? { runId: facts.runId } : {}),
     correlationId,
     outcome: facts.outcome,

@@ -159,9 +159,13 @@ export async function resolveProviderSettings(
     settings.webhookSecrets = Object.freeze(secrets);
   }
   if ((apiKey !== undefined || authToken !== undefined) && baseUrl === undefined) {
+    const credential = apiKey !== undefined
+      ? PROVIDER_VARIABLES.apiKey
+      : PROVIDER_VARIABLES.authToken;
+    const where = nonEmpty(env[credential]) !== undefined ? "the environment" : path;
     throw new BootstrapError(
       "invalidValue",
-      `A provider credential is set but no base URL: pass --provider-base-url or set ${PROVIDER_VARIABLES.baseUrl}`,
+      `A provider credential is set (${credential} in ${where}) but no base URL: pass --provider-base-url URL, set ${PROVIDER_VARIABLES.baseUrl}, or add the line ${PROVIDER_VARIABLES.baseUrl}=URL to the provider file ${path} (\`automation-runtime provider init --base-url URL --force\` writes both)`,
     );
   }
   return Object.freeze(settings);

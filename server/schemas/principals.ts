@@ -15,7 +15,12 @@
  */
 import { z } from "zod";
 import { MAX_ACTIVE_RUNS_LIMIT, MAX_AGENT_ID_LENGTH, MAX_AGENT_IDS } from "../runs/policy.ts";
-import { CAPABILITIES, type Capability, type CreatePrincipalBody } from "../../wire/mod.ts";
+import {
+  CAPABILITIES,
+  type Capability,
+  type CreatePrincipalBody,
+  PRINCIPAL_LABEL_LIMITS,
+} from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 
 /** One known capability. */
@@ -23,6 +28,36 @@ export const capability: z.ZodType<Capability> = z.enum(
   CAPABILITIES,
   `Must be one of ${CAPABILITIES.join(", ")}`,
 );
+
+const LIMITS = PRINCIPAL_LABEL_LIMITS;
+/** No control, format, surrogate or line/paragraph separator character. */
+const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]*$/u;
+
+/** A principal's name: 1 to 64 printable characters, not blank. */
+export const principalName: z.ZodType<string> = z.string()
+  .refine(
+    (value) =>
+      value.trim() !== "" && [...value].length <= LIMITS.nameLength && PRINTABLE.test(value),
+    `Must be 1 to ${LIMITS.nameLength} printable characters, not blank`,
+  )
+  .describe(
+    `A name for people, such as the CI job it is for (1 to ${LIMITS.nameLength} characters)`,
+  );
+
+/** A principal's metadata: up to 16 string pairs with bounded keys and values. */
+export const principalMetadata: z.ZodType<Record<string, string>> = z.record(
+  z.string().regex(
+    new RegExp(`^[\\x21-\\x7e]{1,${LIMITS.metadataKeyLength}}$`),
+    `Keys must be 1 to ${LIMITS.metadataKeyLength} printable ASCII characters without spaces`,
+  ),
+  z.string().max(
+    LIMITS.metadataValueLength,
+    `Values must be strings of at most ${LIMITS.metadataValueLength} characters`,
+  ).regex(PRINTABLE, "Values must not hold control characters"),
+).refine(
+  (pairs) => Object.keys(pairs).length <= LIMITS.metadataPairs,
+  `Must hold at most ${LIMITS.metadataPairs} pairs`,
+).describe(`Up to ${LIMITS.metadataPairs} string pairs, such as {"job": "nightly"}`);
 
 /** Body of `POST /v1/principals`. */
 export const createPrincipalBody = z.strictObject({
@@ -57,4 +92,6 @@ export const createPrincipalBody = z.strictObject({
     .describe(
       `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
     ),
+  name: principalName.optional(),
+  metadata: principalMetadata.optional(),
 }) satisfies z.ZodType<CreatePrincipalBody>;

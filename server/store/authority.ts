@@ -2,12 +2,21 @@
  * The authority part of the store (`store.authority`): what every replica sharing the store
  * agrees on before it answers an authenticated request.
  *
- * Every record of the store lives under a namespace derived from the bootstrap credential. The
- * process started with a bootstrap claims the store for its namespace; the namespace it replaced
- * is retired, so rotating the bootstrap (`init --force`) orphans every record minted under the
- * old one and refuses its bearers on every replica. A revocation (see `PrincipalStore.revoke`)
- * moves the namespace's revocation epoch in the same atomic step, so principal caches emptied
- * when the epoch moves are never stale.
+ * Every record of the store lives under a namespace derived from the bootstrap's authority key.
+ * The process started with a bootstrap claims the store for its namespace and its bearer's
+ * generation:
+ *
+ * - another namespace (`init --force`: a new authority key) takes the store over and the
+ *   namespace it replaced is retired, which orphans every record minted under the old one and
+ *   refuses its bearers on every replica;
+ * - the same namespace with a later generation (`init --rotate`: a new bearer, the same key)
+ *   takes the bootstrap over: every replica refuses the old bootstrap bearer from its next
+ *   request on, while the principals it issued stay valid; an earlier generation, or another
+ *   bearer of the same generation, is refused.
+ *
+ * A revocation (see `PrincipalStore.revoke`) moves the namespace's revocation epoch in the same
+ * atomic step, so principal caches emptied when the epoch moves are never stale; a claim moves it
+ * too.
  *
  * @module
  */
@@ -24,6 +33,20 @@ export interface AuthorityState {
   readonly current: boolean;
   /** Opaque; changes whenever a principal of this namespace is revoked or the store is claimed. */
   readonly epoch: string;
+  /**
+   * The generation of the bootstrap bearer holding the store (0 until a claim named one). A
+   * process whose own bootstrap is of an earlier generation was rotated away from: it must
+   * refuse its bootstrap bearer, and keeps serving the principals of the namespace.
+   */
+  readonly bootstrapGeneration: number;
+}
+
+/** The bootstrap bearer a process claims the store with (see {@linkcode AuthorityStore.claim}). */
+export interface BootstrapClaim {
+  /** The bearer's generation (0: a bootstrap without one). */
+  readonly generation: number;
+  /** Lower-case hex SHA-256 of the bearer. */
+  readonly digest: string;
 }
 
 /** Options of the retention purges (`purgeRetired` of the principals and authority parts). */
@@ -37,12 +60,17 @@ export interface PurgeOptions {
 /** The store's cross-process authority: the claiming namespace and the revocation epoch. */
 export interface AuthorityStore {
   /**
-   * Declares this namespace the store's current one: a process started with a rotated bootstrap
+   * Declares this namespace the store's current one: a process started with a new credential
    * takes the store over, and the namespace it replaced is retired (its processes then see
    * `current: false`). Throws {@linkcode SupersededNamespaceError} when this namespace was
    * itself retired before, so an old bootstrap cannot take the store back.
+   *
+   * With `bootstrap`, the claim also names the bootstrap bearer: a later generation than the
+   * store's takes the bootstrap over (every process then sees the new `bootstrapGeneration`);
+   * an earlier one, or another bearer of the same generation, is refused with
+   * {@linkcode SupersededNamespaceError}. Without it the bootstrap the store holds stays.
    */
-  claim(now: number): Promise<void>;
+  claim(now: number, bootstrap?: BootstrapClaim): Promise<void>;
   /**
    * Reads the authority state in one round trip. A store never claimed counts as current.
    * Every authenticated request reads it first (see `server/authenticator.ts`).
@@ -86,4 +114,39 @@ export class SupersededNamespaceError extends Error {
     super(message);
     this.name = "SupersededNamespaceError";
   }
+}
+
+/**
+ * What a claim by `bootstrap` does to the bootstrap `held` of the same namespace: `held` (the
+ * same bearer: nothing to write), `recorded` (the same generation, whose bearer was not recorded
+ * yet: record it), `rotated` (a later generation takes over), or it throws
+ * {@linkcode SupersededNamespaceError} (an earlier generation, or another bearer of the same
+ * one). Both backends decide with it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { bootstrapClaimOf } from "./authority.ts";
+ * const held = { generation: 2, bootstrap: "aa" };
+ * assert.equal(bootstrapClaimOf(held, { generation: 2, digest: "aa" }), "held");
+ * assert.equal(bootstrapClaimOf(held, { generation: 3, digest: "bb" }), "rotated");
+ * assert.throws(() => bootstrapClaimOf(held, { generation: 1, digest: "cc" }));
+ * ```
+ */
+export function bootstrapClaimOf(
+  held: { generation?: number | null; bootstrap?: string | null },
+  bootstrap: BootstrapClaim,
+): "held" | "recorded" | "rotated" {
+  const generation = held.generation ?? 0;
+  if (bootstrap.generation > generation) return "rotated";
+  if (bootstrap.generation < generation) {
+    throw new SupersededNamespaceError(
+      `This bootstrap bearer (generation ${bootstrap.generation}) was rotated away on the store, which holds generation ${generation}; start with the current secret file`,
+    );
+  }
+  if (held.bootstrap === undefined || held.bootstrap === null) return "recorded";
+  if (held.bootstrap === bootstrap.digest) return "held";
+  throw new SupersededNamespaceError(
+    `Another bootstrap bearer of generation ${generation} holds the store (was the secret file rotated twice from one copy?); start with the current secret file`,
+  );
 }

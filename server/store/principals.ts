@@ -56,6 +56,10 @@ export interface PrincipalRecord {
   agentIds?: readonly string[] | null;
   /** Most runs the principal may have active at once; absent: the default. */
   maxActiveRuns?: number;
+  /** Its name for people, when it was given one. */
+  name?: string;
+  /** Its metadata pairs, when it was given some. */
+  metadata?: Readonly<Record<string, string>>;
 }
 
 /** Result of {@linkcode PrincipalStore.create}. */

@@ -55,7 +55,7 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     // Warm the cache under epoch "e1".
     const first = authenticator.authenticate(header, Date.now());
     assert.equal(reads.length, 1);
-    reads[0].resolve({ current: true, epoch: "e1" });
+    reads[0].resolve({ current: true, epoch: "e1", bootstrapGeneration: 0 });
     assert.equal((await first).principalId, record.principalId);
 
     // A request arrives and its read starts ...
@@ -69,11 +69,11 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     await tick();
     assert.equal(reads.length, 2, "no request of the three joins the read already running");
     // The running read answers with the old epoch: only the request that started it uses it.
-    reads[1].resolve({ current: true, epoch: "e1" });
+    reads[1].resolve({ current: true, epoch: "e1", bootstrapGeneration: 0 });
     assert.equal((await before).principalId, record.principalId);
     await tick();
     assert.equal(reads.length, 3, "the three share one later read");
-    reads[2].resolve({ current: true, epoch: "e2" });
+    reads[2].resolve({ current: true, epoch: "e2", bootstrapGeneration: 0 });
     // All three handled at once: one awaited after another, a later one could reject first,
     // unhandled, and fail the whole file.
     await Promise.all(
@@ -86,7 +86,7 @@ Deno.test("a request waits for an authority read that started after it arrived; 
     const superseded = Promise.resolve(
       authenticator.authenticate(`Bearer ${"art_" + "b".repeat(43)}`, Date.now()),
     );
-    reads[3].resolve({ current: false, epoch: "e3" });
+    reads[3].resolve({ current: false, epoch: "e3", bootstrapGeneration: 0 });
     await assert.rejects(superseded, /newer bootstrap/);
   } finally {
     await kv.close();

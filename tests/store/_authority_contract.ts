@@ -39,6 +39,48 @@ export function runAuthorityContract(test: ContractCase, testTwo: TwoNamespaceCa
     },
   );
 
+  test("authority: a later bootstrap generation takes the store over; earlier ones and a second bearer of one generation are refused", async (store) => {
+    const now = Date.now();
+    const first = { generation: 1, digest: randomHex() };
+    await store.authority.claim(now, first);
+    await store.authority.claim(now, first);
+    const held = await store.authority.readState();
+    assert.equal(held.current, true);
+    assert.equal(held.bootstrapGeneration, 1);
+    const record = testPrincipal();
+    assert.equal(await store.principals.create(record), "created");
+
+    const second = { generation: 2, digest: randomHex() };
+    await store.authority.claim(now + 1, second);
+    const rotated = await store.authority.readState();
+    assert.equal(rotated.current, true, "the namespace stays current");
+    assert.equal(rotated.bootstrapGeneration, 2);
+    assert.notEqual(rotated.epoch, held.epoch, "a rotation moves the epoch");
+    assert.deepEqual(await store.principals.get(record.principalId), record, "principals stay");
+
+    await assert.rejects(() => store.authority.claim(now + 2, first), SupersededNamespaceError);
+    await assert.rejects(
+      () => store.authority.claim(now + 2, { generation: 2, digest: randomHex() }),
+      SupersededNamespaceError,
+    );
+    // A claim naming no bootstrap leaves the one the store holds.
+    await store.authority.claim(now + 3);
+    await store.authority.claim(now + 3, second);
+    assert.equal((await store.authority.readState()).bootstrapGeneration, 2);
+  });
+
+  testTwo(
+    "authority: a claim by another namespace brings its own bootstrap generation",
+    async (a, b) => {
+      const now = Date.now();
+      await a.authority.claim(now, { generation: 5, digest: randomHex() });
+      assert.equal((await a.authority.readState()).bootstrapGeneration, 5);
+      await b.authority.claim(now + 1, { generation: 1, digest: randomHex() });
+      assert.equal((await b.authority.readState()).bootstrapGeneration, 1);
+      assert.equal((await a.authority.readState()).current, false);
+    },
+  );
+
   test("authority: a revocation moves the epoch; creations and repeated revocations do not", async (store) => {
     await store.authority.claim(Date.now());
     const record = testPrincipal();

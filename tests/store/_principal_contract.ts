@@ -51,6 +51,51 @@ export function runPrincipalContract(test: ContractCase): void {
     assert.deepEqual(await store.principals.findByDigest(record.bearerDigest), record);
   });
 
+  test("principals: a name and metadata read back intact, in get, findByDigest, list and page", async (store) => {
+    const record = testPrincipal({
+      name: "ci nightly – build ☂",
+      metadata: { job: "nightly", "repo/path": "a,b=c", empty: "" },
+    });
+    const plain = testPrincipal();
+    assert.equal(await store.principals.create(record), "created");
+    assert.equal(await store.principals.create(plain), "created");
+    assert.deepEqual(await store.principals.get(record.principalId), record);
+    assert.deepEqual(await store.principals.findByDigest(record.bearerDigest), record);
+    const listed = await store.principals.list();
+    assert.deepEqual(listed.find((p) => p.principalId === record.principalId), record);
+    const unlabelled = listed.find((p) => p.principalId === plain.principalId)!;
+    assert.equal("name" in unlabelled, false);
+    assert.equal("metadata" in unlabelled, false);
+    const page = await store.principals.page({ limit: 10 });
+    assert.deepEqual(page.records.find((p) => p.principalId === record.principalId), record);
+  });
+
+  test("principals: the audit entries of an issuance and a revocation keep the subject's name", async (store) => {
+    const record = testPrincipal({ name: "deploy bot" });
+    const issued = auditInput({
+      action: "principal.issued",
+      subjectId: record.principalId,
+      subjectName: "deploy bot",
+    });
+    assert.equal(await store.principals.create(record, undefined, issued), "created");
+    const revoked = auditInput({
+      action: "principal.revoked",
+      subjectId: record.principalId,
+      subjectName: "deploy bot",
+    });
+    assert.equal(await store.principals.revoke(record.principalId, issued.at, revoked), "revoked");
+    const entries = (await store.audit.list({ limit: 10, principalId: record.principalId }))
+      .entries;
+    assert.deepEqual(
+      entries.map((entry) => [entry.action, entry.subjectName]),
+      [["principal.revoked", "deploy bot"], ["principal.issued", "deploy bot"]],
+    );
+    const other = await store.audit.append(auditInput({ action: "run.started" }));
+    assert.equal("subjectName" in other, false);
+    const listed = (await store.audit.list({ limit: 10, action: "run.started" })).entries;
+    assert.equal(listed.some((entry) => "subjectName" in entry), false);
+  });
+
   test("principals: creating an existing id or digest answers exists and changes nothing", async (store) => {
     const record = testPrincipal();
     assert.equal(await store.principals.create(record), "created");

@@ -2,7 +2,8 @@
  * The authority part of the KV store: the claiming namespace, the revocation epoch, the change
  * marker and the purge of retired namespaces. Keys:
  *
- * - `["automation-runtime-authority", "current"]`: the namespace that claimed the store last;
+ * - `["automation-runtime-authority", "current"]`: the namespace that claimed the store last, and
+ *   the generation and digest of its bootstrap bearer (absent in a claim that named none);
  * - `["automation-runtime-authority", "retired", ns]`: when a namespace stopped being current,
  *   kept after its purge so an old bootstrap cannot claim the store back;
  * - `["automation-runtime", ns, "revocations"]`: rewritten by every revocation, in the atomic
@@ -15,8 +16,8 @@
  *
  * @module
  */
-import type { AuthorityState, AuthorityStore, PurgeOptions } from "../authority.ts";
-import { SupersededNamespaceError } from "../authority.ts";
+import type { AuthorityState, AuthorityStore, BootstrapClaim, PurgeOptions } from "../authority.ts";
+import { bootstrapClaimOf, SupersededNamespaceError } from "../authority.ts";
 import type { ChangeMarker } from "./_change_marker.ts";
 import { AGAIN, type KvCommits, storeFailure, whileBusy } from "./_commit.ts";
 
@@ -30,6 +31,10 @@ const PURGE_BATCH = 500;
 interface CurrentEntry {
   namespace: string;
   claimedAt: number;
+  /** The generation of the bootstrap bearer holding the store; absent: 0. */
+  generation?: number;
+  /** The hex SHA-256 of that bearer; absent: not recorded. */
+  bootstrap?: string;
 }
 
 interface RetiredEntry {
@@ -100,7 +105,7 @@ export class KvAuthority implements AuthorityStore {
     this.#stateKeys = [CURRENT_KEY, revocationsKey(namespace)];
   }
 
-  claim(now: number): Promise<void> {
+  claim(now: number, bootstrap?: BootstrapClaim): Promise<void> {
     const kv = this.#kv;
     const namespace = this.#namespace;
     return this.#commits.retry(async () => {
@@ -116,12 +121,27 @@ export class KvAuthority implements AuthorityStore {
           }; start with the current bootstrap credential`,
         );
       }
-      if (current.value?.namespace === namespace) return;
-      const operation = kv.atomic().check(current).check(retired)
-        .set(CURRENT_KEY, { namespace, claimedAt: now } satisfies CurrentEntry);
-      if (current.value !== null) {
+      const held = current.value;
+      let next: CurrentEntry;
+      if (held?.namespace === namespace) {
+        if (bootstrap === undefined) return;
+        const decision = bootstrapClaimOf(held, bootstrap);
+        if (decision === "held") return;
+        next = { ...held, generation: bootstrap.generation, bootstrap: bootstrap.digest };
+        if (decision === "rotated") next.claimedAt = now;
+      } else {
+        next = {
+          namespace,
+          claimedAt: now,
+          ...(bootstrap === undefined
+            ? {}
+            : { generation: bootstrap.generation, bootstrap: bootstrap.digest }),
+        };
+      }
+      const operation = kv.atomic().check(current).check(retired).set(CURRENT_KEY, next);
+      if (held !== null && held.namespace !== namespace) {
         operation.set(
-          retiredKey(current.value.namespace),
+          retiredKey(held.namespace),
           { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
         );
       }
@@ -135,9 +155,11 @@ export class KvAuthority implements AuthorityStore {
       const [current, revocations] = await this.#kv.getMany<[CurrentEntry, string]>(
         this.#stateKeys,
       );
+      const mine = current.value === null || current.value.namespace === this.#namespace;
       return {
-        current: current.value === null || current.value.namespace === this.#namespace,
+        current: mine,
         epoch: `${current.versionstamp}/${revocations.versionstamp}`,
+        bootstrapGeneration: mine ? current.value?.generation ?? 0 : 0,
       };
     } catch (error) {
       throw storeFailure(error);

@@ -26,6 +26,7 @@ interface AuditRow {
   action: string;
   actor_id: string;
   subject_id: string | null;
+  subject_name: string | null;
   run_id: string | null;
   correlation_id: string;
   outcome: string;
@@ -41,6 +42,7 @@ function toAuditEntry(row: AuditRow): AuditEntry {
     outcome: row.outcome,
   };
   if (row.subject_id !== null) entry.subjectId = row.subject_id;
+  if (row.subject_name !== null) entry.subjectName = row.subject_name;
   if (row.run_id !== null) entry.runId = row.run_id;
   return entry;
 }
@@ -53,10 +55,11 @@ function auditInsert(
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`
     INSERT INTO automation_runtime_audit
-      (namespace, at, action, actor_id, subject_id, run_id, correlation_id, outcome)
+      (namespace, at, action, actor_id, subject_id, subject_name, run_id, correlation_id,
+       outcome)
     SELECT ${namespace}, ${input.at}, ${input.action}, ${input.actorId},
-           ${input.subjectId ?? null}, ${input.runId ?? null}, ${input.correlationId},
-           ${input.outcome}`;
+           ${input.subjectId ?? null}, ${input.subjectName ?? null}::text, ${input.runId ?? null},
+           ${input.correlationId}, ${input.outcome}`;
 }
 
 /**
@@ -106,7 +109,8 @@ export class PostgresAudit implements AuditStore {
       const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
       const before = after !== null && typeof after[0] === "number" ? after[0] : null;
       const rows = await sql<AuditRow[]>`
-        SELECT seq, at, action, actor_id, subject_id, run_id, correlation_id, outcome
+        SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, correlation_id,
+               outcome
         FROM automation_runtime_audit
         WHERE namespace = ${this.#ns}
           ${before === null ? sql`` : sql`AND seq < ${String(before)}`}

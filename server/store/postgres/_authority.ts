@@ -1,6 +1,7 @@
 /**
- * The authority part of the PostgreSQL store (the tables of migration `002_authority.ts`): the
- * claiming namespace (`automation_runtime_authority`, one row), each namespace's revocation
+ * The authority part of the PostgreSQL store (the tables of migrations `002_authority.ts` and
+ * `007_bootstrap_generation.ts`): the claiming namespace and its bootstrap bearer's generation
+ * and digest (`automation_runtime_authority`, one row), each namespace's revocation
  * counter and retirement (`automation_runtime_namespaces`), and the purge of retired namespaces.
  *
  * A revocation raises the counter in the statement that revokes, through
@@ -12,6 +13,8 @@ import type postgres from "postgres";
 import {
   type AuthorityState,
   type AuthorityStore,
+  type BootstrapClaim,
+  bootstrapClaimOf,
   type PurgeOptions,
   SupersededNamespaceError,
 } from "../authority.ts";
@@ -40,14 +43,16 @@ export function revocationCounted(
 }
 
 /**
- * Claims the store in one statement: refused with {@linkcode SupersededNamespaceError} when
- * `namespace` was retired; otherwise the authority row names it and the namespace it replaced is
- * retired.
+ * Claims the store for `namespace` in one statement: refused with
+ * {@linkcode SupersededNamespaceError} when `namespace` was retired; otherwise the authority row
+ * names it (with the bootstrap's generation and digest, when it is new or changes namespace) and
+ * the namespace it replaced is retired.
  */
-async function claimAuthority(
+async function claimNamespace(
   sql: postgres.Sql,
   namespace: string,
   now: number,
+  bootstrap: BootstrapClaim | undefined,
 ): Promise<void> {
   const [row] = await sql<{ retired_at: string | null }[]>`
     WITH retired AS (
@@ -56,10 +61,15 @@ async function claimAuthority(
     ), prior AS (
       SELECT namespace FROM automation_runtime_authority WHERE singleton
     ), claimed AS (
-      INSERT INTO automation_runtime_authority AS a (singleton, namespace, claimed_at)
-      SELECT true, ${namespace}, ${ms(now)} WHERE NOT EXISTS (SELECT 1 FROM retired)
+      INSERT INTO automation_runtime_authority AS a
+        (singleton, namespace, claimed_at, bootstrap_generation, bootstrap_digest)
+      SELECT true, ${namespace}, ${ms(now)}, ${bootstrap?.generation ?? 0},
+             ${bootstrap?.digest ?? null}::text
+      WHERE NOT EXISTS (SELECT 1 FROM retired)
       ON CONFLICT (singleton) DO UPDATE SET
-        namespace = EXCLUDED.namespace, claimed_at = EXCLUDED.claimed_at
+        namespace = EXCLUDED.namespace, claimed_at = EXCLUDED.claimed_at,
+        bootstrap_generation = EXCLUDED.bootstrap_generation,
+        bootstrap_digest = EXCLUDED.bootstrap_digest
       WHERE a.namespace <> EXCLUDED.namespace
       RETURNING 1
     ), registered AS (
@@ -81,18 +91,68 @@ async function claimAuthority(
   }
 }
 
-/** Reads the claiming namespace and the revocation counter of `namespace` in one statement. */
+/** Attempts of a bootstrap claim that lost a race to another replica's claim. */
+const CLAIM_ATTEMPTS = 8;
+
+/**
+ * Claims the store for `namespace`, then, with `bootstrap`, takes the bootstrap over in the same
+ * namespace: a compare-and-set on the authority row, decided by `bootstrapClaimOf` (a later
+ * generation takes over; an earlier one, or another bearer of the same generation, is refused).
+ */
+async function claimAuthority(
+  sql: postgres.Sql,
+  namespace: string,
+  now: number,
+  bootstrap: BootstrapClaim | undefined,
+): Promise<void> {
+  await claimNamespace(sql, namespace, now, bootstrap);
+  if (bootstrap === undefined) return;
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const [held] = await sql<
+      { namespace: string; generation: string; digest: string | null }[]
+    >`
+      SELECT namespace, bootstrap_generation::text AS generation, bootstrap_digest AS digest
+      FROM automation_runtime_authority WHERE singleton`;
+    // Another namespace claimed the store meanwhile: this process runs superseded, as any
+    // process whose namespace was replaced after it started.
+    if (held === undefined || held.namespace !== namespace) return;
+    const generation = Number(held.generation);
+    const decision = bootstrapClaimOf({ generation, bootstrap: held.digest }, bootstrap);
+    if (decision === "held") return;
+    const updated = await sql`
+      UPDATE automation_runtime_authority
+      SET bootstrap_generation = ${bootstrap.generation}, bootstrap_digest = ${bootstrap.digest},
+          claimed_at = CASE WHEN ${decision === "rotated"} THEN ${ms(now)} ELSE claimed_at END
+      WHERE singleton AND namespace = ${namespace}
+        AND bootstrap_generation = ${generation}
+        AND bootstrap_digest IS NOT DISTINCT FROM ${held.digest}::text
+      RETURNING 1`;
+    if (updated.length === 1) return;
+  }
+  throw new Error("The store's bootstrap changed on every attempt to claim it");
+}
+
+/**
+ * Reads the claiming namespace, its bootstrap generation and the revocation counter of
+ * `namespace` in one statement.
+ */
 async function readAuthorityState(
   sql: postgres.Sql,
   namespace: string,
 ): Promise<AuthorityState> {
-  const [row] = await sql<{ current: string | null; revocations: string | null }[]>`
-    SELECT (SELECT namespace FROM automation_runtime_authority WHERE singleton) AS current,
+  const [row] = await sql<
+    { current: string | null; generation: string | null; revocations: string | null }[]
+  >`
+    SELECT a.namespace AS current, a.bootstrap_generation::text AS generation,
            (SELECT revocations FROM automation_runtime_namespaces
-            WHERE namespace = ${namespace})::text AS revocations`;
+            WHERE namespace = ${namespace})::text AS revocations
+    FROM (SELECT 1) AS one
+    LEFT JOIN automation_runtime_authority AS a ON a.singleton`;
+  const mine = row.current === null || row.current === namespace;
   return {
-    current: row.current === null || row.current === namespace,
-    epoch: `${row.current}/${row.revocations}`,
+    current: mine,
+    epoch: `${row.current}/${row.generation}/${row.revocations}`,
+    bootstrapGeneration: mine ? Number(row.generation ?? 0) : 0,
   };
 }
 
@@ -156,8 +216,8 @@ export class PostgresAuthority implements AuthorityStore {
     this.#ns = namespace;
   }
 
-  claim(now: number): Promise<void> {
-    return this.#pool.run((sql) => claimAuthority(sql, this.#ns, now));
+  claim(now: number, bootstrap?: BootstrapClaim): Promise<void> {
+    return this.#pool.run((sql) => claimAuthority(sql, this.#ns, now, bootstrap));
   }
 
   readState(): Promise<AuthorityState> {

@@ -54,6 +54,8 @@ interface PrincipalRow {
   nonce: string;
   agent_ids: string[] | null;
   max_active_runs: number | null;
+  name: string | null;
+  metadata: Record<string, string> | null;
 }
 
 /** What the single statement of a recorded creation reports. */
@@ -73,6 +75,8 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
   "nonce",
   "agent_ids",
   "max_active_runs",
+  "name",
+  "metadata",
 ];
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
@@ -88,6 +92,8 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
   };
   if (row.agent_ids !== null) record.agentIds = row.agent_ids;
   if (row.max_active_runs !== null) record.maxActiveRuns = row.max_active_runs;
+  if (row.name !== null) record.name = row.name;
+  if (row.metadata !== null) record.metadata = row.metadata;
   return record;
 }
 
@@ -231,12 +237,17 @@ export class PostgresPrincipals implements PrincipalStore {
     return sql`
       INSERT INTO automation_runtime_principals
         (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-         created_at, revoked_at, nonce, agent_ids, max_active_runs)
+         created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata)
       SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest},
              ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
              ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
              ${record.agentIds ? sql.array([...record.agentIds]) : null}::text[],
-             ${record.maxActiveRuns ?? null}::integer`;
+             ${record.maxActiveRuns ?? null}::integer, ${record.name ?? null}::text,
+             ${
+      record.metadata === undefined
+        ? null
+        : sql.json(record.metadata as unknown as postgres.JSONValue)
+    }::jsonb`;
   }
 
   /**

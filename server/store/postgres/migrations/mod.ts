@@ -13,6 +13,8 @@ import { migration002 } from "./002_authority.ts";
 import { migration003 } from "./003_runs.ts";
 import { migration004 } from "./004_answers.ts";
 import { migration005 } from "./005_events.ts";
+import { migration006 } from "./006_principal_names.ts";
+import { migration007 } from "./007_bootstrap_generation.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -40,4 +42,6 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration003,
   migration004,
   migration005,
+  migration006,
+  migration007,
 ]);
