@@ -10,24 +10,18 @@
  * @module
  */
 import { RuntimeServiceClient, type RuntimeServiceError } from "../sdk/mod.ts";
-import { SECRET_FILE_VARIABLE } from "../server/bootstrap/resolve.ts";
 import { defaultSecretFilePath, readSecretFile } from "../server/bootstrap/secret_file.ts";
 import { BOOTSTRAP_VARIABLES, checkBearerSyntax } from "../server/bootstrap/variables.ts";
 import { UsageError } from "./_args.ts";
-import { PROGRAM } from "./_output.ts";
+import {
+  DEFAULT_URL,
+  PROGRAM,
+  SECRET_FILE_VARIABLE,
+  TOKEN_VARIABLE,
+  URL_VARIABLE,
+} from "./command_table.ts";
 
-/** Environment variable holding the caller's bearer. */
-export const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
-/** Environment variable holding the service URL. */
-export const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
-/** Service URL used when `AUTOMATION_RUNTIME_URL` is unset. */
-export const DEFAULT_URL = "http://127.0.0.1:7777";
-
-/** The help lines on where a client command finds its bearer and the service. */
-export const CLIENT_ENVIRONMENT_HELP: string = `Environment:
-  ${TOKEN_VARIABLE}  bearer of the caller (else the bootstrap bearer from the secret file,
-                            $${SECRET_FILE_VARIABLE} or the default path); never pass it as an argument
-  ${URL_VARIABLE}    service URL (default ${DEFAULT_URL})`;
+export { DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE } from "./command_table.ts";
 
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/;
 

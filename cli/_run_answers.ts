@@ -6,6 +6,7 @@
  * @module
  */
 import { parseArgs, type ParsedArgs, UsageError } from "./_args.ts";
+import { argSpecOf, commandHelp } from "./_help.ts";
 import { clientFromEnvironment, idempotencyKeyFlag } from "./_client.ts";
 import { printOut } from "./_output.ts";
 import { readStdinText } from "./_stdin.ts";
@@ -14,23 +15,8 @@ import { readStdinText } from "./_stdin.ts";
 const MAX_CONTENT_BYTES = 1024 * 1024;
 const ID = /^[\x21-\x7e]{1,256}$/;
 
-/** Usage lines of the tool-request subcommands, for `run --help`. */
-export const RUN_ANSWERS_USAGE = `  run pending ID
-  run approve ID TOOL_USE_ID (--allow | --deny [--message M])
-                         [--idempotency-key KEY]
-  run respond ID TOOL_USE_ID [--error] [--idempotency-key KEY] < CONTENT_JSON`;
-
-/** Descriptions of the tool-request subcommands, for `run --help`. */
-export const RUN_ANSWERS_HELP =
-  `pending Prints the run's tool requests waiting for an answer: {"pending": [...]}.
-approve Allows (--allow) or denies (--deny, with an optional --message for the agent) a paused
-        tool call; needs session:approve. Exactly one answer counts: a second one fails with
-        alreadyAnswered, naming who answered.
-respond Sends a custom tool's result to a run of yours: a JSON array of content blocks on
-        standard input, such as [{"type": "text", "text": "42"}]; --error marks it a failure.`;
-
-function help(): number {
-  printOut(`Usage:\n${RUN_ANSWERS_USAGE}\n\n${RUN_ANSWERS_HELP}`);
+function help(sub: string): number {
+  printOut(commandHelp(`run ${sub}`));
   return 0;
 }
 
@@ -53,8 +39,8 @@ function idsOf(parsed: ParsedArgs, count: 1 | 2): string[] {
 
 /** `run pending ID`. */
 export async function pendingCommand(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, { command: "run", maxPositionals: 1 });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run pending"));
+  if (parsed.help) return help("pending");
   const [runId] = idsOf(parsed, 1);
   const client = await clientFromEnvironment();
   printJson({ pending: await client.runs.pending(runId) });
@@ -63,13 +49,8 @@ export async function pendingCommand(args: string[]): Promise<number> {
 
 /** `run approve ID TOOL_USE_ID (--allow | --deny [--message M])`. */
 export async function approveCommand(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["message", "idempotency-key"],
-    boolean: ["allow", "deny"],
-    maxPositionals: 2,
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run approve"));
+  if (parsed.help) return help("approve");
   const [runId, toolUseId] = idsOf(parsed, 2);
   const allow = parsed.booleans.has("allow");
   const deny = parsed.booleans.has("deny");
@@ -93,13 +74,8 @@ export async function approveCommand(args: string[]): Promise<number> {
 
 /** `run respond ID TOOL_USE_ID` with the content JSON on standard input. */
 export async function respondCommand(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["idempotency-key"],
-    boolean: ["error"],
-    maxPositionals: 2,
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run respond"));
+  if (parsed.help) return help("respond");
   const [runId, toolUseId] = idsOf(parsed, 2);
   const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
   if (Deno.stdin.isTerminal()) {

@@ -74,7 +74,7 @@ export function parseSettingArgs<S extends SettingTable>(
 /** Where the text of a help line starts. */
 const HELP_COLUMN = 23;
 /** Where help lines are wrapped. */
-const HELP_WIDTH = 96;
+export const HELP_WIDTH = 96;
 
 /**
  * The options block of a command's help: one entry a flag, its help line followed by what it
@@ -92,26 +92,42 @@ export function settingsHelp(settings: SettingTable): string {
   const blocks: string[] = [];
   for (const setting of Object.values(settings)) {
     if (setting.flag === undefined) continue;
-    const head = `  --${setting.flag} ${setting.placeholder}`;
-    const indent = " ".repeat(HELP_COLUMN);
-    const lines: string[] = [];
-    let line = indent;
-    if (head.length < HELP_COLUMN) line = head.padEnd(HELP_COLUMN);
-    else lines.push(head);
-    let empty = true;
-    for (const word of helpText(setting).split(" ")) {
-      if (!empty && line.length + 1 + word.length > HELP_WIDTH) {
-        lines.push(line);
-        line = indent;
-        empty = true;
-      }
-      line += empty ? word : ` ${word}`;
-      empty = false;
-    }
-    lines.push(line);
-    blocks.push(lines.join("\n"));
+    blocks.push(optionLines(`--${setting.flag} ${setting.placeholder}`, helpText(setting)));
   }
   return blocks.join("\n");
+}
+
+/**
+ * One entry of an options block: `head` (such as `--port P`) indented by two, its text from
+ * column 23 (on the next line when the head is longer), wrapped at 96 columns. Backticks are
+ * dropped: they mark code in `docs/cli.md`, a terminal shows the words alone.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { optionLines } from "./_settings.ts";
+ * assert.equal(optionLines("--force", "replace `it`"), "  --force              replace it");
+ * ```
+ */
+export function optionLines(head: string, text: string): string {
+  const indent = " ".repeat(HELP_COLUMN);
+  const lines: string[] = [];
+  let line = indent;
+  const flag = `  ${head}`;
+  if (flag.length < HELP_COLUMN) line = flag.padEnd(HELP_COLUMN);
+  else lines.push(flag);
+  let empty = true;
+  for (const word of text.replaceAll("`", "").split(" ")) {
+    if (!empty && line.length + 1 + word.length > HELP_WIDTH) {
+      lines.push(line);
+      line = indent;
+      empty = true;
+    }
+    line += empty ? word : ` ${word}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines.join("\n");
 }
 
 // deno-lint-ignore no-explicit-any
@@ -122,6 +138,5 @@ function helpText(setting: Setting<any, any>): string {
     [setting.defaultText],
   ].flat().join(", else ");
   const accepts = setting.parser.accepts === undefined ? "" : `${setting.parser.accepts}; `;
-  // Backticks mark code in docs/cli.md; a terminal shows the words alone.
-  return `${setting.help} (${accepts}default: ${from})`.replaceAll("`", "");
+  return `${setting.help} (${accepts}default: ${from})`;
 }

@@ -6,25 +6,12 @@
  */
 import { RuntimeServiceError } from "../sdk/mod.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
-import { CLIENT_ENVIRONMENT_HELP, clientFromEnvironment, describeServiceError } from "./_client.ts";
-import { printOut, PROGRAM, reportError } from "./_output.ts";
+import { clientFromEnvironment, describeServiceError } from "./_client.ts";
+import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
+import { printOut, reportError } from "./_output.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ACTION = /^[a-z]+(?:\.[a-z_]+)+$/;
-
-/** Help text of `audit`. */
-export const AUDIT_HELP: string = `Usage:
-  ${PROGRAM} audit list [--principal ID] [--action A] [--limit N] [--cursor C] [--all]
-
-list    Prints one page of the audit log: {"entries": [...], "nextCursor": ...}.
-        --principal ID   entries whose actor or subject is this principal
-        --action A       principal.issued, principal.revoked, run.started, run.message,
-                         run.cancelled, tool.confirmed, tool.responded or webhook.accepted
-        --limit N        page size, 1 to 100
-        --cursor C       the nextCursor of the previous page
-        --all            every page (--limit is then the page size); nextCursor is null
-
-${CLIENT_ENVIRONMENT_HELP}`;
 
 /**
  * Runs `audit` with the arguments after the word `audit` and returns the exit code: 0 on
@@ -42,7 +29,7 @@ export async function auditCommand(args: string[]): Promise<number> {
     switch (sub) {
       case "--help":
       case "-h":
-        printOut(AUDIT_HELP);
+        printOut(groupHelp("audit"));
         return 0;
       case "list":
         return await list(rest);
@@ -57,13 +44,9 @@ export async function auditCommand(args: string[]): Promise<number> {
 }
 
 async function list(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "audit",
-    string: ["principal", "action", "limit", "cursor"],
-    boolean: ["all"],
-  });
+  const parsed = parseArgs(args, argSpecOf("audit list"));
   if (parsed.help) {
-    printOut(AUDIT_HELP);
+    printOut(commandHelp("audit list"));
     return 0;
   }
   const principalId = parsed.strings.get("principal");

@@ -1,42 +1,35 @@
 /**
- * `automation-runtime init`: generates the bootstrap credential and writes the secret file.
+ * `automation-runtime init`: generates the bootstrap credential and writes the secret file;
+ * `init --rotate` replaces its bearer and keeps its authority key (issued principals stay
+ * valid), `init --force` starts over (every issued principal is revoked).
  *
  * @module
  */
 import { BootstrapError } from "../server/bootstrap/errors.ts";
 import { SECRET_FILE_VARIABLE } from "../server/bootstrap/resolve.ts";
-import { defaultSecretFilePath, writeSecretFile } from "../server/bootstrap/secret_file.ts";
+import {
+  defaultSecretFilePath,
+  readSecretFile,
+  writeSecretFile,
+} from "../server/bootstrap/secret_file.ts";
 import {
   DEFAULT_BOOTSTRAP_CAPABILITIES,
   DEFAULT_TTL_DAYS,
   formatSecretFile,
   generateBootstrapValues,
+  parseBootstrapValues,
   parseCapabilityList,
+  rotateBootstrapValues,
 } from "../server/bootstrap/variables.ts";
+import type { Capability } from "../server/store/types.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import { argSpecOf, commandHelp } from "./_help.ts";
 import { printErr, printOut, PROGRAM, reportError } from "./_output.ts";
-
-/** Help text of `init`. */
-export const INIT_HELP: string =
-  `Usage: ${PROGRAM} init [--ttl-days N] [--path FILE] [--force] [--capabilities LIST]
-
-Generates a bootstrap credential, writes it to the secret file (mode 0600, directory 0700)
-and prints its bearer once on stdout. Guidance goes to stderr.
-
-Options:
-  --ttl-days N         Lifetime in days, 1 to 3650 (default ${DEFAULT_TTL_DAYS})
-  --path FILE          Secret file to write (default: $${SECRET_FILE_VARIABLE}, else
-                       <config dir>/automation-runtime/bootstrap.env)
-  --force              Replace an existing secret file; principals issued under the old
-                       bootstrap stop working once the service restarts
-  --capabilities LIST  Comma-separated capabilities of the bootstrap principal
-                       (default ${DEFAULT_BOOTSTRAP_CAPABILITIES.join(",")})
-  -h, --help           Show this help`;
 
 /**
  * Runs `init` with the arguments after the subcommand name and returns the exit code: 0 when the
- * file was written, 1 when it could not be (an existing file without `--force` included), 2 on a
- * usage error.
+ * file was written, 1 when it could not be (an existing file without `--force` or `--rotate`, no
+ * file to rotate), 2 on a usage error.
  *
  * @example
  * ```ts ignore
@@ -46,30 +39,37 @@ Options:
  */
 export async function initCommand(args: string[]): Promise<number> {
   try {
-    const parsed = parseArgs(args, {
-      command: "init",
-      string: ["ttl-days", "path", "capabilities"],
-      boolean: ["force"],
-    });
+    const parsed = parseArgs(args, argSpecOf("init"));
     if (parsed.help) {
-      printOut(INIT_HELP);
+      printOut(commandHelp("init"));
       return 0;
+    }
+    const force = parsed.booleans.has("force");
+    const rotate = parsed.booleans.has("rotate");
+    if (force && rotate) {
+      throw new UsageError(
+        "init",
+        "Give either --rotate (keep issued principals) or --force, not both",
+      );
     }
     const ttlText = parsed.strings.get("ttl-days");
     const ttlDays = ttlText === undefined
-      ? DEFAULT_TTL_DAYS
+      ? undefined
       : parseIntegerFlag(ttlText, { command: "init", flag: "ttl-days", min: 1, max: 3650 });
     const capabilityText = parsed.strings.get("capabilities");
     const capabilities = capabilityText === undefined
-      ? DEFAULT_BOOTSTRAP_CAPABILITIES
+      ? undefined
       : parseCapabilityList(capabilityText);
     if (typeof capabilities === "string") {
       throw new UsageError("init", `--capabilities ${capabilities}`);
     }
-    const force = parsed.booleans.has("force");
     const path = parsed.strings.get("path") ?? secretFilePathFromEnv();
 
-    const values = generateBootstrapValues({ ttlDays, capabilities });
+    if (rotate) return await rotateSecretFile(path, { ttlDays, capabilities });
+    const values = generateBootstrapValues({
+      ttlDays: ttlDays ?? DEFAULT_TTL_DAYS,
+      capabilities: capabilities ?? DEFAULT_BOOTSTRAP_CAPABILITIES,
+    });
     await writeSecretFile(path, formatSecretFile(values), { force });
     printOut(values.token);
     printErr(
@@ -82,13 +82,38 @@ export async function initCommand(args: string[]): Promise<number> {
     );
     if (force) {
       printErr(
-        "The previous bootstrap is replaced: restart the service; principals issued under it then get 401.",
+        "The previous bootstrap is replaced: restart the service; every principal issued under it then gets 401.",
       );
     }
     return 0;
   } catch (error) {
     return reportError(error);
   }
+}
+
+/**
+ * `init --rotate`: the next bearer of the secret file at `path`, written over it atomically;
+ * the authority key, and with it every issued principal, stays.
+ */
+async function rotateSecretFile(
+  path: string,
+  options: { ttlDays?: number; capabilities?: Capability[] },
+): Promise<number> {
+  const raw = await readSecretFile(path);
+  if (raw === null) {
+    throw new Error(`No secret file at ${path} to rotate: run \`${PROGRAM} init\` first`);
+  }
+  const current = parseBootstrapValues(raw, { origin: path });
+  const values = rotateBootstrapValues(current, options);
+  await writeSecretFile(path, formatSecretFile(values), { force: true });
+  printOut(values.token);
+  printErr(
+    `Rotated the bootstrap bearer in ${path} (principal ${values.principalId}, generation ${values.generation}, expires ${values.expiresAt}). Issued principals stay valid.`,
+  );
+  printErr(
+    "The bearer above is printed only this once. Restart the service with this file: from then on every replica on the store refuses the old bearer.",
+  );
+  return 0;
 }
 
 function secretFilePathFromEnv(): string {

@@ -7,45 +7,18 @@
  *
  * @module
  */
-import { RuntimeServiceError } from "../sdk/mod.ts";
+import { PRINCIPAL_LABEL_LIMITS, RuntimeServiceError } from "../sdk/mod.ts";
 import type { RuntimeCapability } from "../sdk/mod.ts";
 import { parseCapabilityList } from "../server/bootstrap/variables.ts";
 import { parseRfc3339 } from "../server/time.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
-import {
-  CLIENT_ENVIRONMENT_HELP,
-  clientFromEnvironment,
-  describeServiceError,
-  idempotencyKeyFlag,
-} from "./_client.ts";
-import { printErr, printOut, PROGRAM, reportError } from "./_output.ts";
+import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
+import { DEFAULT_PRINCIPAL_TTL_DAYS } from "./command_table.ts";
+import { clientFromEnvironment, describeServiceError, idempotencyKeyFlag } from "./_client.ts";
+import { printErr, printOut, reportError } from "./_output.ts";
 
 export { DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE } from "./_client.ts";
-/** Default lifetime of an issued principal, in days. */
-export const DEFAULT_PRINCIPAL_TTL_DAYS = 7;
-
-/** Help text of `principal`. */
-export const PRINCIPAL_HELP: string = `Usage:
-  ${PROGRAM} principal issue --capabilities LIST [--ttl-days N | --expires-at TIME]
-                               [--principal-id UUID] [--idempotency-key KEY]
-                               [--agent-ids LIST] [--max-active-runs N]
-  ${PROGRAM} principal revoke ID [--idempotency-key KEY]
-  ${PROGRAM} principal list
-
-issue   Issues a scoped principal and prints it as JSON on stdout, with its one-time bearer.
-        --capabilities LIST   comma-separated: session:read, session:write, session:approve
-        --ttl-days N          lifetime in days, 1 to 90 (default ${DEFAULT_PRINCIPAL_TTL_DAYS})
-        --expires-at TIME     RFC 3339 expiry instead of --ttl-days
-        --principal-id UUID   lower-case UUID (default: a random one)
-        --idempotency-key KEY retry-safe key; to replay an earlier issue, repeat the same key,
-                              --principal-id and --expires-at
-        --agent-ids LIST      comma-separated agent ids (1 to 32) the principal may start
-                              runs on (default: any agent the issuer may use)
-        --max-active-runs N   runs it may have active at once, 1 to 100 (service default 8)
-revoke  Revokes the principal ID; its bearer stops working at once.
-list    Prints the principals as JSON on stdout (never their bearers).
-
-${CLIENT_ENVIRONMENT_HELP}`;
+export { DEFAULT_PRINCIPAL_TTL_DAYS } from "./command_table.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -65,7 +38,7 @@ export async function principalCommand(args: string[]): Promise<number> {
     switch (sub) {
       case "--help":
       case "-h":
-        printOut(PRINCIPAL_HELP);
+        printOut(groupHelp("principal"));
         return 0;
       case "issue":
         return await issue(rest);
@@ -84,20 +57,9 @@ export async function principalCommand(args: string[]): Promise<number> {
 }
 
 async function issue(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "principal",
-    string: [
-      "capabilities",
-      "ttl-days",
-      "expires-at",
-      "principal-id",
-      "idempotency-key",
-      "agent-ids",
-      "max-active-runs",
-    ],
-  });
+  const parsed = parseArgs(args, argSpecOf("principal issue"));
   if (parsed.help) {
-    printOut(PRINCIPAL_HELP);
+    printOut(commandHelp("principal issue"));
     return 0;
   }
   const capabilityText = parsed.strings.get("capabilities");
@@ -137,6 +99,8 @@ async function issue(args: string[]): Promise<number> {
     max: 100,
   });
 
+  const name = nameFlag(parsed.strings.get("name"));
+  const metadata = metadataFlag(parsed.strings.get("metadata"));
   const client = await clientFromEnvironment();
   const issued = await client.createPrincipal(
     {
@@ -145,6 +109,8 @@ async function issue(args: string[]): Promise<number> {
       expiresAt,
       agentIds,
       maxActiveRuns,
+      ...(name !== undefined ? { name } : {}),
+      ...(metadata !== undefined ? { metadata } : {}),
     },
     { idempotencyKey },
   );
@@ -154,13 +120,9 @@ async function issue(args: string[]): Promise<number> {
 }
 
 async function revoke(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "principal",
-    string: ["idempotency-key"],
-    maxPositionals: 1,
-  });
+  const parsed = parseArgs(args, argSpecOf("principal revoke"));
   if (parsed.help) {
-    printOut(PRINCIPAL_HELP);
+    printOut(commandHelp("principal revoke"));
     return 0;
   }
   const [principalId] = parsed.positionals;
@@ -176,15 +138,80 @@ async function revoke(args: string[]): Promise<number> {
 }
 
 async function list(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, { command: "principal" });
+  const parsed = parseArgs(args, argSpecOf("principal list"));
   if (parsed.help) {
-    printOut(PRINCIPAL_HELP);
+    printOut(commandHelp("principal list"));
     return 0;
   }
   const client = await clientFromEnvironment();
   const principals = await client.listPrincipals();
   printOut(JSON.stringify(principals, null, 2));
   return 0;
+}
+
+const LIMITS = PRINCIPAL_LABEL_LIMITS;
+/** Any character but a control, format, surrogate or line/paragraph separator. */
+const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]*$/u;
+
+function nameFlag(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.trim() === "" || [...value].length > LIMITS.nameLength || !PRINTABLE.test(value)) {
+    throw new UsageError(
+      "principal issue",
+      `--name must be 1 to ${LIMITS.nameLength} printable characters`,
+    );
+  }
+  return value;
+}
+
+/**
+ * `--metadata`: `key=value` pairs separated by commas, or a JSON object of strings (for values
+ * holding a comma). Checked against the service's bounds, so a mistake is a usage error.
+ */
+function metadataFlag(value: string | undefined): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  const refuse = (why: string): never => {
+    throw new UsageError("principal issue", `--metadata ${why}`);
+  };
+  let pairs: [string, unknown][];
+  if (value.trimStart().startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return refuse("is not a JSON object");
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return refuse("is not a JSON object");
+    }
+    pairs = Object.entries(parsed);
+  } else {
+    pairs = value.split(",").map((pair) => {
+      const equals = pair.indexOf("=");
+      return equals < 1 ? refuse("must be key=value pairs separated by commas") : [
+        pair.slice(0, equals),
+        pair.slice(equals + 1),
+      ];
+    });
+  }
+  if (pairs.length > LIMITS.metadataPairs) refuse(`holds more than ${LIMITS.metadataPairs} pairs`);
+  const metadata: Record<string, string> = {};
+  for (const [key, text] of pairs) {
+    if (!/^[\x21-\x7e]+$/.test(key) || key.length > LIMITS.metadataKeyLength) {
+      refuse(`keys must be 1 to ${LIMITS.metadataKeyLength} printable characters without spaces`);
+    }
+    if (
+      typeof text !== "string" || text.length > LIMITS.metadataValueLength ||
+      !PRINTABLE.test(text)
+    ) {
+      refuse(
+        `values must be strings of at most ${LIMITS.metadataValueLength} printable characters`,
+      );
+    }
+    if (Object.hasOwn(metadata, key)) refuse(`names the key ${key.slice(0, 40)} twice`);
+    metadata[key] = text as string;
+  }
+  return metadata;
 }
 
 function agentIdsFlag(value: string | undefined): string[] | undefined {

@@ -6,46 +6,34 @@
  * The credential is read from standard input (typed without echo on a terminal, or piped) and
  * written as one plain dotenv line, `AUTOMATION_RUNTIME_PROVIDER_API_KEY=<key>` (with
  * `--auth-token`: `AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN=<token>`, sent to the provider as
- * `Authorization: Bearer`). The file is written like the bootstrap secret file: directory 0700,
+ * `Authorization: Bearer`), followed by one line for each of `--base-url`, `--default-agent` and
+ * `--default-environment` given (`AUTOMATION_RUNTIME_PROVIDER_BASE_URL=…`,
+ * `AUTOMATION_RUNTIME_DEFAULT_AGENT_ID=…`, `AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID=…`, which
+ * `serve` reads after its flags and environment). The file is written like the bootstrap secret
+ * file: directory 0700,
  * file created 0600 from the start, a temporary file renamed into place, an existing file kept
  * unless `--force`. The credential is never printed.
  *
  * @module
  */
 import { BootstrapError } from "../server/bootstrap/errors.ts";
-import { SECRET_FILE_VARIABLE } from "../server/bootstrap/resolve.ts";
 import { defaultSecretFilePath, writeSecretFile } from "../server/bootstrap/secret_file.ts";
-import { parseArgs, UsageError } from "./_args.ts";
+import {
+  PROVIDER_FILE_NAME,
+  PROVIDER_FILE_VARIABLE,
+  PROVIDER_VARIABLES,
+} from "../server/runs/provider.ts";
+import { parseArgs, type ParsedArgs, UsageError } from "./_args.ts";
+import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
 import { printErr, printOut, PROGRAM, reportError } from "./_output.ts";
 import { readSecretFromStdin } from "./_stdin.ts";
+import { SECRET_FILE_VARIABLE } from "./command_table.ts";
 
-/** Environment variable naming the provider file. */
-export const PROVIDER_FILE_VARIABLE = "RUNTIME_PROVIDER_ENV";
-/** File name of the provider file, beside the bootstrap secret file by default. */
-export const PROVIDER_FILE_NAME = "provider.env";
+export { PROVIDER_FILE_NAME, PROVIDER_FILE_VARIABLE };
 /** The variable holding a provider API key (sent as `x-api-key`). */
-export const PROVIDER_API_KEY_VARIABLE = "AUTOMATION_RUNTIME_PROVIDER_API_KEY";
+export const PROVIDER_API_KEY_VARIABLE = PROVIDER_VARIABLES.apiKey;
 /** The variable holding a provider bearer token (sent as `Authorization: Bearer`). */
-export const PROVIDER_AUTH_TOKEN_VARIABLE = "AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN";
-
-/** Help text of `provider`. */
-export const PROVIDER_HELP: string =
-  `Usage: ${PROGRAM} provider init [--path FILE] [--force] [--auth-token]
-
-Reads the provider API key from standard input (typed without echo on a terminal, or piped)
-and writes it to the provider file (mode 0600, directory 0700) that \`${PROGRAM} serve\` reads.
-The key is never printed. Restart the service afterwards.
-
-Options:
-  --path FILE   Provider file to write (default: $${PROVIDER_FILE_VARIABLE}, else ${PROVIDER_FILE_NAME}
-                beside the bootstrap secret file)
-  --force       Replace an existing provider file
-  --auth-token  The input is a provider bearer token (${PROVIDER_AUTH_TOKEN_VARIABLE}),
-                not an API key (${PROVIDER_API_KEY_VARIABLE})
-  -h, --help    Show this help
-
-Example:
-  printf '%s\\n' "$KEY_FROM_YOUR_VAULT" | ${PROGRAM} provider init`;
+export const PROVIDER_AUTH_TOKEN_VARIABLE = PROVIDER_VARIABLES.authToken;
 
 /**
  * The characters a credential may hold: those the plain dotenv form stores as they are, so
@@ -70,7 +58,7 @@ export async function providerCommand(args: string[]): Promise<number> {
     switch (sub) {
       case "--help":
       case "-h":
-        printOut(PROVIDER_HELP);
+        printOut(groupHelp("provider"));
         return 0;
       case "init":
         return await init(rest);
@@ -85,17 +73,14 @@ export async function providerCommand(args: string[]): Promise<number> {
 }
 
 async function init(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "provider",
-    string: ["path"],
-    boolean: ["force", "auth-token"],
-  });
+  const parsed = parseArgs(args, argSpecOf("provider init"));
   if (parsed.help) {
-    printOut(PROVIDER_HELP);
+    printOut(commandHelp("provider init"));
     return 0;
   }
   const force = parsed.booleans.has("force");
   const bearer = parsed.booleans.has("auth-token");
+  const settings = settingLines(parsed);
   const path = parsed.strings.get("path") ?? providerFilePathFromEnv();
   // Refuse before asking for the key; the write below refuses again, atomically.
   if (!force && await exists(path)) throw alreadyExists(path);
@@ -113,6 +98,7 @@ async function init(args: string[]): Promise<number> {
   const contents = [
     "# automation-runtime provider credential. Keep it private (mode 0600); never commit it.",
     `${variable}=${credential}`,
+    ...settings,
     "",
   ].join("\n");
   try {
@@ -126,10 +112,61 @@ async function init(args: string[]): Promise<number> {
     }
     throw error;
   }
+  const names = [variable, ...settings.map((line) => line.slice(0, line.indexOf("=")))];
   printErr(
-    `Wrote the ${what} to ${path} (${variable}, mode 0600). Restart \`${PROGRAM} serve\` to use it.`,
+    `Wrote the ${what} to ${path} (${
+      names.join(", ")
+    }; mode 0600). Restart \`${PROGRAM} serve\` to use it.`,
   );
   return 0;
+}
+
+/** An id the plain dotenv form stores as it is: no blanks, quotes, `#`, `$` or backslash. */
+const PLAIN_ID = /^[A-Za-z0-9_.,:;+/=@%~^-]{1,256}$/;
+
+/**
+ * The provider file lines of `--base-url`, `--default-agent` and `--default-environment`, under
+ * the names of their variables (`serve` reads them from the file after the environment).
+ */
+function settingLines(parsed: ParsedArgs): string[] {
+  const lines: string[] = [];
+  const baseUrl = parsed.strings.get("base-url");
+  if (baseUrl !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      url = null;
+    }
+    if (
+      url === null || (url.protocol !== "https:" && url.protocol !== "http:") ||
+      url.username !== "" || url.password !== "" || !/^[\x21-\x7e]+$/.test(baseUrl) ||
+      /["'`#$\\]/.test(baseUrl)
+    ) {
+      throw new UsageError(
+        "provider init",
+        "--base-url must be an http(s) URL without credentials, quotes, # or $",
+      );
+    }
+    lines.push(`${PROVIDER_VARIABLES.baseUrl}=${baseUrl}`);
+  }
+  for (
+    const [flag, variable] of [
+      ["default-agent", PROVIDER_VARIABLES.defaultAgentId],
+      ["default-environment", PROVIDER_VARIABLES.defaultEnvironmentId],
+    ] as const
+  ) {
+    const value = parsed.strings.get(flag);
+    if (value === undefined) continue;
+    if (!PLAIN_ID.test(value)) {
+      throw new UsageError(
+        "provider init",
+        `--${flag} must be 1 to 256 characters from A-Z a-z 0-9 _.,:;+/=@%~^-`,
+      );
+    }
+    lines.push(`${variable}=${value}`);
+  }
+  return lines;
 }
 
 /**

@@ -19,61 +19,17 @@ import {
   type StartRunBody,
 } from "../sdk/mod.ts";
 import { parseArgs, type ParsedArgs, parseIntegerFlag, UsageError } from "./_args.ts";
-import {
-  CLIENT_ENVIRONMENT_HELP,
-  clientFromEnvironment,
-  describeServiceError,
-  idempotencyKeyFlag,
-} from "./_client.ts";
-import { printOut, PROGRAM, reportError } from "./_output.ts";
+import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
+import { clientFromEnvironment, describeServiceError, idempotencyKeyFlag } from "./_client.ts";
+import { printOut, reportError } from "./_output.ts";
 import { readStdinText } from "./_stdin.ts";
-import {
-  approveCommand,
-  pendingCommand,
-  respondCommand,
-  RUN_ANSWERS_HELP,
-  RUN_ANSWERS_USAGE,
-} from "./_run_answers.ts";
+import { approveCommand, pendingCommand, respondCommand } from "./_run_answers.ts";
 
 /** Largest message read from standard input: the service's default body limit. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ID = /^[\x21-\x7e]{1,256}$/;
-
-/** Help text of `run`. */
-export const RUN_HELP: string = `Usage:
-  ${PROGRAM} run start [--agent ID] [--environment ID] [--title T] [--message TEXT]
-                         [--idempotency-key KEY] [--follow]
-  ${PROGRAM} run list [--state S] [--limit N] [--principal ID] [--cursor C] [--all]
-  ${PROGRAM} run get ID
-  ${PROGRAM} run send ID [--message TEXT] [--idempotency-key KEY]
-  ${PROGRAM} run cancel ID [--idempotency-key KEY]
-  ${PROGRAM} run watch ID [--after N]
-${RUN_ANSWERS_USAGE.replaceAll("  run ", `  ${PROGRAM} run `)}
-
-start   Starts a run and prints its record. The message comes from --message, else from
-        standard input (piped). --agent and --environment default to the service's defaults.
-list    Prints one page of runs, newest first: {"runs": [...], "nextCursor": ...}.
-        --state S        ${RUN_STATES.slice(0, -1).join(", ")} or ${RUN_STATES.at(-1)}
-        --limit N        page size, 1 to 100 (default 20)
-        --principal ID   another principal's runs (admins and approvers)
-        --cursor C       the nextCursor of the previous page
-        --all            every page (--limit is then the page size); nextCursor is null
-get     Prints the run ID's record.
-send    Sends a follow-up message (from --message, else standard input) and prints the record.
-cancel  Asks the provider to stop the run and prints the record; it becomes cancelled.
-watch   Prints the run's events, one JSON object a line ({seq, at, type, runId, ...}), from
-        after seq N (--after, default 0) until the turn ends; reconnects and resumes by itself.
-        Exit 0 when the run completed, 1 when it failed or was cancelled.
-        start --follow prints the record on one line, then watches the new run.
-${RUN_ANSWERS_HELP}
-
---idempotency-key KEY  1 to 128 printable characters; rerunning the same command with the same
-                       key (and message) replays the first answer instead of acting twice.
-                       Default: a fresh key per invocation.
-
-${CLIENT_ENVIRONMENT_HELP}`;
 
 /**
  * Runs `run` with the arguments after the word `run` and returns the exit code: 0 on success,
@@ -91,7 +47,7 @@ export async function runCommand(args: string[]): Promise<number> {
     switch (sub) {
       case "--help":
       case "-h":
-        printOut(RUN_HELP);
+        printOut(groupHelp("run"));
         return 0;
       case "start":
         return await start(rest);
@@ -125,12 +81,8 @@ export async function runCommand(args: string[]): Promise<number> {
 }
 
 async function start(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["agent", "environment", "title", "message", "idempotency-key"],
-    boolean: ["follow"],
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run start"));
+  if (parsed.help) return help("start");
   const agent = idFlag(parsed, "agent");
   const environment = idFlag(parsed, "environment");
   const title = parsed.strings.get("title");
@@ -154,8 +106,8 @@ async function start(args: string[]): Promise<number> {
 }
 
 async function watch(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, { command: "run", string: ["after"], maxPositionals: 1 });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run watch"));
+  if (parsed.help) return help("watch");
   const runId = runIdOf(parsed);
   const afterText = parsed.strings.get("after");
   const after = afterText === undefined
@@ -175,12 +127,8 @@ async function follow(client: RuntimeServiceClient, runId: string, after: number
 }
 
 async function list(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["state", "limit", "principal", "cursor"],
-    boolean: ["all"],
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run list"));
+  if (parsed.help) return help("list");
   const state = parsed.strings.get("state");
   if (state !== undefined && !(RUN_STATES as readonly string[]).includes(state)) {
     throw new UsageError("run", `--state must be one of ${RUN_STATES.join(", ")}`);
@@ -209,8 +157,8 @@ async function list(args: string[]): Promise<number> {
 }
 
 async function get(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, { command: "run", maxPositionals: 1 });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run get"));
+  if (parsed.help) return help("get");
   const runId = runIdOf(parsed);
   const client = await clientFromEnvironment();
   printJson(await client.runs.get(runId));
@@ -218,12 +166,8 @@ async function get(args: string[]): Promise<number> {
 }
 
 async function send(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["message", "idempotency-key"],
-    maxPositionals: 1,
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run send"));
+  if (parsed.help) return help("send");
   const runId = runIdOf(parsed);
   const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
   const input = await messageOf(parsed);
@@ -233,12 +177,8 @@ async function send(args: string[]): Promise<number> {
 }
 
 async function cancel(args: string[]): Promise<number> {
-  const parsed = parseArgs(args, {
-    command: "run",
-    string: ["idempotency-key"],
-    maxPositionals: 1,
-  });
-  if (parsed.help) return help();
+  const parsed = parseArgs(args, argSpecOf("run cancel"));
+  if (parsed.help) return help("cancel");
   const runId = runIdOf(parsed);
   const idempotencyKey = idempotencyKeyFlag("run", parsed.strings.get("idempotency-key"));
   const client = await clientFromEnvironment();
@@ -246,8 +186,8 @@ async function cancel(args: string[]): Promise<number> {
   return 0;
 }
 
-function help(): number {
-  printOut(RUN_HELP);
+function help(sub: string): number {
+  printOut(commandHelp(`run ${sub}`));
   return 0;
 }
 

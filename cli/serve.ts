@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { bootstrapClaim } from "../server/bootstrap/credential.ts";
 import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
 import { createJsonLogger } from "../server/log.ts";
 import {
@@ -19,32 +20,10 @@ import type { Store } from "../server/store/types.ts";
 import { testHooksFromEnv, withTestHooks } from "../server/test_hooks.ts";
 import { loadRequestTracer, tracingEnabled } from "../server/tracing.ts";
 import { printOut, reportError } from "./_output.ts";
-import { parseSettingArgs, settingsHelp } from "./_settings.ts";
+import { parseSettingArgs } from "./_settings.ts";
 
 /** How long a graceful shutdown waits for requests in flight, in ms. */
 export const SHUTDOWN_GRACE_MS = 10_000;
-
-const USAGE = `Usage: automation-runtime serve [options]
-
-Serves the automation runtime HTTP API.
-
-Options:
-${settingsHelp(SERVE_SETTINGS)}
-  -h, --help           show this help
-
-A flag wins over its environment variable, the variable over the provider file, and any of them
-over the default.
-
-The bootstrap credential comes from the AUTOMATION_RUNTIME_BOOTSTRAP_* variables, else the
-secret file ($RUNTIME_BOOTSTRAP_ENV or the default path), else (loopback binds only) it is
-generated once. Stop with SIGINT or SIGTERM; requests in flight finish first.
-
-Runs are enabled by a provider credential, never a flag: AUTOMATION_RUNTIME_PROVIDER_API_KEY
-or AUTOMATION_RUNTIME_PROVIDER_AUTH_TOKEN in the environment, else in the provider file
-($RUNTIME_PROVIDER_ENV, else provider.env beside the secret file, mode 0600; write it with
-\`automation-runtime provider init\`). The environment wins over the file.
-
-Traces: set OTEL_DENO=true and the standard OTEL_EXPORTER_OTLP_* variables; off by default.`;
 
 function storeBeside(secretFilePath: string): string {
   const slash = Math.max(secretFilePath.lastIndexOf("/"), secretFilePath.lastIndexOf("\\"));
@@ -87,7 +66,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   try {
     const parsed = parseSettingArgs(args, { command: "serve", settings: SERVE_SETTINGS, env });
     if (parsed.help) {
-      printOut(USAGE);
+      // The command table is loaded for help only: `serve` starts without it.
+      printOut((await import("./_help.ts")).commandHelp("serve"));
       return 0;
     }
     settings = parsed.settings;
@@ -120,7 +100,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
   }
   try {
-    await store.authority.claim(Date.now());
+    await store.authority.claim(Date.now(), bootstrapClaim(credential));
   } catch (error) {
     await store.close();
     return reportError(new Error(`Cannot serve this store: ${(error as Error).message}`));
