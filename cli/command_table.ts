@@ -70,7 +70,7 @@ export interface CommandSpec {
 
 /** An environment variable some command reads. */
 export interface VariableSpec {
-  /** The name (or a family of names, such as `OTEL_*`). */
+  /** The name, or names that go together separated by `, ` (such as `OTEL_DENO, OTEL_*`). */
   readonly name: string;
   /** What it holds. */
   readonly help: string;
@@ -126,8 +126,9 @@ export const ENVIRONMENT: readonly VariableSpec[] = Object.freeze([
     help: "traces to an OTLP collector, read by Deno ([observability](observability.md))",
   },
   {
-    name: "PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and the other PG*",
-    help: "a PostgreSQL store's connection ([PostgreSQL](postgres.md#permission-flags))",
+    name: "PG*",
+    help: "`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE` and the other `PG*` " +
+      "variables: a PostgreSQL store's connection ([PostgreSQL](postgres.md#permission-flags))",
   },
 ]);
 

@@ -275,7 +275,19 @@ Deno.test("serve reads the 0600 provider file and refuses one others can read, n
       timeoutMs: 20_000,
     });
     assert.equal(noUrl.code, 1, noUrl.stderr);
-    assert.ok(noUrl.stderr.includes("AUTOMATION_RUNTIME_PROVIDER_BASE_URL"), noUrl.stderr);
+    const fix = noUrl.stderr.trim();
+    assert.equal(fix.split("\n").length, 1, fix);
+    // One line naming each way to fix it: the flag, the variable, the file and its key.
+    for (
+      const part of [
+        "--provider-base-url",
+        "AUTOMATION_RUNTIME_PROVIDER_BASE_URL=URL",
+        named,
+        "provider init --base-url",
+      ]
+    ) {
+      assert.ok(fix.includes(part), `${part}: ${fix}`);
+    }
     assertNoKey(providerKey, "stderr", noUrl.stderr);
   } finally {
     await temp.cleanup();

@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { parse as parseDotenv } from "dotenv";
 import { parsePlainDotenv } from "../../server/bootstrap/_plain_dotenv.ts";
+import { RuntimeServiceClient } from "../../sdk/mod.ts";
 import { CLI_PERMISSIONS, makeTempHome, REPO_ROOT } from "../support/cli.ts";
+import { startServer } from "../support/server.ts";
 import { lines, runCliWithInput } from "./_cli.ts";
 
 const KEY = "sk-prov-0123456789abcdefABCDEF_xyz";
@@ -49,6 +51,77 @@ Deno.test("provider init writes the piped key to provider.env beside the secret 
       names.push(entry.name);
     }
     assert.deepEqual(names, ["provider.env"], "no temporary file is left behind");
+  } finally {
+    await temp.cleanup();
+  }
+});
+
+Deno.test("provider init --base-url, --default-agent, --default-environment go to the file, and serve uses them", async () => {
+  const temp = await makeTempHome();
+  try {
+    const result = await runCliWithInput([
+      "provider",
+      "init",
+      "--base-url",
+      "http://127.0.0.1:9/provider",
+      "--default-agent",
+      "agent_01",
+      "--default-environment",
+      "env_01",
+    ], { env: temp.env, stdin: `${KEY}\n` });
+    assert.equal(result.code, 0, result.stderr);
+    assertNoKey(result, KEY);
+    assert.ok(result.stderr.includes("AUTOMATION_RUNTIME_PROVIDER_BASE_URL"), result.stderr);
+    const path = `${temp.configDir}/automation-runtime/provider.env`;
+    const text = await Deno.readTextFile(path);
+    const expected = {
+      AUTOMATION_RUNTIME_PROVIDER_API_KEY: KEY,
+      AUTOMATION_RUNTIME_PROVIDER_BASE_URL: "http://127.0.0.1:9/provider",
+      AUTOMATION_RUNTIME_DEFAULT_AGENT_ID: "agent_01",
+      AUTOMATION_RUNTIME_DEFAULT_ENVIRONMENT_ID: "env_01",
+    };
+    assert.deepEqual(parsePlainDotenv(text), expected, "the plain form");
+    assert.deepEqual(parseDotenv(text), expected, "dotenv reads the same");
+
+    // The README's order: the provider file first, then the service, which starts with runs on.
+    const server = await startServer({ home: temp.home, autoInit: true, env: temp.env });
+    try {
+      const me = await new RuntimeServiceClient({ baseUrl: server.url, token: server.bearer })
+        .runtime();
+      assert.equal(me.runs, true);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await temp.cleanup();
+  }
+});
+
+Deno.test("provider init refuses a bad --base-url or id before reading the key, writing nothing", async () => {
+  const temp = await makeTempHome();
+  try {
+    for (
+      const args of [
+        ["--base-url", "ftp://provider.example"],
+        ["--base-url", "https://user:pass@provider.example"],
+        ["--base-url", "not a url"],
+        ["--base-url", "https://provider.example/#x"],
+        ["--default-agent", "agent 01"],
+        ["--default-environment", 'env"01'],
+      ]
+    ) {
+      const result = await runCliWithInput(["provider", "init", ...args], {
+        env: temp.env,
+        stdin: `${KEY}\n`,
+      });
+      assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+      assert.equal(lines(result.stderr).length, 1, result.stderr);
+      assertNoKey(result, KEY);
+    }
+    await assert.rejects(
+      Deno.stat(`${temp.configDir}/automation-runtime/provider.env`),
+      Deno.errors.NotFound,
+    );
   } finally {
     await temp.cleanup();
   }

@@ -131,6 +131,93 @@ Deno.test("kv processes: after init --force and a restart of A, B refuses old pr
   }
 });
 
+Deno.test("kv processes: after init --rotate and a restart of A, both refuse the old bootstrap bearer and keep every issued principal", async () => {
+  const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
+  const env = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: home,
+    XDG_CONFIG_HOME: `${home}/.config`,
+    NO_COLOR: "1",
+    DENO_DIR: Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`,
+  };
+  const secretFile = `${home}/.config/automation-runtime/bootstrap.env`;
+  const init = await runCli(["init", "--ttl-days", "2"], { env });
+  assert.equal(init.code, 0, init.stderr);
+  const oldBootstrap = init.stdout.trim();
+  const oldFile = await Deno.readTextFile(secretFile);
+  let a = await startServer({ home, autoInit: true });
+  const b = await startServer({ home, autoInit: true });
+  let ra = replica(a);
+  const rb = replica(b);
+  try {
+    const body = issueBody();
+    const issued = await issue(ra, oldBootstrap, body, "rotate-issue-1");
+    assert.equal(issued.status, 201);
+    const bearer: string = issued.body.bearer;
+    assert.equal((await use(rb, bearer)).status, 200);
+    assert.equal((await use(rb, oldBootstrap)).status, 200);
+
+    const rotated = await runCli(["init", "--rotate", "--ttl-days", "30"], { env });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newBootstrap = rotated.stdout.trim();
+    assert.notEqual(newBootstrap, oldBootstrap);
+    assert.match(rotated.stderr, /generation 2/);
+    // Until a replica restarts with the new file, nothing changed on the store.
+    assert.equal((await use(ra, oldBootstrap)).status, 200);
+    ra.close();
+    await a.stop();
+    a = await startServer({ home, autoInit: true });
+    ra = replica(a);
+
+    // B still runs the old file: it refuses the old bearer on its next request, and keeps
+    // serving the principal issued under it.
+    const refused = await use(rb, oldBootstrap);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, "authenticationFailed");
+    assert.match(refused.body.error.message, /rotated away/);
+    assert.equal((await use(rb, bearer)).status, 200);
+    // A runs the new one: the new bearer is the admin, with a 30-day expiry now.
+    const me = await use(ra, newBootstrap);
+    assert.equal(me.status, 200);
+    assert.ok(Date.parse(me.body.expiresAt) > Date.now() + 29 * 86_400_000);
+    assert.equal((await use(ra, oldBootstrap)).status, 401);
+    assert.equal((await use(ra, bearer)).status, 200);
+    // The same issuance replayed by the new bearer answers the same bearer: same principal id,
+    // same authority key.
+    const replayed = await issue(ra, newBootstrap, body, "rotate-issue-1");
+    assert.equal(replayed.status, 201);
+    assert.equal(replayed.body.bearer, bearer);
+    assert.equal(replayed.headers.get("idempotent-replayed"), "true");
+
+    // The old file cannot start a replica any more.
+    const oldHome = await Deno.makeTempDir({ prefix: "art-kv-old-" });
+    try {
+      await Deno.mkdir(`${oldHome}/.config/automation-runtime`, { recursive: true, mode: 0o700 });
+      await Deno.writeTextFile(`${oldHome}/.config/automation-runtime/bootstrap.env`, oldFile, {
+        mode: 0o600,
+      });
+      await assert.rejects(
+        () =>
+          startServer({
+            home: oldHome,
+            autoInit: true,
+            args: ["--store", `${home}/.config/automation-runtime/store.kv`],
+            timeoutMs: 15_000,
+          }),
+        /rotated away on the store/,
+      );
+    } finally {
+      await Deno.remove(oldHome, { recursive: true });
+    }
+  } finally {
+    ra.close();
+    rb.close();
+    await a.stop();
+    await b.stop();
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
 Deno.test("kv processes: a process started with a rotated-away bootstrap refuses to start", async () => {
   const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
   const old = createTestBootstrap();

@@ -5,62 +5,14 @@
  * learned offset serves every later call.
  */
 import assert from "node:assert/strict";
-import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
-import { createJsonLogger } from "../../server/log.ts";
-import { serveRuntime } from "../../server/serve.ts";
-import { openKvStore } from "../../server/store/mod.ts";
 import { RuntimeServiceClient, RuntimeServiceError } from "../../sdk/mod.ts";
+import { startSkewedService } from "../support/skewed_service.ts";
 
-interface Seen {
-  status: number;
-  method: string;
-  path: string;
-  deadline: string | null;
-}
-
-/** A real service on loopback whose clock is `offsetMs` off the wall clock. */
+/** A service `offsetMs` off the wall clock and an SDK client of it. */
 async function skewedService(offsetMs: number) {
-  const token = `art_${crypto.randomUUID().replaceAll("-", "")}${crypto.randomUUID().slice(0, 11)}`;
-  const now = () => Date.now() + offsetMs;
-  const bootstrap = deriveBootstrapCredential({
-    token,
-    principalId: crypto.randomUUID(),
-    capabilities: ["session:read", "authority:admin"],
-    expiresAt: new Date(now() + 86_400_000).toISOString(),
-    source: "environment",
-  });
-  const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
-  const running = await serveRuntime({
-    bootstrap,
-    store,
-    hostname: "127.0.0.1",
-    port: 0,
-    now,
-    logger: createJsonLogger({ write() {} }),
-  });
-  const seen: Seen[] = [];
-  // The client's fetch, recording what it sent and what came back.
-  const recording: typeof fetch = async (input, init) => {
-    const request = new Request(input, init);
-    const response = await fetch(request);
-    const url = new URL(request.url);
-    seen.push({
-      status: response.status,
-      method: request.method,
-      path: url.pathname,
-      deadline: request.headers.get("x-deadline"),
-    });
-    return response;
-  };
-  const client = new RuntimeServiceClient({ baseUrl: running.url, token, fetch: recording });
-  return {
-    client,
-    seen,
-    async close() {
-      await running.shutdown();
-      await store.close();
-    },
-  };
+  const service = await startSkewedService(offsetMs);
+  const client = new RuntimeServiceClient({ baseUrl: service.url, token: service.token });
+  return { client, seen: service.seen, close: () => service.close() };
 }
 
 for (

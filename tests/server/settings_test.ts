@@ -23,11 +23,12 @@ function serve(args: string[], env: Record<string, string> = {}) {
   return (parsed as Extract<typeof parsed, { help: false }>).settings;
 }
 
-Deno.test("docs/cli.md holds the settings section generated from the table", async () => {
+Deno.test("docs/cli.md holds the sections generated from the command and settings tables", async () => {
   const committed = await Deno.readTextFile(CLI_DOC);
   assert.ok(
     renderCliDoc(committed) === committed,
-    "the settings section of docs/cli.md differs from the settings table: run `deno task docs`",
+    "a generated section of docs/cli.md differs from the command or settings table: run " +
+      "`deno task docs`",
   );
 });
 
