@@ -22,6 +22,7 @@ import {
   PROVIDER_FILE_NAME,
   PROVIDER_FILE_VARIABLE,
   PROVIDER_VARIABLES,
+  providerBaseUrl,
 } from "../server/runs/provider.ts";
 import { parseArgs, type ParsedArgs, UsageError } from "./_args.ts";
 import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
@@ -132,16 +133,11 @@ function settingLines(parsed: ParsedArgs): string[] {
   const lines: string[] = [];
   const baseUrl = parsed.strings.get("base-url");
   if (baseUrl !== undefined) {
-    let url: URL | null = null;
-    try {
-      url = new URL(baseUrl);
-    } catch {
-      url = null;
-    }
+    const url = providerBaseUrl(baseUrl);
+    // What the plain dotenv form stores as it is, and never a credential in the URL.
     if (
-      url === null || (url.protocol !== "https:" && url.protocol !== "http:") ||
-      url.username !== "" || url.password !== "" || !/^[\x21-\x7e]+$/.test(baseUrl) ||
-      /["'`#$\\]/.test(baseUrl)
+      url === null || url.username !== "" || url.password !== "" ||
+      !/^[\x21-\x7e]+$/.test(baseUrl) || /["'`#$\\]/.test(baseUrl)
     ) {
       throw new UsageError(
         "provider init",

@@ -206,6 +206,44 @@ export class Transport {
     return new URL(base.pathname.replace(/\/$/, "") + path, base);
   }
 
+  /**
+   * Runs `run` with a signal that aborts at the deadline or with the caller's `signal`: rejects
+   * with the caller's reason, `deadlineExceeded`, or a {@linkcode RetryableFailure} holding
+   * `connectionFailed`. When `keep` says so of the result, the caller's signal keeps aborting
+   * (a stream's body); the deadline never outlives `run`.
+   */
+  async #within<T>(
+    url: URL,
+    deadline: number,
+    signal: AbortSignal | undefined,
+    correlationId: string,
+    run: (abort: AbortSignal) => Promise<T>,
+    keep: (result: T) => boolean = () => false,
+  ): Promise<T> {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw deadlineError(correlationId);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, remaining);
+    try {
+      const result = await run(controller.signal);
+      if (!keep(result)) signal?.removeEventListener("abort", onAbort);
+      return result;
+    } catch (error) {
+      signal?.removeEventListener("abort", onAbort);
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) throw deadlineError(correlationId);
+      throw new RetryableFailure(connectionFailed(url, correlationId, error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Fetches the head of a stream within the deadline; the signal keeps governing the body. */
   async #fetchHead(
     url: URL,
@@ -214,37 +252,21 @@ export class Transport {
     signal: AbortSignal | undefined,
     correlationId: string,
   ): Promise<Response> {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) throw deadlineError(correlationId);
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, remaining);
     try {
-      const response = await this.#options.fetch(url, {
-        headers,
-        signal: controller.signal,
-        redirect: "manual",
-      });
-      if (response.status !== 200 || response.body === null) {
-        signal?.removeEventListener("abort", onAbort);
-      }
-      return response;
+      return await this.#within(
+        url,
+        deadline,
+        signal,
+        correlationId,
+        (abort) => this.#options.fetch(url, { headers, signal: abort, redirect: "manual" }),
+        (response) => response.status === 200 && response.body !== null,
+      );
     } catch (error) {
-      signal?.removeEventListener("abort", onAbort);
-      if (signal?.aborted) throw signal.reason;
-      if (timedOut) throw deadlineError(correlationId);
-      throw connectionFailed(url, correlationId, error);
-    } finally {
-      clearTimeout(timer);
+      throw error instanceof RetryableFailure ? error.failure : error;
     }
   }
 
-  async #attempt(
+  #attempt(
     url: URL,
     method: string,
     headers: Headers,
@@ -252,35 +274,18 @@ export class Transport {
     deadline: number,
     signal: AbortSignal | undefined,
   ): Promise<Answer> {
-    const remaining = deadline - Date.now();
     const correlationId = headers.get("x-correlation-id") ?? "";
-    if (remaining <= 0) throw deadlineError(correlationId);
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, remaining);
-    try {
+    return this.#within(url, deadline, signal, correlationId, async (abort) => {
       const response = await this.#options.fetch(url, {
         method,
         headers,
         body: payload,
-        signal: controller.signal,
+        signal: abort,
         redirect: "manual",
       });
       const text = await response.text();
       return { status: response.status, headers: response.headers, body: parseBody(text) };
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (timedOut) throw deadlineError(correlationId);
-      throw new RetryableFailure(connectionFailed(url, correlationId, error));
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    }
+    });
   }
 }
 

@@ -58,7 +58,9 @@ export interface MutatingCallOptions extends CallOptions {
 }
 
 /** The methods {@linkcode RuntimeServiceClient.request} sends: those of the service's API. */
-export const REQUEST_METHODS = Object.freeze(["GET", "POST", "DELETE"] as const);
+export const REQUEST_METHODS: readonly ["GET", "POST", "DELETE"] = Object.freeze(
+  ["GET", "POST", "DELETE"] as const,
+);
 
 /** One call of {@linkcode RuntimeServiceClient.request}. */
 export interface RuntimeRequest {

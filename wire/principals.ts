@@ -38,7 +38,12 @@ export type Capability = typeof CAPABILITIES[number];
  * assert.equal(PRINCIPAL_LABEL_LIMITS.nameLength, 64);
  * ```
  */
-export const PRINCIPAL_LABEL_LIMITS = Object.freeze(
+export const PRINCIPAL_LABEL_LIMITS: Readonly<{
+  nameLength: 64;
+  metadataPairs: 16;
+  metadataKeyLength: 64;
+  metadataValueLength: 512;
+}> = Object.freeze(
   {
     nameLength: 64,
     metadataPairs: 16,

@@ -280,7 +280,8 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     if (principalId === bootstrap.principalId) {
       throw invalidRequest([{
         path: "principalId",
-        message: "The bootstrap principal cannot be revoked; rotate its bearer with `init --rotate`",
+        message:
+          "The bootstrap principal cannot be revoked; rotate its bearer with `init --rotate`",
       }], { layer: "authority" });
     }
     // The name is read first for the audit entry: it never changes, so no race can make it

@@ -92,6 +92,27 @@ export function providerFilePath(secretFilePath: string, env: Record<string, str
     : `${secretFilePath.slice(0, slash + 1)}${PROVIDER_FILE_NAME}`;
 }
 
+/**
+ * `text` as a provider base URL: an http or https URL, else null.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { providerBaseUrl } from "./provider.ts";
+ * assert.equal(providerBaseUrl("https://provider.example")?.host, "provider.example");
+ * assert.equal(providerBaseUrl("ftp://provider.example"), null);
+ * ```
+ */
+export function providerBaseUrl(text: string): URL | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  return url.protocol === "https:" || url.protocol === "http:" ? url : null;
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value.trim();
 }
@@ -127,13 +148,7 @@ export async function resolveProviderSettings(
   const flags = options.flags ?? {};
   const baseUrl = nonEmpty(flags.baseUrl) ?? pick(PROVIDER_VARIABLES.baseUrl);
   if (baseUrl !== undefined) {
-    let url: URL | null = null;
-    try {
-      url = new URL(baseUrl);
-    } catch {
-      url = null;
-    }
-    if (url === null || (url.protocol !== "https:" && url.protocol !== "http:")) {
+    if (providerBaseUrl(baseUrl) === null) {
       throw new BootstrapError(
         "invalidValue",
         `The provider base URL (--provider-base-url or ${PROVIDER_VARIABLES.baseUrl}) is not an http(s) URL`,

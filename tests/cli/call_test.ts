@@ -4,7 +4,7 @@
  * exit 2; and the clock correction of the SDK on a service whose clock is off.
  */
 import assert from "node:assert/strict";
-import { BEARER_PATTERN, makeTempHome, runCli } from "../support/cli.ts";
+import { BEARER_PATTERN, clientEnv, makeTempHome, runCli } from "../support/cli.ts";
 import { startServer } from "../support/server.ts";
 import { startSkewedService } from "../support/skewed_service.ts";
 
@@ -26,11 +26,7 @@ Deno.test("call sends the shared headers, prints the body and exits 0 on 2xx", a
   const server = await startServer();
   const temp = await makeTempHome();
   try {
-    const env = {
-      ...temp.env,
-      AUTOMATION_RUNTIME_URL: server.url,
-      AUTOMATION_RUNTIME_TOKEN: server.bearer,
-    };
+    const env = clientEnv(temp, server);
     const runtime = await runCli(["call", "GET", "/v1/runtime"], { env });
     assert.equal(runtime.code, 0, runtime.stderr);
     assert.equal(runtime.stderr, "");
@@ -92,11 +88,7 @@ Deno.test("call prints a refusal's error body, one line on stderr, and exits 1",
   const server = await startServer();
   const temp = await makeTempHome();
   try {
-    const env = {
-      ...temp.env,
-      AUTOMATION_RUNTIME_URL: server.url,
-      AUTOMATION_RUNTIME_TOKEN: server.bearer,
-    };
+    const env = clientEnv(temp, server);
     const unknown = crypto.randomUUID();
     const refused = await runCli(["call", "DELETE", `/v1/principals/${unknown}`], { env });
     assert.equal(refused.code, 1);
@@ -165,11 +157,7 @@ Deno.test("call corrects its deadline against a service whose clock is two minut
   const service = await startSkewedService(120_000);
   const temp = await makeTempHome();
   try {
-    const env = {
-      ...temp.env,
-      AUTOMATION_RUNTIME_URL: service.url,
-      AUTOMATION_RUNTIME_TOKEN: service.token,
-    };
+    const env = clientEnv(temp, { url: service.url, bearer: service.token });
     const result = await runCli(["call", "GET", "/v1/runtime"], { env });
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stderr, "");

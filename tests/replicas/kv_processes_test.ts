@@ -13,6 +13,29 @@ function replica(server: TestServer): Replica & { close(): void } {
   return { url: server.url, client, server, close: () => client.close() };
 }
 
+/** The environment of a CLI command whose secret file is the one of `serve` in `home`. */
+function cliEnv(home: string): Record<string, string> {
+  return {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: home,
+    XDG_CONFIG_HOME: `${home}/.config`,
+    NO_COLOR: "1",
+    DENO_DIR: Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`,
+  };
+}
+
+/** Runs `init` with `args` in the HOME of `env`, then starts two processes on its secret file. */
+async function initTwoProcesses(
+  env: Record<string, string>,
+  args: string[],
+): Promise<{ oldBootstrap: string; a: TestServer; b: TestServer }> {
+  const init = await runCli(args, { env });
+  assert.equal(init.code, 0, init.stderr);
+  const a = await startServer({ home: env.HOME, autoInit: true });
+  const b = await startServer({ home: env.HOME, autoInit: true });
+  return { oldBootstrap: init.stdout.trim(), a, b };
+}
+
 async function twoProcesses(
   home: string,
   options: { autoInit?: boolean } = {},
@@ -79,19 +102,9 @@ Deno.test("kv processes: a principal that expires is refused on both at its expi
 
 Deno.test("kv processes: after init --force and a restart of A, B refuses old principals and its own old bootstrap", async () => {
   const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
-  const configHome = `${home}/.config`;
-  const env = {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: home,
-    XDG_CONFIG_HOME: configHome,
-    NO_COLOR: "1",
-    DENO_DIR: Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`,
-  };
-  const init = await runCli(["init"], { env });
-  assert.equal(init.code, 0, init.stderr);
-  const oldBootstrap = init.stdout.trim();
-  let a = await startServer({ home, autoInit: true });
-  const b = await startServer({ home, autoInit: true });
+  const env = cliEnv(home);
+  const { oldBootstrap, b, ...started } = await initTwoProcesses(env, ["init"]);
+  let a = started.a;
   let ra = replica(a);
   const rb = replica(b);
   try {
@@ -133,20 +146,11 @@ Deno.test("kv processes: after init --force and a restart of A, B refuses old pr
 
 Deno.test("kv processes: after init --rotate and a restart of A, both refuse the old bootstrap bearer and keep every issued principal", async () => {
   const home = await Deno.makeTempDir({ prefix: "art-kv-processes-" });
-  const env = {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: home,
-    XDG_CONFIG_HOME: `${home}/.config`,
-    NO_COLOR: "1",
-    DENO_DIR: Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`,
-  };
+  const env = cliEnv(home);
   const secretFile = `${home}/.config/automation-runtime/bootstrap.env`;
-  const init = await runCli(["init", "--ttl-days", "2"], { env });
-  assert.equal(init.code, 0, init.stderr);
-  const oldBootstrap = init.stdout.trim();
+  const { oldBootstrap, b, ...started } = await initTwoProcesses(env, ["init", "--ttl-days", "2"]);
   const oldFile = await Deno.readTextFile(secretFile);
-  let a = await startServer({ home, autoInit: true });
-  const b = await startServer({ home, autoInit: true });
+  let a = started.a;
   let ra = replica(a);
   const rb = replica(b);
   try {

@@ -5,11 +5,8 @@
  * capability.
  */
 import assert from "node:assert/strict";
-import { deriveBootstrapCredential } from "../../server/bootstrap/credential.ts";
 import { ERROR_CODES } from "../../server/errors.ts";
-import { createJsonLogger } from "../../server/log.ts";
-import { createRuntimeServer } from "../../server/server.ts";
-import { openKvStore } from "../../server/store/mod.ts";
+import { defaultRouteTable } from "../../server/openapi/table.ts";
 import { CAPABILITIES } from "../../wire/mod.ts";
 
 const DOC = await Deno.readTextFile(new URL("../../docs/http-api.md", import.meta.url));
@@ -35,32 +32,9 @@ function firstCells(lines: string[]): string[] {
 
 /** Every route of a server with every part enabled, as `METHOD /path/{param}`. */
 async function routeTable(): Promise<string[]> {
-  const bootstrap = deriveBootstrapCredential({
-    token: `art_${"x".repeat(43)}`,
-    principalId: crypto.randomUUID(),
-    capabilities: ["authority:admin"],
-    expiresAt: "2099-01-01T00:00:00Z",
-    source: "environment",
-  });
-  const store = await openKvStore({ path: ":memory:", namespace: bootstrap.namespace });
-  const server = createRuntimeServer({
-    bootstrap,
-    store,
-    logger: createJsonLogger({ write() {} }),
-    provider: {
-      apiKey: "sk-docs-test",
-      baseUrl: "http://127.0.0.1:9",
-      webhookSecrets: [`whsec_${btoa("docs-test-secret")}`],
-    },
-  });
-  try {
-    return server.routes.map((route) =>
-      `${route.method} ${route.path.replace(/:([A-Za-z]+)/g, "{$1}")}`
-    );
-  } finally {
-    await server.close();
-    await store.close();
-  }
+  return (await defaultRouteTable()).map((route) =>
+    `${route.method} ${route.path.replace(/:([A-Za-z]+)/g, "{$1}")}`
+  );
 }
 
 Deno.test("docs/http-api.md lists every route of the route table, and no other", async () => {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { callOk, connect } from "../mcp/_sdk.ts";
-import { makeTempHome, runCli } from "../support/cli.ts";
+import { clientEnv, makeTempHome, runCli } from "../support/cli.ts";
 import { startServer } from "../support/server.ts";
 import { call, principalBody } from "./_http.ts";
 
@@ -132,11 +132,7 @@ Deno.test("principal issue --name --metadata; principal list shows the name", as
   const server = await startServer();
   const temp = await makeTempHome();
   try {
-    const env = {
-      ...temp.env,
-      AUTOMATION_RUNTIME_URL: server.url,
-      AUTOMATION_RUNTIME_TOKEN: server.bearer,
-    };
+    const env = clientEnv(temp, server);
     const issued = await runCli([
       "principal",
       "issue",

@@ -70,6 +70,26 @@ export async function makeTempHome(): Promise<TempHome> {
   };
 }
 
+/**
+ * The environment of a client command against `service`: the temporary HOME's, the service URL
+ * and the bearer.
+ *
+ * @example
+ * ```ts ignore
+ * const result = await runCli(["principal", "list"], { env: clientEnv(temp, server) });
+ * ```
+ */
+export function clientEnv(
+  temp: TempHome,
+  service: { url: string; bearer: string },
+): Record<string, string> {
+  return {
+    ...temp.env,
+    AUTOMATION_RUNTIME_URL: service.url,
+    AUTOMATION_RUNTIME_TOKEN: service.bearer,
+  };
+}
+
 /** Options of {@linkcode runCli}. */
 export interface RunCliOptions {
   /** The whole environment of the subprocess. */
