@@ -94,7 +94,7 @@ function trailer(spec: CommandSpec): string[] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { commandHelp } from "./_help.ts";
- * assert.match(commandHelp("init"), /^ {2}--ttl-days N {10}lifetime in days/m);
+ * assert.match(commandHelp("init"), /^ {2}--ttl-days N {9}lifetime in days/m);
  * ```
  */
 export function commandHelp(name: string): string {

@@ -33,7 +33,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
