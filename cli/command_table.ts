@@ -83,6 +83,11 @@ export const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
 /** Service URL used when `AUTOMATION_RUNTIME_URL` is unset. */
 export const DEFAULT_URL = "http://127.0.0.1:7777";
 
+/** The bootstrap variables, as one row of {@linkcode ENVIRONMENT}. */
+const BOOTSTRAP_ENVIRONMENT =
+  "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN, _PRINCIPAL, _CAPABILITIES, _EXPIRES_AT, _AUTHORITY_KEY, " +
+  "_GENERATION";
+
 /** Every environment variable a command reads, besides the variables of `serve`'s settings. */
 export const ENVIRONMENT: readonly VariableSpec[] = Object.freeze([
   {
@@ -104,10 +109,9 @@ export const ENVIRONMENT: readonly VariableSpec[] = Object.freeze([
     help: "where the default secret file path is (`<config dir>/automation-runtime/bootstrap.env`)",
   },
   {
-    name:
-      "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN, _PRINCIPAL, _CAPABILITIES, _EXPIRES_AT, _AUTHORITY_KEY",
+    name: BOOTSTRAP_ENVIRONMENT,
     help: "the bootstrap credential in the environment instead of the secret file: the first " +
-      "four together, `_AUTHORITY_KEY` as the file has it (see below)",
+      "four together, `_AUTHORITY_KEY` and `_GENERATION` as the secret file has them",
   },
   {
     name: `${PROVIDER_VARIABLES.apiKey}, ${PROVIDER_VARIABLES.authToken}`,
@@ -241,7 +245,7 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
       flags: [],
       settings: SERVE_SETTINGS,
       environment: [
-        "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN, _PRINCIPAL, _CAPABILITIES, _EXPIRES_AT, _AUTHORITY_KEY",
+        BOOTSTRAP_ENVIRONMENT,
         SECRET_FILE_VARIABLE,
         "XDG_CONFIG_HOME, HOME, APPDATA",
         `${PROVIDER_VARIABLES.apiKey}, ${PROVIDER_VARIABLES.authToken}`,

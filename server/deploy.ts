@@ -8,8 +8,9 @@
  *
  * (`deno task deploy-local` runs it on 127.0.0.1:8000.) What it does when loaded:
  *
- * 1. reads the bootstrap credential from the four `AUTOMATION_RUNTIME_BOOTSTRAP_*` variables
- *    only: no secret file is read, none is generated, nothing is written to the file system.
+ * 1. reads the bootstrap credential from the `AUTOMATION_RUNTIME_BOOTSTRAP_*` variables (the
+ *    four a bootstrap needs, and the authority key and generation when it has them) only: no
+ *    secret file is read, none is generated, nothing is written to the file system.
  *    Without them the module fails to load with one clear message, so the host serves nothing;
  * 2. opens the store `AUTOMATION_RUNTIME_STORE` names (`postgres://…` or a KV path), else the
  *    host's own KV (`Deno.openKv()` with no path);
