@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { BootstrapError, resolveBootstrap } from "../../server/bootstrap/resolve.ts";
 import { writeSecretFile } from "../../server/bootstrap/secret_file.ts";
-import { formatSecretFile, generateBootstrapValues } from "../../server/bootstrap/variables.ts";
+import {
+  formatSecretFile,
+  generateBootstrapValues,
+  legacyAuthorityKey,
+} from "../../server/bootstrap/variables.ts";
 
 const TOKEN = "art_" + "k".repeat(43);
 const PRINCIPAL = "0b7a2f6e-2c56-4d1c-9a41-6a4b8b9fb0c1";
@@ -130,6 +134,10 @@ Deno.test("invalid environment values fail closed without echoing the bearer", a
     ],
     [{ AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: "2030-01-01" }, "RFC 3339"],
     [{ AUTOMATION_RUNTIME_BOOTSTRAP_EXPIRES_AT: "2030-02-30T00:00:00Z" }, "RFC 3339"],
+    [{ AUTOMATION_RUNTIME_BOOTSTRAP_AUTHORITY_KEY: "a".repeat(42) }, "32 bytes"],
+    [{ AUTOMATION_RUNTIME_BOOTSTRAP_AUTHORITY_KEY: "b".repeat(43) }, "32 bytes"],
+    [{ AUTOMATION_RUNTIME_BOOTSTRAP_GENERATION: "-1" }, "whole number"],
+    [{ AUTOMATION_RUNTIME_BOOTSTRAP_GENERATION: "two" }, "whole number"],
   ];
   for (const [override, reason] of cases) {
     const name = Object.keys(override)[0];
@@ -288,4 +296,38 @@ Deno.test("a broken secret file fails closed and names the path", async () => {
     await Deno.mkdir(path);
     await rejectsWith(resolveOn(), "secretFileUnreadable", path);
   });
+});
+
+Deno.test("the authority key, not the bearer, decides the namespace; without one it derives from the bearer", async () => {
+  const key = generateBootstrapValues().authorityKey!;
+  const withKey = (token: string, generation: string) =>
+    resolveBootstrap({
+      hostname: "127.0.0.1",
+      env: fullEnv({
+        AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: token,
+        AUTOMATION_RUNTIME_BOOTSTRAP_AUTHORITY_KEY: key,
+        AUTOMATION_RUNTIME_BOOTSTRAP_GENERATION: generation,
+      }),
+    });
+  const first = (await withKey(TOKEN, "1")).credential;
+  const rotated = (await withKey("art_" + "r".repeat(43), "2")).credential;
+  assert.equal(rotated.namespace, first.namespace, "a rotated bearer keeps the namespace");
+  assert.deepEqual(rotated.authorityKey, first.authorityKey);
+  assert.equal(rotated.generation, 2);
+  assert.notDeepEqual(rotated.tokenDigest, first.tokenDigest);
+  // Four variables only: the key of a bootstrap made before rotation existed, from its bearer.
+  const legacy = (await resolveBootstrap({ hostname: "127.0.0.1", env: fullEnv() })).credential;
+  assert.equal(legacy.generation, 0);
+  assert.notEqual(legacy.namespace, first.namespace);
+  const written = (await resolveBootstrap({
+    hostname: "127.0.0.1",
+    env: fullEnv({
+      AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN: "art_" + "n".repeat(43),
+      AUTOMATION_RUNTIME_BOOTSTRAP_AUTHORITY_KEY: btoa(
+        String.fromCharCode(...legacyAuthorityKey(TOKEN)),
+      ).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, ""),
+      AUTOMATION_RUNTIME_BOOTSTRAP_GENERATION: "1",
+    }),
+  })).credential;
+  assert.equal(written.namespace, legacy.namespace, "the legacy key written down is the same");
 });
