@@ -1,5 +1,7 @@
 /**
  * `automation-runtime principal issue|revoke|list`: client commands over HTTP with the SDK.
+ * `issue` takes a `--name` and `--metadata` for people (the CI job a principal is for), which
+ * `list` prints with every principal.
  *
  * The bearer comes only from `AUTOMATION_RUNTIME_TOKEN` or, when that is unset, from the secret
  * file (`RUNTIME_BOOTSTRAP_ENV`, else the default path); never from an argument. The URL comes
