@@ -317,6 +317,36 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
           default: "any agent the issuer may use",
         },
         {
+          name: "environment-ids",
+          placeholder: "LIST",
+          help: "comma-separated environment ids (1 to 32) its runs may run in",
+          default: "any environment the issuer may use",
+        },
+        {
+          name: "vault-ids",
+          placeholder: "LIST",
+          help: "comma-separated vault ids (1 to 32) its runs may attach",
+          default: "none",
+        },
+        {
+          name: "memory-store-ids",
+          placeholder: "LIST",
+          help: "comma-separated memory store ids (1 to 32) its runs may mount",
+          default: "none",
+        },
+        {
+          name: "repositories",
+          placeholder: "LIST",
+          help: "comma-separated GitHub repositories as `owner/name` (1 to 32) its runs may mount",
+          default: "none",
+        },
+        {
+          name: "file-ids",
+          placeholder: "LIST",
+          help: "comma-separated file ids (1 to 32) its runs may mount",
+          default: "none",
+        },
+        {
           name: "max-active-runs",
           placeholder: "N",
           help: "runs it may have active at once, 1 to 100",

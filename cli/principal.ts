@@ -10,7 +10,7 @@
  * @module
  */
 import { PRINCIPAL_LABEL_LIMITS, RuntimeServiceError } from "../sdk/mod.ts";
-import type { RuntimeCapability } from "../sdk/mod.ts";
+import type { ResourcePolicyField, RuntimeCapability } from "../sdk/mod.ts";
 import { parseCapabilityList } from "../server/bootstrap/variables.ts";
 import { parseRfc3339 } from "../server/time.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
@@ -92,7 +92,11 @@ async function issue(args: string[]): Promise<number> {
     throw new UsageError("principal", "--principal-id must be a lower-case UUID");
   }
   const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
-  const agentIds = agentIdsFlag(parsed.strings.get("agent-ids"));
+  const lists: Partial<Record<PolicyListField, string[]>> = {};
+  for (const [flag, field] of Object.entries(POLICY_LIST_FLAGS)) {
+    const value = parsed.strings.get(flag);
+    if (value !== undefined) lists[field] = idListFlag(flag, value);
+  }
   const maxText = parsed.strings.get("max-active-runs");
   const maxActiveRuns = maxText === undefined ? undefined : parseIntegerFlag(maxText, {
     command: "principal",
@@ -109,7 +113,7 @@ async function issue(args: string[]): Promise<number> {
       principalId,
       capabilities: capabilities as RuntimeCapability[],
       expiresAt,
-      agentIds,
+      ...lists,
       maxActiveRuns,
       ...(name !== undefined ? { name } : {}),
       ...(metadata !== undefined ? { metadata } : {}),
@@ -216,16 +220,30 @@ function metadataFlag(value: string | undefined): Record<string, string> | undef
   return metadata;
 }
 
-function agentIdsFlag(value: string | undefined): string[] | undefined {
-  if (value === undefined) return undefined;
+/** A policy list field of `createPrincipal`. */
+type PolicyListField = "agentIds" | ResourcePolicyField;
+
+/** The flags of the policy lists, and the field each sets. */
+const POLICY_LIST_FLAGS: Readonly<Record<string, PolicyListField>> = {
+  "agent-ids": "agentIds",
+  "environment-ids": "environmentIds",
+  "vault-ids": "vaultIds",
+  "memory-store-ids": "memoryStoreIds",
+  "repositories": "repositories",
+  "file-ids": "fileIds",
+};
+
+/** A comma-separated list of 1 to 32 distinct ids (repositories: `owner/name`). */
+function idListFlag(flag: string, value: string): string[] {
   const ids = value.split(",");
-  if (
-    ids.length > 32 || new Set(ids).size !== ids.length ||
-    !ids.every((id) => /^[\x21-\x7e]{1,256}$/.test(id))
-  ) {
+  const shape = flag === "repositories"
+    ? /^[A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100}$/
+    : /^[\x21-\x7e]{1,256}$/;
+  if (ids.length > 32 || new Set(ids).size !== ids.length || !ids.every((id) => shape.test(id))) {
+    const what = flag === "repositories" ? "repositories as owner/name" : "ids without spaces";
     throw new UsageError(
-      "principal",
-      "--agent-ids must be 1 to 32 distinct comma-separated agent ids without spaces",
+      "principal issue",
+      `--${flag} must be 1 to 32 distinct comma-separated ${what}`,
     );
   }
   return ids;

@@ -21,14 +21,15 @@ import {
   type RuntimeAnswer,
   type RuntimeRequest,
 } from "./types.ts";
-import type {
-  CreatePrincipalBody,
-  HealthStatus,
-  IssuedPrincipal,
-  PrincipalPage,
-  PrincipalPageParams,
-  PrincipalSummary,
-  RuntimeInfo,
+import {
+  type CreatePrincipalBody,
+  type HealthStatus,
+  type IssuedPrincipal,
+  type PrincipalPage,
+  type PrincipalPageParams,
+  type PrincipalSummary,
+  RESOURCE_POLICY_FIELDS,
+  type RuntimeInfo,
 } from "../wire/mod.ts";
 
 /** Options of {@linkcode RuntimeServiceClient}. */
@@ -266,7 +267,10 @@ export class RuntimeServiceClient {
       capabilities: [...params.capabilities],
       expiresAt,
     };
-    if (params.agentIds !== undefined) body.agentIds = [...params.agentIds];
+    for (const field of ["agentIds", ...RESOURCE_POLICY_FIELDS] as const) {
+      const list = params[field];
+      if (list !== undefined) body[field] = [...list];
+    }
     if (params.maxActiveRuns !== undefined) body.maxActiveRuns = params.maxActiveRuns;
     if (params.name !== undefined) body.name = params.name;
     if (params.metadata !== undefined) body.metadata = { ...params.metadata };

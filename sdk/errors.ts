@@ -9,6 +9,7 @@
  * | 503 | `providerUnavailable` | `retryAfterMs` (retried within the call's deadline) |
  * | 404 | `runNotFound` | – (unknown run, or another principal's) |
  * | 403 | `agentNotAllowed` | – |
+ * | 403 | `resourceNotAllowed` | `details.field`, `details.policyField` (what the run policy refused) |
  * | 429 | `runQuotaExceeded` | `retryAfterMs` (not retried: it lasts until one of your runs ends) |
  * | 422 | `invalidRequest` | `details` |
  *

@@ -29,6 +29,16 @@ export interface CreatePrincipalParams {
    * when it has one). Absent: any agent the issuer may use.
    */
   agentIds?: readonly string[];
+  /** The 1 to 32 environment ids its runs may run in (within the issuer's). Absent: the issuer's. */
+  environmentIds?: readonly string[];
+  /** Up to 32 vault ids its runs may attach (within the issuer's). Absent: none. */
+  vaultIds?: readonly string[];
+  /** Up to 32 memory store ids its runs may mount (within the issuer's). Absent: none. */
+  memoryStoreIds?: readonly string[];
+  /** Up to 32 GitHub repositories (`owner/name`) its runs may mount. Absent: none. */
+  repositories?: readonly string[];
+  /** Up to 32 file ids its runs may mount (within the issuer's). Absent: none. */
+  fileIds?: readonly string[];
   /** Active runs the principal may have at once, 1 to 100 (service default 8). */
   maxActiveRuns?: number;
   /**

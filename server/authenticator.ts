@@ -34,6 +34,7 @@ import type { AuthenticatedPrincipal } from "./context.ts";
 import { InterfaceError } from "./errors.ts";
 import type { AuthorityState, PrincipalRecord, Store } from "./store/types.ts";
 import { parseRfc3339 } from "./time.ts";
+import { RESOURCE_POLICY_FIELDS } from "../wire/mod.ts";
 
 /** Options of {@linkcode Authenticator}. */
 export interface AuthenticatorOptions {
@@ -319,7 +320,7 @@ export class Authenticator {
       expiresAt: record.expiresAt,
       expiresAtMs: parseRfc3339(record.expiresAt) ?? Number.NaN,
       bootstrap: false,
-      ...(record.agentIds ? { agentIds: Object.freeze([...record.agentIds]) } : {}),
+      ...policyListsOf(record),
       ...(record.maxActiveRuns !== undefined ? { maxActiveRuns: record.maxActiveRuns } : {}),
       ...(record.name !== undefined ? { name: record.name } : {}),
       ...(record.metadata !== undefined ? { metadata: Object.freeze({ ...record.metadata }) } : {}),
@@ -331,6 +332,16 @@ export class Authenticator {
     }
     return checkExpiry(principal, now);
   }
+}
+
+/** The policy lists a record holds, each as a frozen copy (absent ones left out). */
+function policyListsOf(record: PrincipalRecord): Partial<Record<string, readonly string[]>> {
+  const lists: Record<string, readonly string[]> = {};
+  for (const field of ["agentIds", ...RESOURCE_POLICY_FIELDS] as const) {
+    const list = record[field];
+    if (list) lists[field] = Object.freeze([...list]);
+  }
+  return lists;
 }
 
 function checkExpiry(principal: AuthenticatedPrincipal, now: number): AuthenticatedPrincipal {

@@ -20,6 +20,16 @@ export interface AuthenticatedPrincipal {
   readonly bootstrap: boolean;
   /** Agent ids it may start runs on; absent: any (see `runs/policy.ts`). */
   readonly agentIds?: readonly string[];
+  /** Environment ids its runs may run in; absent: any (see `runs/policy.ts`). */
+  readonly environmentIds?: readonly string[];
+  /** Vault ids its runs may attach; absent: none for an issued principal (`runs/policy.ts`). */
+  readonly vaultIds?: readonly string[];
+  /** Memory store ids its runs may mount; absent: none for an issued principal. */
+  readonly memoryStoreIds?: readonly string[];
+  /** GitHub repositories (`owner/name`) its runs may mount; absent: none for an issued one. */
+  readonly repositories?: readonly string[];
+  /** File ids its runs may mount; absent: none for an issued principal. */
+  readonly fileIds?: readonly string[];
   /** Its active-run limit; absent: the default (see `runs/policy.ts`). */
   readonly maxActiveRuns?: number;
   /** Its name, when it was given one at issuance. */

@@ -51,6 +51,7 @@ export type ErrorCode =
   | "providerUnavailable"
   | "runNotFound"
   | "agentNotAllowed"
+  | "resourceNotAllowed"
   | "runQuotaExceeded"
   | "toolUseNotFound"
   | "alreadyAnswered"
@@ -86,6 +87,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     providerUnavailable: { status: 503, layer: "internal" },
     runNotFound: { status: 404, layer: "authority" },
     agentNotAllowed: { status: 403, layer: "authority" },
+    resourceNotAllowed: { status: 403, layer: "authority" },
     runQuotaExceeded: { status: 429, layer: "authority" },
     toolUseNotFound: { status: 404, layer: "authority" },
     alreadyAnswered: { status: 409, layer: "authority" },

@@ -52,8 +52,60 @@ export const PRINCIPAL_LABEL_LIMITS: Readonly<{
   } as const,
 );
 
+/**
+ * The lists of a principal's resource policy, in canonical order: what a run it starts may run
+ * in (`environmentIds`) and attach (`vaultIds`, `memoryStoreIds`, `repositories` as
+ * `owner/name`, `fileIds`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RESOURCE_POLICY_FIELDS } from "./principals.ts";
+ * assert.deepEqual(RESOURCE_POLICY_FIELDS.slice(0, 2), ["environmentIds", "vaultIds"]);
+ * ```
+ */
+export const RESOURCE_POLICY_FIELDS = [
+  "environmentIds",
+  "vaultIds",
+  "memoryStoreIds",
+  "repositories",
+  "fileIds",
+] as const;
+
+/** One list of a principal's resource policy: one of {@linkcode RESOURCE_POLICY_FIELDS}. */
+export type ResourcePolicyField = typeof RESOURCE_POLICY_FIELDS[number];
+
+/**
+ * A principal's run policy: each list names what the principal may use.
+ *
+ * - **In an answer** (issuance, `GET /v1/principals`, `GET /v1/runtime`), a list is absent when
+ *   the principal is not limited in that respect (the bootstrap principal, or an issued one whose
+ *   issuer had no such list), and present with exactly what it may use otherwise; an empty list
+ *   allows nothing of that kind.
+ * - **In an issuance body** (`POST /v1/principals`), each list must lie within the issuer's own
+ *   when the issuer has one (1 to 32 distinct ids; `agentIds` and `environmentIds` at least one).
+ *   Left out, `agentIds` and `environmentIds` are the issuer's; `vaultIds`, `memoryStoreIds`,
+ *   `repositories` and `fileIds` are none (an issued principal attaches only what it was given).
+ */
+export interface PrincipalPolicy {
+  /** Agent ids the principal may start runs on. */
+  agentIds?: string[];
+  /** Environment ids its runs may run in. */
+  environmentIds?: string[];
+  /** Vault ids its runs may attach (`vault_ids`). */
+  vaultIds?: string[];
+  /** Memory store ids its runs may mount (`memory_store` resources). */
+  memoryStoreIds?: string[];
+  /** GitHub repositories (`owner/name`) its runs may mount (`github_repository` resources). */
+  repositories?: string[];
+  /** File ids its runs may mount (`file` resources). */
+  fileIds?: string[];
+  /** How many runs it may have active at once, 1 to 100 (issuance: default 8, at most the issuer's). */
+  maxActiveRuns?: number;
+}
+
 /** A principal as the service describes it (never with a bearer, except at creation). */
-export interface RuntimePrincipal {
+export interface RuntimePrincipal extends PrincipalPolicy {
   /** Lower-case UUID. */
   principalId: string;
   /** A name for people (such as the CI job it is for); absent when none was given. */
@@ -64,10 +116,6 @@ export interface RuntimePrincipal {
   capabilities: Capability[];
   /** RFC 3339 UTC expiry. */
   expiresAt: string;
-  /** Agent ids the principal may start runs on; absent: any its issuer may use. */
-  agentIds?: string[];
-  /** How many runs the principal may have active at once. */
-  maxActiveRuns?: number;
 }
 
 /** The 201 answer of `POST /v1/principals`: the only time the bearer is shown. */
@@ -105,19 +153,15 @@ export interface PrincipalPage {
 /**
  * The body of `POST /v1/principals`. The service checks its shape, then the authority rules:
  * the capabilities a subset of the caller's and never `authority:admin`, the expiry at most 90
- * days ahead and not after the caller's own, the agents within the caller's.
+ * days ahead and not after the caller's own, the run policy within the caller's.
  */
-export interface CreatePrincipalBody {
+export interface CreatePrincipalBody extends PrincipalPolicy {
   /** Lower-case UUID of the new principal, chosen by the caller. */
   principalId: string;
   /** Non-empty, without repeats. */
   capabilities: Capability[];
   /** RFC 3339 expiry. */
   expiresAt: string;
-  /** The 1 to 32 agent ids it may start runs on; absent: the issuer's. */
-  agentIds?: string[];
-  /** Active runs it may have at once, 1 to 100 (default 8, at most the issuer's). */
-  maxActiveRuns?: number;
   /** A name for people: 1 to 64 printable characters (no control characters). */
   name?: string;
   /** Up to 16 string pairs: keys 1 to 64 printable ASCII characters, values at most 512. */

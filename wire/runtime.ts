@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Capability } from "./principals.ts";
+import type { Capability, PrincipalPolicy } from "./principals.ts";
 
 /**
  * The interface version of this API: what every `/v1/*` request sends as `x-interface-version`
@@ -12,8 +12,11 @@ import type { Capability } from "./principals.ts";
  */
 export const INTERFACE_VERSION = "2026-07-23";
 
-/** The answer of `GET /v1/runtime`: the interface version and the calling principal. */
-export interface RuntimeInfo {
+/**
+ * The answer of `GET /v1/runtime`: the interface version and the calling principal, with its run
+ * policy (see {@linkcode PrincipalPolicy}: a list is present when the caller is limited to it).
+ */
+export interface RuntimeInfo extends PrincipalPolicy {
   /** The interface version the service speaks. */
   interfaceVersion: string;
   /** The calling principal. */
@@ -28,10 +31,6 @@ export interface RuntimeInfo {
   expiresAt: string;
   /** Whether the service can start runs (false while it has no provider credential). */
   runs?: boolean;
-  /** Agent ids the caller may start runs on, when it is limited to some. */
-  agentIds?: string[];
-  /** How many runs the caller may have active at once. */
-  maxActiveRuns?: number;
 }
 
 /** The answer of `GET /healthz`. */

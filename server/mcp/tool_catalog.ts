@@ -30,7 +30,11 @@
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { capability, createPrincipalBody } from "../schemas/principals.ts";
+import {
+  capability,
+  createPrincipalBody,
+  principalPolicyAnswerShape,
+} from "../schemas/principals.ts";
 import {
   customToolResultBody,
   printableId,
@@ -130,8 +134,7 @@ const principalSummary = z.object({
   expiresAt: z.string(),
   issuerId: z.string(),
   createdAt: z.string(),
-  agentIds: z.array(z.string()).optional(),
-  maxActiveRuns: z.number(),
+  ...principalPolicyAnswerShape(),
   revokedAt: z.string().optional(),
 });
 
@@ -154,8 +157,7 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
       capabilities: z.array(capability),
       expiresAt: z.string(),
       runs: z.boolean(),
-      agentIds: z.array(z.string()).optional(),
-      maxActiveRuns: z.number(),
+      ...principalPolicyAnswerShape(),
     }),
   },
   {
@@ -189,8 +191,7 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
       ...principalLabels,
       capabilities: z.array(capability),
       expiresAt: z.string(),
-      agentIds: z.array(z.string()).optional(),
-      maxActiveRuns: z.number(),
+      ...principalPolicyAnswerShape(),
       bearer: z.string(),
     }),
   },

@@ -148,7 +148,7 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     summary: "Start a run",
     tag: "runs",
     answers: { 201: { description: "Started.", schema: runSchema } },
-    errors: [...PROVIDER_ERRORS, "agentNotAllowed", "runQuotaExceeded"],
+    errors: [...PROVIDER_ERRORS, "agentNotAllowed", "resourceNotAllowed", "runQuotaExceeded"],
   },
   "GET /v1/runs": {
     summary: "List runs, newest first",

@@ -27,6 +27,7 @@ import {
   type ToolConfirmation,
 } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
+import { principalPolicyAnswerShape } from "../schemas/principals.ts";
 
 const timestamp = z.string().describe("RFC 3339 timestamp");
 const capability = z.enum(CAPABILITIES);
@@ -51,8 +52,7 @@ export const runtimeInfoSchema = z.strictObject({
   capabilities: z.array(capability),
   expiresAt: timestamp,
   runs: z.boolean().describe("whether the run routes are enabled"),
-  agentIds: z.array(z.string()).optional().describe("agents the caller may run; absent: any"),
-  maxActiveRuns: z.int().min(1),
+  ...principalPolicyAnswerShape(),
 }) satisfies z.ZodType<RuntimeInfo>;
 
 /** The 201 of `POST /v1/principals`: the new principal with its one-time bearer. */
@@ -62,8 +62,7 @@ export const principalIssuedSchema = z.strictObject({
   metadata: metadata.optional(),
   capabilities: z.array(capability).min(1),
   expiresAt: timestamp,
-  agentIds: z.array(z.string()).optional(),
-  maxActiveRuns: z.int().min(1),
+  ...principalPolicyAnswerShape(),
   bearer: z.string().regex(/^art_[A-Za-z0-9_-]{43}$/).describe(
     "shown in this answer and its idempotent replays only",
   ),
@@ -78,8 +77,7 @@ export const principalEntrySchema = z.strictObject({
   expiresAt: timestamp,
   issuerId: uuid,
   createdAt: timestamp,
-  agentIds: z.array(z.string()).optional(),
-  maxActiveRuns: z.int().min(1),
+  ...principalPolicyAnswerShape(),
   revokedAt: timestamp.optional(),
 }) satisfies z.ZodType<PrincipalSummary>;
 

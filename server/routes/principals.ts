@@ -30,7 +30,7 @@ import type {
 import type { CreatePrincipalBody } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
-import { grantRunPolicy, runPolicyOf } from "../runs/policy.ts";
+import { grantRunPolicy, policyAnswer, runPolicyOf } from "../runs/policy.ts";
 
 /** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
 export const DEFAULT_PAGE_SIZE = 100;
@@ -205,6 +205,8 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       throw invalidRequest(details, { layer: "authority" });
     }
     if (body.principalId === bootstrap.principalId) throw principalExists();
+    // The policy is stored as it is answered: each list that limits the principal, its limit.
+    const granted = policyAnswer(policy);
     // Stored and answered in one canonical form: UTC with milliseconds.
     const expiresAt = new Date(parseRfc3339(body.expiresAt)!).toISOString();
     const nonce = randomNonce();
@@ -218,8 +220,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       createdAt: new Date(now).toISOString(),
       revokedAt: null,
       nonce,
-      agentIds: policy.agentIds,
-      maxActiveRuns: policy.maxActiveRuns,
+      ...granted,
       ...labelsOf(body),
     };
     const publicBody = {
@@ -227,8 +228,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       ...labelsOf(body),
       capabilities: body.capabilities,
       expiresAt,
-      ...(policy.agentIds !== null ? { agentIds: policy.agentIds } : {}),
-      maxActiveRuns: policy.maxActiveRuns,
+      ...granted,
     };
     const key = context.idempotency;
     // Written with the principal, in the same atomic step: an issuance is never unaudited.
@@ -317,8 +317,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
         issuerId: record.issuerId,
         createdAt: record.createdAt,
       };
-      if (record.agentIds) entry.agentIds = record.agentIds;
-      entry.maxActiveRuns = runPolicyOf(record).maxActiveRuns;
+      Object.assign(entry, policyAnswer(runPolicyOf(record)));
       if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
       return entry;
     });

@@ -8,7 +8,7 @@
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { INTERFACE_VERSION, type RuntimeInfo } from "../../wire/mod.ts";
-import { runPolicyOf } from "../runs/policy.ts";
+import { policyAnswer, runPolicyOf } from "../runs/policy.ts";
 
 /** Options of {@linkcode runtimeRoutes}. */
 export interface RuntimeRouteOptions {
@@ -34,7 +34,6 @@ export function runtimeRoutes(options: RuntimeRouteOptions = {}): RouteDefinitio
     const principal = context.principal!;
     let body = bodies.get(principal);
     if (body === undefined) {
-      const policy = runPolicyOf(principal);
       // Copies of the principal's frozen lists: built once per principal, then cached.
       const info: RuntimeInfo = {
         interfaceVersion: INTERFACE_VERSION,
@@ -44,8 +43,7 @@ export function runtimeRoutes(options: RuntimeRouteOptions = {}): RouteDefinitio
         capabilities: [...principal.capabilities],
         expiresAt: principal.expiresAt,
         runs,
-        ...(policy.agentIds !== null ? { agentIds: [...policy.agentIds] } : {}),
-        maxActiveRuns: policy.maxActiveRuns,
+        ...policyAnswer(runPolicyOf(principal)),
       };
       body = JSON.stringify(info);
       bodies.set(principal, body);

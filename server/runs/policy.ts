@@ -1,12 +1,38 @@
 /**
- * Run policy of principals: `agentIds` (the agents a principal may start runs on; absent: any the
- * issuer may use) and `maxActiveRuns` (1 to 100, default 8). An issued principal's policy is a
- * subset of its issuer's: its agents lie within the issuer's list when the issuer has one, and its
- * limit is at most the issuer's. The bootstrap principal may use any agent, up to 100 runs.
+ * The run policy of principals, and the one check every run start passes through.
+ *
+ * A principal's policy: `agentIds` (the agents it may start runs on), the resource policy
+ * (`environmentIds`, `vaultIds`, `memoryStoreIds`, `repositories` as `owner/name`, `fileIds`)
+ * and `maxActiveRuns` (1 to 100, default 8). Each list is null when the principal is not limited
+ * in that respect. The bootstrap principal is limited in none (any agent, environment and
+ * resource, up to 100 runs).
+ *
+ * Issuing ({@linkcode grantRunPolicy}): an issued principal's policy is a subset of its
+ * issuer's. Each requested list must lie within the issuer's list when the issuer has one. Left
+ * out, `agentIds` and `environmentIds` are the issuer's (any, when the issuer is not limited);
+ * `vaultIds`, `memoryStoreIds`, `repositories` and `fileIds` are empty: an issued principal
+ * attaches only what it was given (fail closed). Its limit is at most the issuer's.
+ *
+ * Starting ({@linkcode startViolation}): a start is checked over its normalized fields
+ * ({@linkcode RunStartScope}: the agent, its pinned version, the environment, the vault ids and
+ * the resources), not over the body of one interface, so every interface that starts runs
+ * through the gateway gets the same checks. A version pin is allowed on any agent the principal
+ * may use: versions are not limited apart. Resources are read by type: `github_repository` by
+ * its `url` (`https://github.com/owner/name`, an optional `.git`; any other form is refused),
+ * `file` by `file_id`, `memory_store` by `memory_store_id`. A principal limited in any resource
+ * list gets a resource of another type, or a malformed one, refused.
+ *
+ * Records written before the resource policy existed have no resource lists: their principals
+ * may use any environment and attach nothing (read as empty lists), like newly issued ones.
  *
  * @module
  */
 import type { ValidationDetail } from "../errors.ts";
+import {
+  type PrincipalPolicy,
+  RESOURCE_POLICY_FIELDS,
+  type ResourcePolicyField,
+} from "../../wire/mod.ts";
 
 export type { ValidationDetail } from "../errors.ts";
 
@@ -18,43 +44,93 @@ export const MAX_ACTIVE_RUNS_LIMIT = 100;
 export const MAX_AGENT_IDS = 32;
 /** Longest agent id accepted, in characters. */
 export const MAX_AGENT_ID_LENGTH = 256;
+/** Most ids in one list of the policy (`agentIds`, `environmentIds`, `vaultIds`...). */
+export const MAX_POLICY_IDS: number = MAX_AGENT_IDS;
 
-/** A principal's effective run policy. */
+/** A principal's effective run policy: each list null when it is not limited by it. */
 export interface RunPolicy {
   /** The agents it may use, or null for any. */
   readonly agentIds: readonly string[] | null;
+  /** The environments its runs may run in, or null for any. */
+  readonly environmentIds: readonly string[] | null;
+  /** The vaults its runs may attach, or null for any. */
+  readonly vaultIds: readonly string[] | null;
+  /** The memory stores its runs may mount, or null for any. */
+  readonly memoryStoreIds: readonly string[] | null;
+  /** The GitHub repositories (`owner/name`, lower case) its runs may mount, or null for any. */
+  readonly repositories: readonly string[] | null;
+  /** The files its runs may mount, or null for any. */
+  readonly fileIds: readonly string[] | null;
   /** Its active-run limit. */
   readonly maxActiveRuns: number;
 }
 
 /** The run policy fields of an issuance body, as validated. */
-export interface RunPolicyFields {
-  /** Requested agent ids. */
-  agentIds?: string[];
-  /** Requested active-run limit. */
-  maxActiveRuns?: number;
+export type RunPolicyFields = PrincipalPolicy;
+
+/** What a principal (a stored record, or an authenticated caller) holds of its policy. */
+export interface PolicyHolder {
+  /** Agent ids; absent or null: any. */
+  readonly agentIds?: readonly string[] | null;
+  /** Environment ids; absent or null: any. */
+  readonly environmentIds?: readonly string[] | null;
+  /** Vault ids; absent: none. */
+  readonly vaultIds?: readonly string[] | null;
+  /** Memory store ids; absent: none. */
+  readonly memoryStoreIds?: readonly string[] | null;
+  /** Repositories (`owner/name`); absent: none. */
+  readonly repositories?: readonly string[] | null;
+  /** File ids; absent: none. */
+  readonly fileIds?: readonly string[] | null;
+  /** The active-run limit; absent: the default. */
+  readonly maxActiveRuns?: number;
+  /** Whether it is the bootstrap principal (unlimited). */
+  readonly bootstrap?: boolean;
 }
 
+/** The lists that are empty, not the issuer's, when an issuance leaves them out. */
+const NONE_WHEN_ABSENT: ReadonlySet<string> = new Set([
+  "vaultIds",
+  "memoryStoreIds",
+  "repositories",
+  "fileIds",
+]);
+
+const UNLIMITED: RunPolicy = Object.freeze({
+  agentIds: null,
+  environmentIds: null,
+  vaultIds: null,
+  memoryStoreIds: null,
+  repositories: null,
+  fileIds: null,
+  maxActiveRuns: MAX_ACTIVE_RUNS_LIMIT,
+});
+
 /**
- * The effective policy of an authenticated principal.
+ * The effective policy of a principal: the bootstrap principal's is unlimited; an issued one's
+ * lists as recorded (`vaultIds`, `memoryStoreIds`, `repositories`, `fileIds` empty when absent).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { runPolicyOf } from "./policy.ts";
- * assert.deepEqual(runPolicyOf({ agentIds: ["a"] }), { agentIds: ["a"], maxActiveRuns: 8 });
+ * const policy = runPolicyOf({ agentIds: ["a"] });
+ * assert.deepEqual(policy.agentIds, ["a"]);
+ * assert.equal(policy.environmentIds, null);
+ * assert.deepEqual(policy.vaultIds, []);
+ * assert.equal(policy.maxActiveRuns, 8);
+ * assert.equal(runPolicyOf({ bootstrap: true }).vaultIds, null);
  * ```
  */
-export function runPolicyOf(principal: {
-  readonly agentIds?: readonly string[] | null;
-  readonly maxActiveRuns?: number;
-  readonly bootstrap?: boolean;
-}): RunPolicy {
-  if (principal.bootstrap === true) {
-    return { agentIds: null, maxActiveRuns: MAX_ACTIVE_RUNS_LIMIT };
-  }
+export function runPolicyOf(principal: PolicyHolder): RunPolicy {
+  if (principal.bootstrap === true) return UNLIMITED;
   return {
     agentIds: principal.agentIds ?? null,
+    environmentIds: principal.environmentIds ?? null,
+    vaultIds: principal.vaultIds ?? [],
+    memoryStoreIds: principal.memoryStoreIds ?? [],
+    repositories: principal.repositories ?? [],
+    fileIds: principal.fileIds ?? [],
     maxActiveRuns: principal.maxActiveRuns ?? DEFAULT_MAX_ACTIVE_RUNS,
   };
 }
@@ -65,11 +141,15 @@ export function runPolicyOf(principal: {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { grantRunPolicy } from "./policy.ts";
- * const issuer = { agentIds: ["a", "b"], maxActiveRuns: 4 };
- * assert.deepEqual(grantRunPolicy({}, issuer), { agentIds: ["a", "b"], maxActiveRuns: 4 });
- * const refused = grantRunPolicy({ agentIds: ["c"] }, issuer);
- * assert.ok(Array.isArray(refused));
+ * import { grantRunPolicy, runPolicyOf } from "./policy.ts";
+ * const issuer = runPolicyOf({ agentIds: ["a", "b"], vaultIds: ["v1"], maxActiveRuns: 4 });
+ * const granted = grantRunPolicy({}, issuer);
+ * assert.ok(!Array.isArray(granted));
+ * assert.deepEqual(granted.agentIds, ["a", "b"]);
+ * assert.deepEqual(granted.vaultIds, [], "vaults are granted only when asked for");
+ * assert.equal(granted.maxActiveRuns, 4);
+ * assert.ok(Array.isArray(grantRunPolicy({ agentIds: ["c"] }, issuer)));
+ * assert.ok(Array.isArray(grantRunPolicy({ vaultIds: ["v2"] }, issuer)));
  * ```
  */
 export function grantRunPolicy(
@@ -77,18 +157,26 @@ export function grantRunPolicy(
   issuer: RunPolicy,
 ): RunPolicy | ValidationDetail[] {
   const details: ValidationDetail[] = [];
-  let agentIds: readonly string[] | null = fields.agentIds ?? issuer.agentIds;
-  if (fields.agentIds !== undefined && issuer.agentIds !== null) {
-    const allowed = new Set(issuer.agentIds);
-    const outside = fields.agentIds.filter((id) => !allowed.has(id));
+  const lists = {} as Record<"agentIds" | ResourcePolicyField, readonly string[] | null>;
+  for (const field of ["agentIds", ...RESOURCE_POLICY_FIELDS] as const) {
+    const normalize = field === "repositories" ? lowerCase : same;
+    const requested = fields[field]?.map(normalize);
+    const allowed = issuer[field];
+    if (requested === undefined) {
+      lists[field] = NONE_WHEN_ABSENT.has(field) ? [] : allowed === null ? null : [...allowed];
+      continue;
+    }
+    lists[field] = requested;
+    if (allowed === null) continue;
+    const within = new Set(allowed);
+    const outside = requested.filter((id) => !within.has(id));
     if (outside.length > 0) {
       details.push({
-        path: "agentIds",
-        message: `Must be a subset of the caller's agentIds; not allowed: ${outside.join(", ")}`,
+        path: field,
+        message: `Must be a subset of the caller's ${field}; not allowed: ${outside.join(", ")}`,
       });
     }
   }
-  if (agentIds !== null) agentIds = [...agentIds];
   let maxActiveRuns = fields.maxActiveRuns ??
     Math.min(DEFAULT_MAX_ACTIVE_RUNS, issuer.maxActiveRuns);
   if (fields.maxActiveRuns !== undefined && fields.maxActiveRuns > issuer.maxActiveRuns) {
@@ -98,7 +186,40 @@ export function grantRunPolicy(
     });
     maxActiveRuns = issuer.maxActiveRuns;
   }
-  return details.length > 0 ? details : { agentIds, maxActiveRuns };
+  return details.length > 0 ? details : { ...lists, maxActiveRuns };
+}
+
+function same(id: string): string {
+  return id;
+}
+
+function lowerCase(id: string): string {
+  return id.toLowerCase();
+}
+
+/**
+ * The policy as the API answers it (issuance, `GET /v1/principals`, `GET /v1/runtime`): each
+ * list present when the principal is limited by it, and the limit.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { policyAnswer, runPolicyOf } from "./policy.ts";
+ * assert.deepEqual(policyAnswer(runPolicyOf({ agentIds: ["a"] })), {
+ *   agentIds: ["a"], vaultIds: [], memoryStoreIds: [], repositories: [], fileIds: [],
+ *   maxActiveRuns: 8,
+ * });
+ * assert.deepEqual(policyAnswer(runPolicyOf({ bootstrap: true })), { maxActiveRuns: 100 });
+ * ```
+ */
+export function policyAnswer(policy: RunPolicy): PrincipalPolicy {
+  const answer: PrincipalPolicy = {};
+  for (const field of ["agentIds", ...RESOURCE_POLICY_FIELDS] as const) {
+    const list = policy[field];
+    if (list !== null) answer[field] = [...list];
+  }
+  answer.maxActiveRuns = policy.maxActiveRuns;
+  return answer;
 }
 
 /**
@@ -107,10 +228,187 @@ export function grantRunPolicy(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { allowsAgent } from "./policy.ts";
- * assert.equal(allowsAgent({ agentIds: ["a"], maxActiveRuns: 1 }, "b"), false);
+ * import { allowsAgent, runPolicyOf } from "./policy.ts";
+ * assert.equal(allowsAgent(runPolicyOf({ agentIds: ["a"] }), "b"), false);
  * ```
  */
 export function allowsAgent(policy: RunPolicy, agentId: string): boolean {
   return policy.agentIds === null || policy.agentIds.includes(agentId);
+}
+
+/**
+ * A run start in the provider's terms, after the service's defaults were applied: what every
+ * interface that starts runs maps its request into before the policy check.
+ */
+export interface RunStartScope {
+  /** The agent to run. */
+  readonly agentId: string;
+  /** A pinned agent version, when one is given. */
+  readonly agentVersion?: number;
+  /** The environment to run in. */
+  readonly environmentId: string;
+  /** Vault ids to attach (`vault_ids`). */
+  readonly vaultIds?: readonly string[];
+  /** Resources to mount (`resources`), in the provider's shape: objects with a `type`. */
+  readonly resources?: readonly Readonly<Record<string, unknown>>[];
+}
+
+/** Why a start was refused: which request field, and which policy list (when one) refused it. */
+export interface PolicyViolation {
+  /** The error code: `agentNotAllowed` or `resourceNotAllowed`. */
+  readonly code: "agentNotAllowed" | "resourceNotAllowed";
+  /** The request field in the provider's terms: `agent_id`, `environment_id`, `vault_ids`, `resources`. */
+  readonly field: "agent_id" | "environment_id" | "vault_ids" | "resources";
+  /** The principal's policy list that refused it, or absent for a resource of no known type. */
+  readonly policyField?: "agentIds" | ResourcePolicyField;
+  /** What was refused, in a sentence. */
+  readonly message: string;
+}
+
+/** A resource of a start, read by type (see the module doc); `kind: "unknown"` is refused. */
+export type StartResource =
+  | { readonly kind: "repositories" | "fileIds" | "memoryStoreIds"; readonly id: string }
+  | { readonly kind: "unknown"; readonly type: string };
+
+const GITHUB_HOSTS: ReadonlySet<string> = new Set(["github.com", "www.github.com"]);
+const REPOSITORY_PATH = /^\/([A-Za-z0-9-]{1,39})\/([A-Za-z0-9._-]{1,100}?)(?:\.git)?\/?$/;
+
+/**
+ * The `owner/name` (lower case) of a `github_repository` resource's `url`, or null for anything
+ * but a plain `https://github.com/owner/name` URL (an optional `.git` and trailing slash).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { repositoryOfUrl } from "./policy.ts";
+ * assert.equal(repositoryOfUrl("https://github.com/Acme/Tools.git"), "acme/tools");
+ * assert.equal(repositoryOfUrl("https://user@github.com/acme/tools"), null);
+ * assert.equal(repositoryOfUrl("https://example.com/acme/tools"), null);
+ * ```
+ */
+export function repositoryOfUrl(url: unknown): string | null {
+  if (typeof url !== "string" || url.length > 2048) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (
+    parsed.protocol !== "https:" || !GITHUB_HOSTS.has(parsed.hostname) || parsed.port !== "" ||
+    parsed.username !== "" || parsed.password !== "" || parsed.search !== "" || parsed.hash !== ""
+  ) {
+    return null;
+  }
+  const match = REPOSITORY_PATH.exec(parsed.pathname);
+  return match === null ? null : `${match[1]}/${match[2]}`.toLowerCase();
+}
+
+/**
+ * Reads one resource of a start by its type: the policy list that covers it and the id it is
+ * checked by, or `unknown` (an unknown type, or a known one without its id).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { startResourceOf } from "./policy.ts";
+ * assert.deepEqual(startResourceOf({ type: "file", file_id: "file_1" }), { kind: "fileIds", id: "file_1" });
+ * assert.deepEqual(startResourceOf({ type: "code_repository" }), { kind: "unknown", type: "code_repository" });
+ * ```
+ */
+export function startResourceOf(resource: Readonly<Record<string, unknown>>): StartResource {
+  const type = typeof resource.type === "string" ? resource.type : "";
+  let kind: "repositories" | "fileIds" | "memoryStoreIds" | null = null;
+  let id: unknown = null;
+  if (type === "github_repository") {
+    kind = "repositories";
+    id = repositoryOfUrl(resource.url);
+  } else if (type === "file") {
+    kind = "fileIds";
+    id = resource.file_id;
+  } else if (type === "memory_store") {
+    kind = "memoryStoreIds";
+    id = resource.memory_store_id;
+  }
+  if (kind === null || typeof id !== "string" || id === "") return { kind: "unknown", type };
+  return { kind, id };
+}
+
+/**
+ * The first reason `policy` refuses `start`, or null when it may start: the agent, then the
+ * environment, the vaults and the resources in order (see the module doc).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runPolicyOf, startViolation } from "./policy.ts";
+ * const policy = runPolicyOf({ agentIds: ["a"], vaultIds: ["v1"] });
+ * assert.equal(startViolation(policy, { agentId: "a", environmentId: "e", vaultIds: ["v1"] }), null);
+ * const refused = startViolation(policy, { agentId: "a", environmentId: "e", vaultIds: ["v2"] });
+ * assert.equal(refused?.code, "resourceNotAllowed");
+ * assert.equal(refused?.field, "vault_ids");
+ * assert.equal(refused?.policyField, "vaultIds");
+ * ```
+ */
+export function startViolation(policy: RunPolicy, start: RunStartScope): PolicyViolation | null {
+  if (!allowsAgent(policy, start.agentId)) {
+    return {
+      code: "agentNotAllowed",
+      field: "agent_id",
+      policyField: "agentIds",
+      message: "The principal may not start runs on this agent",
+    };
+  }
+  if (policy.environmentIds !== null && !policy.environmentIds.includes(start.environmentId)) {
+    return refused("environment_id", "environmentIds", `environment ${start.environmentId}`);
+  }
+  if (policy.vaultIds !== null) {
+    for (const vaultId of start.vaultIds ?? []) {
+      if (!policy.vaultIds.includes(vaultId)) {
+        return refused("vault_ids", "vaultIds", `vault ${vaultId}`);
+      }
+    }
+  }
+  const resources = start.resources ?? [];
+  const limited = policy.memoryStoreIds !== null || policy.repositories !== null ||
+    policy.fileIds !== null;
+  if (!limited) return null;
+  for (const resource of resources) {
+    const read = startResourceOf(resource);
+    if (read.kind === "unknown") {
+      return {
+        code: "resourceNotAllowed",
+        field: "resources",
+        message:
+          `The principal may not attach a resource of type ${
+            JSON.stringify(read.type.slice(0, 64))
+          }: only github_repository (https://github.com/owner/name), file and memory_store ` +
+          "resources are checked, anything else is refused",
+      };
+    }
+    const allowed = policy[read.kind];
+    if (allowed !== null && !allowed.includes(read.id)) {
+      return refused("resources", read.kind, `${RESOURCE_NOUN[read.kind]} ${read.id}`);
+    }
+  }
+  return null;
+}
+
+const RESOURCE_NOUN = {
+  repositories: "repository",
+  fileIds: "file",
+  memoryStoreIds: "memory store",
+} as const;
+
+function refused(
+  field: PolicyViolation["field"],
+  policyField: ResourcePolicyField,
+  what: string,
+): PolicyViolation {
+  return {
+    code: "resourceNotAllowed",
+    field,
+    policyField,
+    message: `The principal may not use ${what}: it lies outside its ${policyField}`,
+  };
 }

@@ -7,7 +7,10 @@
  * Starting a run, in order:
  *
  * 1. resolve the agent and environment (the body's `metadata`, else the defaults; neither: 422);
- * 2. check the principal's `agentIds` (403 `agentNotAllowed`);
+ * 2. check the principal's policy over the start's normalized fields (`policy.ts`): its
+ *    `agentIds` (403 `agentNotAllowed`), then its resource policy: environment, vaults and
+ *    resources by type (403 `resourceNotAllowed` naming the field); a refusal is audited and
+ *    nothing reaches the provider;
  * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
  *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
  * 4. open the provider session and send the kickoff message within the call's deadline (the
@@ -45,7 +48,13 @@ import { audit } from "./audit.ts";
 import { deadlineSignal, type RunCall } from "./call.ts";
 import { changeRun } from "./_change_run.ts";
 import { openSession } from "./_open_session.ts";
-import { allowsAgent, runPolicyOf } from "./policy.ts";
+import {
+  type PolicyHolder,
+  type RunPolicy,
+  runPolicyOf,
+  type RunStartScope,
+  startViolation,
+} from "./policy.ts";
 import type { ProviderSettings } from "./provider.ts";
 import { isSessionGone, ProviderFailures } from "./provider_failure.ts";
 import {
@@ -246,11 +255,13 @@ export class RunGateway {
       });
     }
     if (agentId === undefined || environmentId === undefined) throw invalidRequest(missing);
-    const policy = runPolicyOf(caller);
-    if (!allowsAgent(policy, agentId)) {
-      await this.#audit(call, "run.started", undefined, "agentNotAllowed");
-      throw new InterfaceError("agentNotAllowed", "The principal may not start runs on this agent");
-    }
+    const policy = await this.#admit(call, {
+      agentId,
+      environmentId,
+      ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
+      ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
+      ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
+    });
     const slotId = `reservation:${crypto.randomUUID()}`;
     let reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
     if (reserved === "principalQuota" && await this.#refreshActive(call, caller.principalId)) {
@@ -458,6 +469,26 @@ export class RunGateway {
     return refreshed.some((record) => isTerminal(record.state));
   }
 
+  /**
+   * The one policy check of a start, over its normalized fields (`policy.ts`): answers the
+   * caller's policy, or audits the refusal and throws 403 `agentNotAllowed` or
+   * `resourceNotAllowed` (naming the refused field) before anything reaches the provider.
+   */
+  async #admit(call: RunCall, scope: RunStartScope): Promise<RunPolicy> {
+    const policy = runPolicyOf(call.principal);
+    const violation = startViolation(policy, scope);
+    if (violation === null) return policy;
+    await this.#audit(call, "run.started", undefined, violation.code);
+    throw new InterfaceError(violation.code, violation.message, {
+      extra: violation.code === "resourceNotAllowed"
+        ? {
+          field: violation.field,
+          ...(violation.policyField !== undefined ? { policyField: violation.policyField } : {}),
+        }
+        : undefined,
+    });
+  }
+
   #reserve(principalId: string, slotId: string, principalLimit: number): Promise<RunSlotResult> {
     return this.#store.runs.reserveSlot({
       principalId,
@@ -469,16 +500,9 @@ export class RunGateway {
     });
   }
 
-  async #ownerPolicy(
-    principalId: string,
-  ): Promise<{ agentIds?: readonly string[]; maxActiveRuns?: number; bootstrap?: boolean }> {
-    const owner = await this.#store.principals.get(principalId);
+  async #ownerPolicy(principalId: string): Promise<PolicyHolder> {
     // Only the bootstrap principal starts runs without a principal record.
-    if (owner === null) return { bootstrap: true };
-    return {
-      ...(owner.agentIds ? { agentIds: owner.agentIds } : {}),
-      ...(owner.maxActiveRuns !== undefined ? { maxActiveRuns: owner.maxActiveRuns } : {}),
-    };
+    return await this.#store.principals.get(principalId) ?? { bootstrap: true };
   }
 
   #audit(

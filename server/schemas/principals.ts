@@ -14,12 +14,13 @@
  * @module
  */
 import { z } from "zod";
-import { MAX_ACTIVE_RUNS_LIMIT, MAX_AGENT_ID_LENGTH, MAX_AGENT_IDS } from "../runs/policy.ts";
+import { MAX_ACTIVE_RUNS_LIMIT, MAX_AGENT_ID_LENGTH, MAX_POLICY_IDS } from "../runs/policy.ts";
 import {
   CAPABILITIES,
   type Capability,
   type CreatePrincipalBody,
   PRINCIPAL_LABEL_LIMITS,
+  type PrincipalPolicy,
 } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 
@@ -59,6 +60,100 @@ export const principalMetadata: z.ZodType<Record<string, string>> = z.record(
   `Must hold at most ${LIMITS.metadataPairs} pairs`,
 ).describe(`Up to ${LIMITS.metadataPairs} string pairs, such as {"job": "nightly"}`);
 
+/** One id of a policy list: non-empty printable ASCII of at most 256 characters. */
+const policyId = z.string().min(1).max(MAX_AGENT_ID_LENGTH).regex(
+  /^[\x21-\x7e]+$/,
+  `Must be a non-empty printable id of at most ${MAX_AGENT_ID_LENGTH} characters`,
+);
+
+/** A GitHub repository as `owner/name`. */
+const repository = z.string().regex(
+  /^[A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100}$/,
+  "Must be a GitHub repository as owner/name",
+);
+
+/** A list of distinct ids of a policy field, `min` to {@linkcode MAX_POLICY_IDS} long. */
+function idList(item: z.ZodString, min: number, noun: string) {
+  const bounds = `Must hold ${min} to ${MAX_POLICY_IDS} ${noun}`;
+  return z.array(item).min(min, bounds).max(MAX_POLICY_IDS, bounds)
+    .refine((list) => new Set(list).size === list.length, `Must not repeat ${noun}`)
+    .optional();
+}
+
+/**
+ * The run policy fields of an issuance body, as a zod shape (spread it into a body schema):
+ * `agentIds`, the resource policy lists and `maxActiveRuns`. Shape only; the subset rules of
+ * `runs/policy.ts` (`grantRunPolicy`) come after.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { z } from "zod";
+ * import { principalPolicyShape } from "./principals.ts";
+ * const schema = z.strictObject(principalPolicyShape());
+ * assert.equal(schema.safeParse({ repositories: ["acme/tools"] }).success, true);
+ * assert.equal(schema.safeParse({ repositories: ["https://github.com/acme/tools"] }).success, false);
+ * ```
+ */
+export function principalPolicyShape() {
+  return {
+    agentIds: idList(policyId, 1, "agent ids").describe(
+      "Agent ids the principal may start runs on: a subset of the caller's (default: the caller's)",
+    ),
+    environmentIds: idList(policyId, 1, "environment ids").describe(
+      "Environment ids its runs may run in: a subset of the caller's (default: the caller's)",
+    ),
+    vaultIds: idList(policyId, 0, "vault ids").describe(
+      "Vault ids its runs may attach: a subset of the caller's (default: none)",
+    ),
+    memoryStoreIds: idList(policyId, 0, "memory store ids").describe(
+      "Memory store ids its runs may mount: a subset of the caller's (default: none)",
+    ),
+    repositories: idList(repository, 0, "repositories").describe(
+      "GitHub repositories (owner/name) its runs may mount: a subset of the caller's " +
+        "(default: none)",
+    ),
+    fileIds: idList(policyId, 0, "file ids").describe(
+      "File ids its runs may mount: a subset of the caller's (default: none)",
+    ),
+    maxActiveRuns: z.number().int(`Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
+      .min(1, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
+      .max(MAX_ACTIVE_RUNS_LIMIT, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
+      .optional()
+      .describe(
+        `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
+      ),
+  } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
+}
+
+/**
+ * The run policy fields of an answer (issuance, `GET /v1/principals` entries, `GET /v1/runtime`)
+ * as a zod shape: each list present when the principal is limited by it, and the limit. The
+ * OpenAPI schemas and the MCP tools' output schemas spread it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { z } from "zod";
+ * import { principalPolicyAnswerShape } from "./principals.ts";
+ * const schema = z.strictObject(principalPolicyAnswerShape());
+ * assert.equal(schema.safeParse({ vaultIds: [], maxActiveRuns: 8 }).success, true);
+ * ```
+ */
+export function principalPolicyAnswerShape() {
+  const list = (what: string) =>
+    z.array(z.string()).optional().describe(`${what}; absent: not limited`);
+  return {
+    agentIds: list("agents the principal may start runs on"),
+    environmentIds: list("environments its runs may run in"),
+    vaultIds: list("vaults its runs may attach"),
+    memoryStoreIds: list("memory stores its runs may mount"),
+    repositories: list("GitHub repositories (owner/name) its runs may mount"),
+    fileIds: list("files its runs may mount"),
+    maxActiveRuns: z.int().min(1).describe("runs it may have active at once"),
+  } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
+}
+
 /** Body of `POST /v1/principals`. */
 export const createPrincipalBody = z.strictObject({
   principalId: z.string().regex(
@@ -73,25 +168,7 @@ export const createPrincipalBody = z.strictObject({
     (value) => parseRfc3339(value) !== null,
     "Must be an RFC 3339 timestamp",
   ).describe("RFC 3339 expiry, in the future and at most 90 days ahead"),
-  agentIds: z.array(
-    z.string().min(1).max(MAX_AGENT_ID_LENGTH).regex(
-      /^[\x21-\x7e]+$/,
-      `Must be a non-empty printable id of at most ${MAX_AGENT_ID_LENGTH} characters`,
-    ),
-  ).min(1, `Must hold 1 to ${MAX_AGENT_IDS} agent ids`)
-    .max(MAX_AGENT_IDS, `Must hold 1 to ${MAX_AGENT_IDS} agent ids`)
-    .refine((list) => new Set(list).size === list.length, "Must not repeat an agent id")
-    .optional()
-    .describe(
-      "Agent ids the principal may start runs on: a subset of the caller's (default: the caller's)",
-    ),
-  maxActiveRuns: z.number().int(`Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-    .min(1, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-    .max(MAX_ACTIVE_RUNS_LIMIT, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-    .optional()
-    .describe(
-      `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
-    ),
+  ...principalPolicyShape(),
   name: principalName.optional(),
   metadata: principalMetadata.optional(),
 }) satisfies z.ZodType<CreatePrincipalBody>;

@@ -54,6 +54,19 @@ export interface PrincipalRecord {
    * policies existed have neither field.
    */
   agentIds?: readonly string[] | null;
+  /**
+   * Environment ids its runs may run in; absent or null: any. Records written before the
+   * resource policy existed have none of the five resource lists.
+   */
+  environmentIds?: readonly string[] | null;
+  /** Vault ids its runs may attach; absent: none (see `runs/policy.ts`). */
+  vaultIds?: readonly string[];
+  /** Memory store ids its runs may mount; absent: none. */
+  memoryStoreIds?: readonly string[];
+  /** GitHub repositories (`owner/name`, lower case) its runs may mount; absent: none. */
+  repositories?: readonly string[];
+  /** File ids its runs may mount; absent: none. */
+  fileIds?: readonly string[];
   /** Most runs the principal may have active at once; absent: the default. */
   maxActiveRuns?: number;
   /** Its name for people, when it was given one. */

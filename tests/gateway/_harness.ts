@@ -23,6 +23,7 @@ import {
 import { openKvStore } from "../../server/store/kv/mod.ts";
 import { type RuntimeTestHooks, withTestHooks } from "../../server/test_hooks.ts";
 import type { Capability, Store } from "../../server/store/types.ts";
+import type { PrincipalPolicy } from "../../wire/mod.ts";
 import { FakeProvider } from "../support/fake_provider.ts";
 import { assertKeepsContract } from "../support/contract.ts";
 import { sharedHeaders } from "../support/server.ts";
@@ -101,7 +102,7 @@ export interface Gateway {
   /** Issues a principal; returns its bearer and id. */
   issue(
     capabilities: Capability[],
-    policy?: { agentIds?: string[]; maxActiveRuns?: number },
+    policy?: PrincipalPolicy,
   ): Promise<{ bearer: string; principalId: string }>;
   /** Makes the fake's turns last (runs stay `running`) or end at once (the default echo). */
   holdTurns(hold: boolean): void;

@@ -317,7 +317,7 @@ Deno.test("run and audit help and usage errors", async () => {
   });
 });
 
-Deno.test("principal issue --agent-ids and --max-active-runs send the run policy", async () => {
+Deno.test("principal issue --agent-ids, the resource policy flags and --max-active-runs send the run policy", async () => {
   await withGateway(async (gateway, temp) => {
     const env = envFor(gateway, temp, gateway.admin.token);
     const result = await runCliWithInput([
@@ -329,17 +329,35 @@ Deno.test("principal issue --agent-ids and --max-active-runs send the run policy
       "agent_a,agent_b",
       "--max-active-runs",
       "3",
+      "--environment-ids",
+      "env_a",
+      "--vault-ids",
+      "vlt_a,vlt_b",
+      "--memory-store-ids",
+      "memstore_a",
+      "--repositories",
+      "acme/tools,acme/docs",
+      "--file-ids",
+      "file_a",
     ], { env });
     assert.equal(result.code, 0, result.stderr);
     const body = JSON.parse(gateway.requestsTo("POST", "/v1/principals")[0].body);
     assert.deepEqual(body.agentIds, ["agent_a", "agent_b"]);
     assert.equal(body.maxActiveRuns, 3);
+    assert.deepEqual(body.environmentIds, ["env_a"]);
+    assert.deepEqual(body.vaultIds, ["vlt_a", "vlt_b"]);
+    assert.deepEqual(body.memoryStoreIds, ["memstore_a"]);
+    assert.deepEqual(body.repositories, ["acme/tools", "acme/docs"]);
+    assert.deepEqual(body.fileIds, ["file_a"]);
     assert.deepEqual(JSON.parse(result.stdout).agentIds, ["agent_a", "agent_b"]);
 
     for (
       const extra of [
         ["--agent-ids", "a,,b"],
         ["--agent-ids", "a,a"],
+        ["--vault-ids", "v a"],
+        ["--repositories", "https://github.com/acme/tools"],
+        ["--file-ids", ""],
         ["--agent-ids", Array.from({ length: 33 }, (_, i) => `a${i}`).join(",")],
         ["--max-active-runs", "0"],
         ["--max-active-runs", "101"],

@@ -131,6 +131,14 @@ Deno.test("mcp run tools: listed by capability, each one running its HTTP twin",
         metadata: { agent_id: gateway.otherAgentId },
       });
       assert.equal(agent.code, "agentNotAllowed");
+      const before = sessionCreations(gateway);
+      const vault = await callError(mcpWriter, "run_start", {
+        input: "hi",
+        metadata: { vault_ids: ["vlt_elsewhere"] },
+      });
+      assert.equal(vault.code, "resourceNotAllowed");
+      assert.equal(vault.field, "vault_ids");
+      assert.equal(sessionCreations(gateway), before, "the provider never saw it");
       const badState = await callError(mcpWriter, "run_list", { state: "sleeping" });
       assert.equal(badState.code, "invalidRequest");
       const notMine = await callError(mcpWriter, "audit_list", {});

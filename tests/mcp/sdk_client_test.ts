@@ -99,6 +99,19 @@ Deno.test("mcp sdk: initialize, tools per capability, every tool, issue and revo
       const issue = tools.find((tool) => tool.name === "principal_issue")!;
       assert.deepEqual(issue.inputSchema.required, ["principalId", "capabilities", "expiresAt"]);
       assert.ok(issue.inputSchema.properties?.idempotencyKey);
+      // The run and resource policy fields come from the same body schema as the route's.
+      for (
+        const field of [
+          "agentIds",
+          "environmentIds",
+          "vaultIds",
+          "memoryStoreIds",
+          "repositories",
+          "fileIds",
+        ]
+      ) {
+        assert.ok(issue.inputSchema.properties?.[field], field);
+      }
     });
 
     await t.step("runtime_info answers the caller's own principal", async () => {

@@ -391,3 +391,34 @@ Deno.test("the client reads AUTOMATION_RUNTIME_TOKEN and AUTOMATION_RUNTIME_URL 
     restore("AUTOMATION_RUNTIME_URL", saved.url);
   }
 });
+
+Deno.test("createPrincipal sends the run and resource policy lists it is given, and no others", async () => {
+  const { fetch, requests } = scriptedFetch([json(201, ISSUED), json(201, ISSUED)]);
+  await client(fetch).createPrincipal({
+    capabilities: ["session:read", "session:write"],
+    expiresAt: "2030-01-01T00:00:00Z",
+    agentIds: ["agent_a"],
+    environmentIds: ["env_a"],
+    vaultIds: [],
+    memoryStoreIds: ["memstore_a"],
+    repositories: ["acme/tools"],
+    fileIds: ["file_a"],
+    maxActiveRuns: 2,
+  });
+  const body = JSON.parse(requests[0].body!);
+  assert.deepEqual(
+    [body.agentIds, body.environmentIds, body.vaultIds, body.memoryStoreIds],
+    [["agent_a"], ["env_a"], [], ["memstore_a"]],
+  );
+  assert.deepEqual([body.repositories, body.fileIds, body.maxActiveRuns], [
+    ["acme/tools"],
+    ["file_a"],
+    2,
+  ]);
+  await client(fetch).createPrincipal({
+    capabilities: ["session:read"],
+    expiresAt: "2030-01-01T00:00:00Z",
+  });
+  const plain = JSON.parse(requests[1].body!);
+  assert.equal("vaultIds" in plain || "environmentIds" in plain, false);
+});

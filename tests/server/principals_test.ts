@@ -34,10 +34,15 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
         assert.equal(result.status, 201, result.text);
         assertEchoes(result.headers, result.sent);
         assert.equal(result.headers.get("cache-control"), "no-store");
+        // The resource lists an issued principal was given none of are answered empty.
         assert.deepEqual(Object.keys(result.json), [
           "principalId",
           "capabilities",
           "expiresAt",
+          "vaultIds",
+          "memoryStoreIds",
+          "repositories",
+          "fileIds",
           "maxActiveRuns",
           "bearer",
         ]);
@@ -55,6 +60,10 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
           capabilities: body.capabilities,
           expiresAt: body.expiresAt,
           runs: false,
+          vaultIds: [],
+          memoryStoreIds: [],
+          repositories: [],
+          fileIds: [],
           maxActiveRuns: 8,
         });
       },
@@ -216,7 +225,18 @@ Deno.test("principals: issue, grant rules, revoke and list through the real serv
         for (const entry of result.json.principals) {
           assert.deepEqual(
             Object.keys(entry).filter((key) => !["revokedAt"].includes(key)).sort(),
-            ["capabilities", "createdAt", "expiresAt", "issuerId", "maxActiveRuns", "principalId"],
+            [
+              "capabilities",
+              "createdAt",
+              "expiresAt",
+              "fileIds",
+              "issuerId",
+              "maxActiveRuns",
+              "memoryStoreIds",
+              "principalId",
+              "repositories",
+              "vaultIds",
+            ],
           );
         }
         assert.ok(!result.text.includes(kept.bearer));

@@ -96,6 +96,28 @@ export function runPrincipalContract(test: ContractCase): void {
     assert.equal(listed.some((entry) => "subjectName" in entry), false);
   });
 
+  test("principals: a principal's resource policy lists read back intact, empty ones too", async (store) => {
+    const record = testPrincipal({
+      agentIds: ["agent_a"],
+      environmentIds: ["env_a", "env_b"],
+      vaultIds: [],
+      memoryStoreIds: ["memstore_1"],
+      repositories: ["acme/tools"],
+      fileIds: ["file_1", "file_2"],
+      maxActiveRuns: 2,
+    });
+    assert.equal(await store.principals.create(record), "created");
+    assert.deepEqual(await store.principals.get(record.principalId), record);
+    assert.deepEqual(await store.principals.findByDigest(record.bearerDigest), record);
+    const [listed] = (await store.principals.page({ limit: 10 })).records;
+    assert.deepEqual(listed, record);
+    // A record without any list (written before the resource policy) reads back without one.
+    const plain = testPrincipal();
+    assert.equal(await store.principals.create(plain), "created");
+    const read = await store.principals.get(plain.principalId);
+    assert.equal(read !== null && "vaultIds" in read, false);
+  });
+
   test("principals: creating an existing id or digest answers exists and changes nothing", async (store) => {
     const record = testPrincipal();
     assert.equal(await store.principals.create(record), "created");

@@ -30,6 +30,7 @@ import {
   type IdempotencyRecording,
 } from "../idempotency.ts";
 import type { PurgeOptions } from "../authority.ts";
+import { RESOURCE_POLICY_FIELDS, type ResourcePolicyField } from "../../../wire/mod.ts";
 import { type PostgresPool, RACE_ATTEMPTS } from "./_pool.ts";
 import { isUniqueViolation } from "./_errors.ts";
 import {
@@ -56,6 +57,24 @@ interface PrincipalRow {
   max_active_runs: number | null;
   name: string | null;
   metadata: Record<string, string> | null;
+  resource_policy: ResourcePolicyLists | null;
+}
+
+/** The resource policy lists of a principal, as its `resource_policy` column holds them. */
+type ResourcePolicyLists = Partial<Record<ResourcePolicyField, string[]>>;
+
+/** The `resource_policy` value of a record: its lists, or null when it has none. */
+function resourcePolicyOf(record: PrincipalRecord): ResourcePolicyLists | null {
+  const lists: ResourcePolicyLists = {};
+  let any = false;
+  for (const field of RESOURCE_POLICY_FIELDS) {
+    const list = record[field];
+    if (list) {
+      lists[field] = [...list];
+      any = true;
+    }
+  }
+  return any ? lists : null;
 }
 
 /** What the single statement of a recorded creation reports. */
@@ -77,6 +96,7 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
   "max_active_runs",
   "name",
   "metadata",
+  "resource_policy",
 ];
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
@@ -94,6 +114,7 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
   if (row.max_active_runs !== null) record.maxActiveRuns = row.max_active_runs;
   if (row.name !== null) record.name = row.name;
   if (row.metadata !== null) record.metadata = row.metadata;
+  if (row.resource_policy !== null) Object.assign(record, row.resource_policy);
   return record;
 }
 
@@ -234,10 +255,12 @@ export class PostgresPrincipals implements PrincipalStore {
    * principal; callers append their `WHERE`, `ON CONFLICT` and `RETURNING`.
    */
   #insert(sql: postgres.Sql, record: PrincipalRecord): postgres.PendingQuery<postgres.Row[]> {
+    const policy = resourcePolicyOf(record);
     return sql`
       INSERT INTO automation_runtime_principals
         (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-         created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata)
+         created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata,
+         resource_policy)
       SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest},
              ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
              ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
@@ -247,7 +270,8 @@ export class PostgresPrincipals implements PrincipalStore {
       record.metadata === undefined
         ? null
         : sql.json(record.metadata as unknown as postgres.JSONValue)
-    }::jsonb`;
+    }::jsonb,
+             ${policy === null ? null : sql.json(policy)}::jsonb`;
   }
 
   /**

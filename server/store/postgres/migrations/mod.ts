@@ -15,6 +15,7 @@ import { migration004 } from "./004_answers.ts";
 import { migration005 } from "./005_events.ts";
 import { migration006 } from "./006_principal_names.ts";
 import { migration007 } from "./007_bootstrap_generation.ts";
+import { migration008 } from "./008_resource_policy.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -33,7 +34,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -44,4 +45,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration005,
   migration006,
   migration007,
+  migration008,
 ]);

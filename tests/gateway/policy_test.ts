@@ -1,0 +1,100 @@
+/**
+ * The run policy rules of `server/runs/policy.ts` on their own: the subset rules of issuance
+ * against a limited issuer (the bootstrap can only test them against an unlimited one over HTTP),
+ * and the start check over normalized start fields, repository URLs included.
+ */
+import assert from "node:assert/strict";
+import {
+  grantRunPolicy,
+  repositoryOfUrl,
+  type RunPolicy,
+  runPolicyOf,
+  startViolation,
+} from "../../server/runs/policy.ts";
+
+const issuer: RunPolicy = runPolicyOf({
+  agentIds: ["agent_a", "agent_b"],
+  environmentIds: ["env_a"],
+  vaultIds: ["vlt_a", "vlt_b"],
+  memoryStoreIds: ["memstore_a"],
+  repositories: ["acme/tools"],
+  fileIds: [],
+  maxActiveRuns: 4,
+});
+
+Deno.test("policy: an issued policy is never wider than a limited issuer's", () => {
+  const granted = grantRunPolicy({ vaultIds: ["vlt_b"], repositories: ["ACME/Tools"] }, issuer);
+  assert.ok(!Array.isArray(granted));
+  assert.deepEqual(granted.agentIds, ["agent_a", "agent_b"], "absent: the issuer's");
+  assert.deepEqual(granted.environmentIds, ["env_a"], "absent: the issuer's");
+  assert.deepEqual(granted.vaultIds, ["vlt_b"]);
+  assert.deepEqual(granted.repositories, ["acme/tools"], "compared and kept in lower case");
+  assert.deepEqual(granted.memoryStoreIds, [], "absent: none");
+  assert.equal(granted.maxActiveRuns, 4);
+  for (
+    const [field, value] of [
+      ["environmentIds", ["env_b"]],
+      ["vaultIds", ["vlt_a", "vlt_c"]],
+      ["memoryStoreIds", ["memstore_b"]],
+      ["repositories", ["acme/other"]],
+      ["fileIds", ["file_a"]],
+    ] as const
+  ) {
+    const refused = grantRunPolicy({ [field]: value }, issuer);
+    assert.ok(Array.isArray(refused), field);
+    assert.equal(refused[0].path, field);
+  }
+  // An unlimited issuer (the bootstrap) grants any list, and nothing it is not asked for.
+  const fromBootstrap = grantRunPolicy({ fileIds: ["file_z"] }, runPolicyOf({ bootstrap: true }));
+  assert.ok(!Array.isArray(fromBootstrap));
+  assert.equal(fromBootstrap.environmentIds, null);
+  assert.deepEqual(fromBootstrap.vaultIds, []);
+  assert.deepEqual(fromBootstrap.fileIds, ["file_z"]);
+});
+
+Deno.test("policy: a start is checked over its normalized fields, version pins with their agent", () => {
+  const start = { agentId: "agent_a", environmentId: "env_a" };
+  assert.equal(startViolation(issuer, { ...start, agentVersion: 7 }), null);
+  assert.equal(
+    startViolation(issuer, { ...start, agentId: "agent_c", agentVersion: 1 })?.code,
+    "agentNotAllowed",
+  );
+  assert.equal(
+    startViolation(issuer, {
+      ...start,
+      vaultIds: ["vlt_a"],
+      resources: [
+        { type: "github_repository", url: "https://www.github.com/acme/tools/" },
+        { type: "memory_store", memory_store_id: "memstore_a", access: "read_only" },
+      ],
+    }),
+    null,
+  );
+  const file = startViolation(issuer, { ...start, resources: [{ type: "file", file_id: "f" }] });
+  assert.deepEqual([file?.field, file?.policyField], ["resources", "fileIds"]);
+  const missingId = startViolation(issuer, { ...start, resources: [{ type: "file" }] });
+  assert.deepEqual([missingId?.code, missingId?.policyField], ["resourceNotAllowed", undefined]);
+});
+
+Deno.test("policy: only plain https://github.com/owner/name URLs name a repository", () => {
+  assert.equal(repositoryOfUrl("https://github.com/acme/tools"), "acme/tools");
+  assert.equal(repositoryOfUrl("https://github.com/acme/tools.git"), "acme/tools");
+  assert.equal(repositoryOfUrl("https://github.com/acme/x/../tools"), "acme/tools");
+  for (
+    const url of [
+      "http://github.com/acme/tools",
+      "https://github.com:8443/acme/tools",
+      "https://github.com/acme/tools?ref=main",
+      "https://github.com/acme/tools#x",
+      "https://github.com/acme",
+      "https://github.com/acme/tools/tree/main",
+      "https://github.com/acme%2Ftools",
+      "https://gitlab.com/acme/tools",
+      "https://github.com.evil.example/acme/tools",
+      "git@github.com:acme/tools.git",
+      42,
+    ]
+  ) {
+    assert.equal(repositoryOfUrl(url), null, String(url));
+  }
+});
