@@ -102,6 +102,7 @@ async function serveChild(): Promise<void> {
       maxActiveRuns: 100_000,
       maxEventStreams: 100_000,
       // A thousand subscribers of one principal connect at once.
+      maxEventStreamsPerPrincipal: 100_000,
       inFlightQuota: 100_000,
     },
   });

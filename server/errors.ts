@@ -9,7 +9,13 @@
  * @module
  */
 import type { RequestContext } from "./context.ts";
-import type { LogFields, RuntimeLogger } from "./log.ts";
+import {
+  boundedField,
+  type LogFields,
+  MAX_LOGGED_METHOD,
+  MAX_LOGGED_PATH,
+  type RuntimeLogger,
+} from "./log.ts";
 import { StoreUnavailableError } from "./store/types.ts";
 
 /** Which part of the service refused the request. */
@@ -337,8 +343,8 @@ export function errorResponse(
   logger: RuntimeLogger,
 ): Response {
   const refusal = refusalFor(error, logger, {
-    method: context.method,
-    path: context.path,
+    method: boundedField(context.method, MAX_LOGGED_METHOD),
+    path: boundedField(context.path, MAX_LOGGED_PATH),
     correlationId: context.responseCorrelationId,
   });
   return toResponse(refusal, context.responseCorrelationId);

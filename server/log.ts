@@ -1,16 +1,21 @@
 /**
  * Structured log lines: one JSON object a line on stderr. Request lines carry the time, method,
  * path without query, status, duration, correlation id and principal id, and nothing else: no
- * bearer, no header value, no body.
+ * bearer, no header value, no body. What a request controls is cut to a bound ({@linkcode
+ * boundedField}): its method to 32 characters, its path to 256, any other text field of a line to
+ * 1,024.
  *
  * @module
  */
 
-/** One request line. */
+/**
+ * One request line. The server hands its method and path over cut to {@linkcode
+ * MAX_LOGGED_METHOD} and {@linkcode MAX_LOGGED_PATH} characters ({@linkcode boundedField}).
+ */
 export interface RequestLogRecord {
-  /** HTTP method. */
+  /** HTTP method, at most {@linkcode MAX_LOGGED_METHOD} characters. */
   method: string;
-  /** Path without the query string. */
+  /** Path without the query string, at most {@linkcode MAX_LOGGED_PATH} characters. */
   path: string;
   /** Response status. */
   status: number;
@@ -20,6 +25,29 @@ export interface RequestLogRecord {
   correlationId: string | null;
   /** The authenticated principal, or null. */
   principalId: string | null;
+}
+
+/** Longest HTTP method a log line carries, in characters; a longer one is cut. */
+export const MAX_LOGGED_METHOD = 32;
+/** Longest path a request line carries, in characters; a longer one is cut. */
+export const MAX_LOGGED_PATH = 256;
+/** Longest text value of any other field of a line, in characters; a longer one is cut. */
+export const MAX_LOGGED_TEXT = 1024;
+
+/**
+ * `text` cut to `max` characters, with `…` in place of what was cut: how every field a request
+ * controls (its method, its path) enters a log line, so that no request makes a long line.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { boundedField } from "./log.ts";
+ * assert.equal(boundedField("GET", 32), "GET");
+ * assert.equal(boundedField("X".repeat(60_000), 32).length, 32);
+ * ```
+ */
+export function boundedField(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /** Fields of a lifecycle line; values must never be secrets. */
@@ -215,7 +243,9 @@ export function createJsonLogger(options: JsonLoggerOptions = {}): RuntimeLogger
     };
     if (fields !== undefined) {
       for (const name in fields) {
-        if (fields[name] !== undefined) entry[name] = fields[name];
+        const value = fields[name];
+        if (value === undefined) continue;
+        entry[name] = typeof value === "string" ? boundedField(value, MAX_LOGGED_TEXT) : value;
       }
     }
     return JSON.stringify(entry) + "\n";

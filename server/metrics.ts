@@ -15,7 +15,10 @@
  * | `automation_runtime_store_operation_duration_seconds` | histogram | `operation`, `outcome` |
  *
  * `route` is the route's path pattern (`/v1/runs/:runId`), never the raw path: ids would make
- * every run its own series. A request that matched no route is `route="unmatched"`.
+ * every run its own series. A request that matched no route is `route="unmatched"`. Likewise
+ * `method` is one of the standard methods, and any other method a client makes up is
+ * `method="other"` ({@linkcode methodLabel}): the request line is the client's to choose, and a
+ * label per made-up method would let anyone grow the scrape and the process without bound.
  *
  * @module
  */
@@ -235,6 +238,36 @@ export interface RuntimeMetricsOptions {
 
 const PROVIDER_ERROR_TYPE = /^[a-z0-9_]{1,64}$/;
 
+/** The methods labelled as they are; any other is `other`. */
+const STANDARD_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "DELETE",
+  "PATCH",
+  "OPTIONS",
+  "CONNECT",
+  "TRACE",
+]);
+
+/**
+ * The `method` label of a request: a standard HTTP method as it is, anything else `other`, so
+ * the methods clients make up share one series.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { methodLabel } from "./metrics.ts";
+ * assert.equal(methodLabel("PATCH"), "PATCH");
+ * assert.equal(methodLabel("BREW"), "other");
+ * assert.equal(methodLabel("X".repeat(60_000)), "other");
+ * ```
+ */
+export function methodLabel(method: string): string {
+  return STANDARD_METHODS.has(method) ? method : "other";
+}
+
 /**
  * Every metric of one runtime process. The server updates the request metrics at its one dispatch
  * point and samples the open event streams and the tails it holds at each scrape
@@ -294,11 +327,15 @@ export class RuntimeMetrics {
     this.#samplers.push(sample);
   }
 
-  /** Counts one answered request. `route` is the path pattern, or null when none matched. */
+  /**
+   * Counts one answered request. `route` is the path pattern, or null when none matched; a
+   * method that is not a standard one is counted as `other` ({@linkcode methodLabel}).
+   */
   requestFinished(method: string, route: string | null, status: number, seconds: number): void {
     const label = route ?? "unmatched";
-    this.requests.inc([method, label, String(status)]);
-    this.requestDuration.observe([method, label], seconds);
+    const methodText = methodLabel(method);
+    this.requests.inc([methodText, label, String(status)]);
+    this.requestDuration.observe([methodText, label], seconds);
   }
 
   /** Counts one provider failure; a type outside `[a-z0-9_]{1,64}` is counted as `other`. */

@@ -15,7 +15,13 @@ import { type Chain, compose, type Next, whileAnswering } from "./chain.ts";
 import { type CorsOptions, withCors } from "./cors.ts";
 import { RequestContext } from "./context.ts";
 import { errorResponse, InterfaceError } from "./errors.ts";
-import { createJsonLogger, type RuntimeLogger } from "./log.ts";
+import {
+  boundedField,
+  createJsonLogger,
+  MAX_LOGGED_METHOD,
+  MAX_LOGGED_PATH,
+  type RuntimeLogger,
+} from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
 import { createLazyMcpEndpoint } from "./mcp/lazy_endpoint.ts";
 import { measuredStore, type RuntimeMetrics } from "./metrics.ts";
@@ -121,6 +127,18 @@ export interface RuntimeServerOptions {
   tracer?: RequestTracer;
   /** Open event streams this replica allows (default 10000), then 503 `resourceExhausted`. */
   maxEventStreams?: number;
+  /**
+   * Open event streams one principal may hold on this replica (default 16), then 429
+   * `resourceExhausted`.
+   */
+  maxEventStreamsPerPrincipal?: number;
+  /** Bounds of the webhook intake before verification (defaults: 64 KiB bodies, 16 at once). */
+  webhookIntake?: {
+    /** Body limit of a delivery in bytes (default 65536). */
+    maxBodyBytes?: number;
+    /** Deliveries read and verified at once (default 16); one more answers 429. */
+    maxUnverified?: number;
+  };
   /**
    * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s by
    * another replica once its holder is gone). Shorter: faster takeover, more store writes.
@@ -295,6 +313,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     authenticator,
     now,
     maxStreams: options.maxEventStreams,
+    maxStreamsPerPrincipal: options.maxEventStreamsPerPrincipal,
   });
   const tails = runs.enabled
     ? new RunTails({
@@ -327,6 +346,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store,
       gateway: runs,
       logger,
+      ...(options.webhookIntake !== undefined ? { limits: options.webhookIntake } : {}),
     }),
     ...runEventRoutes({ gateway: runs, hub: events, store }),
     ...auditRoutes(services),
@@ -417,8 +437,9 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     }
     if (tracer !== undefined) tracer.annotate(context, response.status);
     logger.request({
-      method: context.method,
-      path: context.path.length > 256 ? context.path.slice(0, 256) : context.path,
+      // What the request line holds is the client's to choose: both cut to a bound.
+      method: boundedField(context.method, MAX_LOGGED_METHOD),
+      path: boundedField(context.path, MAX_LOGGED_PATH),
       status: response.status,
       durationMs: performance.now() - context.startedAt,
       correlationId: context.loggedCorrelationId,

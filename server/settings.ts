@@ -16,10 +16,18 @@
  * @module
  */
 import { parseCorsOrigins } from "./cors.ts";
+import { DEFAULT_MAX_REPLAY_BYTES, DEFAULT_MAX_SESSION_REPLAY_BYTES } from "./mcp/event_store.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "./mcp/origin.ts";
+import {
+  DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+  DEFAULT_WEBHOOK_MAX_UNVERIFIED,
+} from "./routes/webhooks.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
 import { DEFAULT_PENDING_TIMEOUT_MS } from "./runs/answers.ts";
-import { DEFAULT_MAX_EVENT_STREAMS } from "./runs/events.ts";
+import {
+  DEFAULT_MAX_EVENT_STREAMS,
+  DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL,
+} from "./runs/events.ts";
 import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS, PROVIDER_VARIABLES } from "./runs/mod.ts";
 import { DEFAULT_RUN_LEASE_MS } from "./runs/tail.ts";
 import { DEFAULT_RETENTION_MS, type RuntimeServerOptions } from "./server.ts";
@@ -280,6 +288,54 @@ export const SERVE_SETTINGS = Object.freeze({
     default: DEFAULT_MAX_EVENT_STREAMS,
     help: "open run event streams this replica allows, then 503",
   }),
+  maxEventStreamsPerPrincipal: setting({
+    flag: "max-event-streams-per-principal",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_MAX_EVENT_STREAMS_PER_PRINCIPAL",
+    parser: integerSetting({ min: 1, max: 1_000_000 }),
+    default: DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL,
+    help: "open run event streams one principal may hold on this replica, then 429",
+    deploy: true,
+  }),
+  mcpReplayBytesPerSession: setting({
+    flag: "mcp-replay-bytes-per-session",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_MCP_REPLAY_BYTES_PER_SESSION",
+    parser: integerSetting({ min: 1024, max: 2 ** 31 - 1 }),
+    default: DEFAULT_MAX_SESSION_REPLAY_BYTES,
+    defaultText: `\`${DEFAULT_MAX_SESSION_REPLAY_BYTES}\` (1 MiB)`,
+    help: "bytes of MCP events one session keeps for `Last-Event-ID` resumption",
+    deploy: true,
+  }),
+  mcpReplayBytes: setting({
+    flag: "mcp-replay-bytes",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_MCP_REPLAY_BYTES",
+    parser: integerSetting({ min: 1024, max: 2 ** 40 }),
+    default: DEFAULT_MAX_REPLAY_BYTES,
+    defaultText: `\`${DEFAULT_MAX_REPLAY_BYTES}\` (64 MiB)`,
+    help: "bytes of MCP events all sessions of this replica keep together; past it the " +
+      "largest session's oldest go first",
+    deploy: true,
+  }),
+  webhookMaxBodyBytes: setting({
+    flag: "webhook-max-body-bytes",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_WEBHOOK_MAX_BODY_BYTES",
+    parser: integerSetting({ min: 1024, max: 2 ** 31 - 1 }),
+    default: DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+    defaultText: `\`${DEFAULT_WEBHOOK_MAX_BODY_BYTES}\` (64 KiB)`,
+    help: "body limit of `POST /webhooks/provider` in bytes, read before the signature is " +
+      "verified",
+  }),
+  webhookMaxUnverified: setting({
+    flag: "webhook-max-unverified",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_WEBHOOK_MAX_UNVERIFIED",
+    parser: integerSetting({ min: 1, max: 100_000 }),
+    default: DEFAULT_WEBHOOK_MAX_UNVERIFIED,
+    help: "webhook deliveries read and verified at once; more answer 429 until one is done",
+  }),
   runLeaseMs: setting({
     flag: "run-lease-ms",
     placeholder: "N",
@@ -432,6 +488,8 @@ export type SettingsServerOptions =
       | "maxActiveRuns"
       | "pendingTimeoutMs"
       | "maxEventStreams"
+      | "maxEventStreamsPerPrincipal"
+      | "webhookIntake"
       | "runLeaseMs"
     >
   >
@@ -452,10 +510,20 @@ export type SettingsServerOptions =
 export function serverOptionsOf(settings: ServeSettings): SettingsServerOptions {
   return {
     maxBodyBytes: settings.maxBodyBytes,
-    mcp: { allowedOrigins: settings.mcpAllowedOrigins, allowedHosts: settings.mcpAllowedHosts },
+    mcp: {
+      allowedOrigins: settings.mcpAllowedOrigins,
+      allowedHosts: settings.mcpAllowedHosts,
+      maxReplayBytesPerSession: settings.mcpReplayBytesPerSession,
+      maxReplayBytes: settings.mcpReplayBytes,
+    },
     maxActiveRuns: settings.maxActiveRuns,
     pendingTimeoutMs: settings.pendingTimeoutMs,
     maxEventStreams: settings.maxEventStreams,
+    maxEventStreamsPerPrincipal: settings.maxEventStreamsPerPrincipal,
+    webhookIntake: {
+      maxBodyBytes: settings.webhookMaxBodyBytes,
+      maxUnverified: settings.webhookMaxUnverified,
+    },
     runLeaseMs: settings.runLeaseMs,
     cors: settings.corsOrigins === undefined ? undefined : { allowedOrigins: settings.corsOrigins },
     retentionMs: settings.retentionDays * DAY_MS,

@@ -1,14 +1,14 @@
 /**
  * In-process dispatch of an MCP tool call to the route that serves the same operation over
  * HTTP. The call runs through the same rules as `/v1/*` would run after the headers (the
- * capability check, the idempotency key, the tool's own arguments, the JSON body schema and the
- * idempotency record), in the one order of the shared rules (`rules/order.ts`), then the route's
+ * capability check, the in-flight quota, the idempotency key, the tool's own arguments, the JSON
+ * body schema and the idempotency record), in the one order of the shared rules (`rules/order.ts`), then the route's
  * own handler, composed by the same composer with the same error handler, so both interfaces
  * share one implementation and one order of every rule and one rendering of every refusal.
  *
  * @module
  */
-import { compose, type Next } from "../chain.ts";
+import { compose, type Next, type Rule } from "../chain.ts";
 import { type AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import { errorResponse } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
@@ -47,6 +47,11 @@ export interface RouteCall {
    * capability and the idempotency key, before the body schema.
    */
   prepare?: () => void;
+  /**
+   * The `quota` step: the tool call's own in-flight slot, held for the whole call
+   * (`heldSlot` of `rules/quota.ts`); absent: none taken.
+   */
+  quota?: Rule<RequestContext>;
 }
 
 /** What a route answered. */
@@ -85,6 +90,7 @@ export async function runRoute(
   const keyed = route.idempotent && call.idempotencyKey !== undefined;
   const rules = inRuleOrder<RequestContext>({
     capability: route.capability === undefined ? undefined : capabilityRule(route.capability),
+    quota: call.quota,
     idempotencyKey: keyed ? idempotencyKeyRule() : undefined,
     arguments: prepare === undefined ? undefined : (_context: RequestContext, next: Next) => {
       prepare();

@@ -12,7 +12,7 @@
  * | 3 | a security-sensitive header sent twice, or a bearer in the query or a cookie | 400 | `duplicateHeader` |
  * | 4 | missing, unknown, revoked or expired bearer | 401 | `authenticationFailed` / `tokenExpired` |
  * | 5 | `x-correlation-id` / `x-deadline` present but invalid | 400 / 408 | as `/v1/*` |
- * | 6 | too many requests in flight / sessions for the principal | 429 | `resourceExhausted` |
+ * | 6 | too many requests in flight / sessions for the principal (a POST holds its slot until its body is handed to the transport; each tool call then holds one of its own until it returns) | 429 | `resourceExhausted` |
  * | 7 | no `Mcp-Session-Id` on GET or DELETE | 400 | JSON-RPC error |
  * | 8 | a session id not minted for this principal (unknown, forged, or another principal's) | 404 | JSON-RPC error |
  * | 9 | body over the limit (POST) | 413 | `payloadTooLarge` |
@@ -45,9 +45,10 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import { compose, type Next, type Rule } from "../chain.ts";
+import { compose, type Next, type Rule, whileAnswering } from "../chain.ts";
 import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import { errorResponse, InterfaceError } from "../errors.ts";
+import { boundedField, MAX_LOGGED_METHOD } from "../log.ts";
 import type { RouteDefinition } from "../router.ts";
 import { authenticateRule } from "../rules/authenticate.ts";
 import { readLimitedBody } from "../rules/body.ts";
@@ -55,10 +56,11 @@ import { correlationRule } from "../rules/correlation.ts";
 import { deadlineRule } from "../rules/deadline.ts";
 import { duplicatesRule } from "../rules/duplicates.ts";
 import { inRuleOrder } from "../rules/order.ts";
-import { quotaRule } from "../rules/quota.ts";
+import { heldSlot } from "../rules/quota.ts";
+import { type OpenStream, OpenStreams } from "../runs/open_streams.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
-import { SessionEventStore } from "./event_store.ts";
+import { ReplayBudget, SessionEventStore } from "./event_store.ts";
 import { SessionIds } from "./session_id.ts";
 import { OriginPolicy, type OriginPolicyOptions } from "./origin.ts";
 import { createProtocolServer, requestAuthInfo } from "./protocol.ts";
@@ -113,6 +115,10 @@ export interface McpOptions extends OriginPolicyOptions {
   jsonResponse?: boolean;
   /** Events kept per session for `Last-Event-ID` resumption (default 512). */
   maxEventsPerSession?: number;
+  /** Bytes of those events kept per session (default 1 MiB). */
+  maxReplayBytesPerSession?: number;
+  /** Bytes of those events kept across every session of the endpoint (default 64 MiB). */
+  maxReplayBytes?: number;
   /** Interval of SSE keep-alive comments, in ms (default 15000; 0 turns them off). */
   keepAliveMs?: number;
   /** Reconnection delay suggested to clients in the SSE `retry` field, in ms (default unset). */
@@ -218,39 +224,78 @@ function withBody(request: Request, bytes: Uint8Array): Request {
   return new Request(request.url, { method: request.method, headers, body });
 }
 
-/** Calls `done` once the response body has been sent, failed or been cancelled. */
-function onBodyEnd(response: Response, done: () => void): Response {
+/** A response whose body the endpoint follows, and can end from its side. */
+interface TrackedBody {
+  /** The response to answer with. */
+  readonly response: Response;
+  /** Ends the body now (the client sees the stream end) and calls `done`. */
+  end(): void;
+}
+
+/**
+ * Calls `done` once the response body has been sent, failed or been cancelled, or was ended
+ * with the returned `end` (once, whichever comes first).
+ */
+function trackBody(response: Response, done: () => void): TrackedBody {
   const body = response.body;
   if (body === null) {
     done();
-    return response;
+    return { response, end() {} };
   }
+  let finished = false;
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    done();
+  };
   const reader = body.getReader();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
   const stream = new ReadableStream<Uint8Array>({
+    start(given) {
+      controller = given;
+    },
     async pull(controller) {
       try {
         const { done: end, value } = await reader.read();
+        if (finished) return;
         if (end) {
           controller.close();
-          done();
+          finish();
         } else {
           controller.enqueue(value);
         }
       } catch (error) {
-        controller.error(error);
-        done();
+        if (!finished) controller.error(error);
+        finish();
       }
     },
     cancel(reason) {
-      done();
+      finish();
       return reader.cancel(reason);
     },
   });
-  return new Response(stream, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
+  return {
+    response: new Response(stream, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    }),
+    end(): void {
+      if (finished) return;
+      finish();
+      try {
+        controller.close();
+      } catch {
+        // Already closed or errored.
+      }
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+/** Calls `done` once the response body has been sent, failed or been cancelled. */
+function onBodyEnd(response: Response, done: () => void): Response {
+  return trackBody(response, done).response;
 }
 
 function whenPresent(
@@ -314,6 +359,10 @@ export function createMcpEndpoint(
     isPrincipalValid,
   });
   const sessionIds = new SessionIds(services.bootstrap.authorityKey);
+  /** The bytes of replay events all sessions keep together. */
+  const replayBudget = new ReplayBudget(options.maxReplayBytes);
+  /** The sessions' open GET streams, their credentials re-checked twice a second. */
+  const openStreams = new OpenStreams({ authenticator: services.authenticator, now: services.now });
   /** Adoptions under way, by session id, so concurrent requests adopt a session once. */
   const adopting = new Map<string, Promise<McpSession | null>>();
   /**
@@ -352,10 +401,14 @@ export function createMcpEndpoint(
       return preflight(context.request.headers.get("origin") !== null);
     }
     if (!SERVED.includes(context.method)) {
-      throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
-        headers: { allow: ALLOW },
-        extra: { allowedMethods: SERVED },
-      });
+      throw new InterfaceError(
+        "methodNotAllowed",
+        `Method ${boundedField(context.method, MAX_LOGGED_METHOD)} is not allowed here`,
+        {
+          headers: { allow: ALLOW },
+          extra: { allowedMethods: SERVED },
+        },
+      );
     }
     return next();
   }
@@ -399,6 +452,29 @@ export function createMcpEndpoint(
     });
   }
 
+  /** The in-flight slot of each MCP request, until it is answered or hands its body over. */
+  const slots = new WeakMap<RequestContext, () => void>();
+
+  /**
+   * Rule 6, the in-flight quota: the request holds a slot until it is answered, or, for a POST,
+   * until its body is read and handed to the transport ({@linkcode handOff}).
+   */
+  function requestSlot(context: RequestContext, next: Next): Response | Promise<Response> {
+    const slot = heldSlot(services.quota, context.principal?.principalId ?? "");
+    slots.set(context, slot.release);
+    return slot.rule(context, () => whileAnswering(next, slot.release));
+  }
+
+  /**
+   * A POST's JSON-RPC messages are the transport's from here: each tool call among them takes a
+   * slot of its own, held for as long as the call runs (`tools.ts`), however early the request
+   * is answered (a stream answers at once). The request gives its own slot back now, so a call
+   * is never counted twice.
+   */
+  function handOff(context: RequestContext): void {
+    slots.get(context)?.();
+  }
+
   /** Rules 7 to 10 and the hand-over to the session's transport. */
   async function dispatch(context: RequestContext): Promise<Response> {
     const principal = context.principal!;
@@ -415,18 +491,40 @@ export function createMcpEndpoint(
     if (session === null) return sessionNotFound();
     const release = sessions.hold(session.id);
     try {
-      const forwarded = context.method === "POST"
-        ? withBody(request, await readBody(context))
-        : request;
+      let forwarded = request;
+      if (context.method === "POST") {
+        forwarded = withBody(request, await readBody(context));
+        handOff(context);
+      }
       const response = await session.transport.handleRequest(forwarded, {
         authInfo: callOf(context, principal),
       });
       if (context.method === "DELETE" && response.ok) forget(session);
+      if (context.method === "GET" && response.ok) return watched(context, response, release);
       return onBodyEnd(response, release);
     } catch (error) {
       release();
       throw error;
     }
+  }
+
+  /**
+   * A session's GET stream (its standalone channel, or a `Last-Event-ID` replay), followed among
+   * the endpoint's open streams: its credential is re-checked twice a second, so the stream ends
+   * within a second of its principal's revocation or expiry, on every replica, as the run event
+   * streams do; and every such stream ends when the endpoint closes.
+   */
+  function watched(context: RequestContext, response: Response, release: () => void): Response {
+    const stream: OpenStream = {
+      authorization: context.authorization,
+      end: () => tracked.end(),
+    };
+    const tracked = trackBody(response, () => {
+      openStreams.delete(stream);
+      release();
+    });
+    openStreams.add(stream);
+    return tracked.response;
   }
 
   /**
@@ -500,10 +598,15 @@ export function createMcpEndpoint(
   ) {
     let session: McpSession | null = null;
     const server = createProtocolServer(tools);
+    const eventStore = new SessionEventStore({
+      maxEvents: options.maxEventsPerSession,
+      maxBytes: options.maxReplayBytesPerSession,
+      budget: replayBudget,
+    });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator,
       enableJsonResponse: options.jsonResponse ?? false,
-      eventStore: new SessionEventStore({ maxEvents: options.maxEventsPerSession }),
+      eventStore,
       keepAliveMs: options.keepAliveMs,
       retryInterval: options.retryIntervalMs,
       maxRequestBodySize: maxBytes,
@@ -520,6 +623,7 @@ export function createMcpEndpoint(
       },
     });
     server.onclose = () => {
+      eventStore.close();
       if (session !== null) sessions.delete(session.id);
     };
     return { server, transport, session: (): McpSession | null => session };
@@ -532,6 +636,7 @@ export function createMcpEndpoint(
     let built: ReturnType<typeof build> | undefined;
     try {
       const bytes = await readBody(context);
+      handOff(context);
       const protocolVersion = negotiatedVersion(bytes) ?? LATEST_PROTOCOL_VERSION;
       built = build(
         principal,
@@ -565,7 +670,7 @@ export function createMcpEndpoint(
       authenticate: authenticateRule(services.authenticator),
       correlation: whenPresent((context) => context.correlationHeader !== null, correlationRule()),
       deadline: whenPresent((context) => context.deadlineHeader !== null, deadlineRule()),
-      quota: quotaRule(services.quota),
+      quota: requestSlot,
     }),
     dispatch,
   ], { onError: (error, context) => errorResponse(error, context, services.logger) });
@@ -582,6 +687,9 @@ export function createMcpEndpoint(
     get sessionCount(): number {
       return sessions.size;
     },
-    close: () => sessions.close(),
+    close: () => {
+      openStreams.endAll();
+      return sessions.close();
+    },
   };
 }

@@ -19,12 +19,14 @@
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { AuthenticatedPrincipal } from "../context.ts";
+import type { Rule } from "../chain.ts";
+import type { AuthenticatedPrincipal, RequestContext } from "../context.ts";
 import { type ErrorBody, errorBody, refusalFor } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { principalRoutes } from "../routes/principals.ts";
 import { runtimeRoutes } from "../routes/runtime.ts";
 import { deadlineExceeded } from "../rules/deadline.ts";
+import { heldSlot } from "../rules/quota.ts";
 import { invalidRequest } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
 import type { Capability } from "../store/types.ts";
@@ -213,12 +215,17 @@ export class McpToolset {
     if (tool === undefined) throw new RangeError(`Unknown tool ${name}`);
     const now = this.#services.now();
     const correlationId = call.correlationId ?? crypto.randomUUID();
+    // The call's own in-flight slot, taken at its quota step and held until it returns: its
+    // MCP request may be answered long before (a stream), and `waitMs` may hold it for a while.
+    const slot = heldSlot(this.#services.quota, call.principal.principalId);
     try {
       if (call.deadline > 0 && call.deadline <= now) throw deadlineExceeded();
       const input = args ?? {};
-      let outcome = await this.#run(tool, input, call, correlationId, now);
+      let outcome = await this.#run(tool, input, call, correlationId, now, slot.rule);
       const waitMs = typeof input.waitMs === "number" ? input.waitMs : 0;
-      if (waitMs > 0) outcome = await this.#wait(tool, input, call, correlationId, outcome, waitMs);
+      if (waitMs > 0) {
+        outcome = await this.#wait(tool, input, call, correlationId, outcome, waitMs, slot.rule);
+      }
       if (outcome.status >= 400) return failure(outcome.body as ErrorBody);
       if (outcome.status < 300 && tool.declaration.name === "principal_revoke") {
         await this.#onRevoked?.(String(input.principalId));
@@ -229,6 +236,8 @@ export class McpToolset {
       return failure(
         errorBody(refusalFor(error, this.#services.logger, { tool: name }), correlationId),
       );
+    } finally {
+      slot.release();
     }
   }
 
@@ -239,6 +248,7 @@ export class McpToolset {
     call: McpToolCall,
     correlationId: string,
     now: number,
+    quota: Rule<RequestContext>,
   ): Promise<RouteOutcome> {
     const declaration = tool.declaration;
     const valid = tool.arguments.safeParse(input).success;
@@ -258,6 +268,7 @@ export class McpToolset {
       idempotencyKey: declaration.idempotent && typeof key === "string" ? key : undefined,
       accept: declaration.accept,
       prepare: () => void parseArguments(tool.arguments, input),
+      quota,
     });
   }
 
@@ -273,6 +284,7 @@ export class McpToolset {
     correlationId: string,
     first: RouteOutcome,
     waitMs: number,
+    quota: Rule<RequestContext>,
   ): Promise<RouteOutcome> {
     const services = this.#services;
     const started = services.now();
@@ -290,7 +302,7 @@ export class McpToolset {
       ) {
         break;
       }
-      outcome = await this.#run(tool, input, call, correlationId, services.now());
+      outcome = await this.#run(tool, input, call, correlationId, services.now(), quota);
     }
     return outcome;
   }

@@ -175,7 +175,9 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
   },
   "GET /v1/runs/:runId": {
     summary: "Read a run",
-    description: "An active run is refreshed from the provider. Another principal's is 404.",
+    description: "Served from the run's record; an active run is refreshed from the provider " +
+      "first when its status was not read in the last second (by any caller, on any replica). " +
+      "Another principal's is 404.",
     tag: "runs",
     answers: { 200: { description: "The run.", schema: runSchema } },
     errors: [...PROVIDER_ERRORS, "runNotFound"],
@@ -213,10 +215,12 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
         contentType: "text/event-stream",
       },
     },
-    errors: [...PROVIDER_ERRORS, "runNotFound", "invalidRequest"],
+    errors: [...PROVIDER_ERRORS, "runNotFound", "invalidRequest", "resourceExhausted"],
   },
   "GET /v1/runs/:runId/pending": {
     summary: "A run's pending tool requests",
+    description: "A finished run has none. An active run's history is read from the provider " +
+      "at most once a second per run, across callers and replicas.",
     tag: "runs",
     answers: { 200: { description: "Pending requests.", schema: pendingSchema } },
     errors: [...PROVIDER_ERRORS, "runNotFound"],
@@ -248,14 +252,22 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
   "POST /webhooks/provider": {
     summary: "Provider webhook intake",
     description: "Exists only when signing secrets are configured. Verified with the Standard " +
-      "Webhooks rules; deliveries are deduplicated by the payload's `id`.",
+      "Webhooks rules; deliveries are deduplicated by the payload's `id`. At most 16 deliveries " +
+      "(`--webhook-max-unverified`) are read and verified at once; one more is 429 " +
+      "`resourceExhausted` with `Retry-After`.",
     tag: "webhooks",
     rawBody: {
       contentType: "application/json",
-      description: "The signed delivery, at most 1 MiB, verified byte for byte.",
+      description: "The signed delivery, at most 64 KiB by default (`--webhook-max-body-bytes`), " +
+        "verified byte for byte.",
     },
     answers: { 204: { description: "Accepted, or a repeat of an accepted delivery." } },
-    errors: ["webhookVerificationFailed", "payloadTooLarge"] as ErrorCode[],
+    errors: [
+      "webhookVerificationFailed",
+      "payloadTooLarge",
+      "deadlineExceeded",
+      "resourceExhausted",
+    ] as ErrorCode[],
   },
   "GET /v1/audit": {
     summary: "The audit log, newest first",

@@ -9,6 +9,7 @@
  * | `Last-Event-ID` not a whole number | 400 `invalidHeader` (+`header`) |
  * | `after` or `limit` malformed | 422 `invalidRequest` (+`details`) |
  * | more open streams than `--max-event-streams` on this replica (a known answer takes no slot) | 503 `resourceExhausted` |
+ * | more open streams of the caller than `--max-event-streams-per-principal` on this replica | 429 `resourceExhausted` |
  *
  * `Last-Event-ID` wins over `?after`. The stream's answer (status, common headers, log line) is
  * settled when it starts: the log line's duration is the time to the first byte, not the
@@ -114,6 +115,7 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
       runId: record.runId,
       after,
       authorization: context.authorization,
+      principalId: context.principal!.principalId,
       record,
     });
     return new Response(body, {

@@ -2,7 +2,12 @@
  * `POST /webhooks/provider`: the provider's webhook intake. It lies outside `/v1/*` and its
  * shared rules (like `/healthz`) and exists only when signing secrets are configured.
  *
- * 1. Read the raw body (at most 1 MiB, counted while streaming: 413 `payloadTooLarge`).
+ * 0. Unverified intake is bounded: at most `maxUnverified` deliveries (16 by default) are read
+ *    and verified at once; one more answers 429 `resourceExhausted` with `Retry-After: 1` (the
+ *    provider retries) before a byte of its body is read.
+ * 1. Read the raw body (at most `maxBodyBytes`, 64 KiB by default, counted while streaming:
+ *    413 `payloadTooLarge`; a body still arriving after 10 s: 408 `deadlineExceeded`). A
+ *    provider's delivery is a small JSON event; nothing larger is held before it is verified.
  * 2. Verify it against each signing secret by the Standard Webhooks rules
  *    (`verifyManagedAgentWebhook`: the three `webhook-*` headers, a timestamp within 300 s, an
  *    HMAC-SHA256 `v1` signature over the exact bytes). None matches: 401
@@ -21,13 +26,27 @@ import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type { RouteDefinition } from "../router.ts";
-import { DEFAULT_MAX_BODY_BYTES, readLimitedBody } from "../rules/body.ts";
+import { readLimitedBody } from "../rules/body.ts";
 import { appendAudit } from "../runs/audit.ts";
 import type { RunGateway } from "../runs/runs.ts";
 import { ANSWER_RETENTION_MS, type Store } from "../store/types.ts";
 
 /** The intake's path. */
 export const WEBHOOK_PATH = "/webhooks/provider";
+/** Default body limit of a delivery (`--webhook-max-body-bytes`): 64 KiB. */
+export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 64 * 1024;
+/** Default deliveries read and verified at once (`--webhook-max-unverified`). */
+export const DEFAULT_WEBHOOK_MAX_UNVERIFIED = 16;
+/** How long a delivery's body may take to arrive, in ms. */
+const BODY_TIMEOUT_MS = 10_000;
+
+/** The bounds of unverified intake. */
+export interface WebhookIntakeLimits {
+  /** Body limit in bytes (default {@linkcode DEFAULT_WEBHOOK_MAX_BODY_BYTES}). */
+  maxBodyBytes?: number;
+  /** Deliveries read and verified at once (default {@linkcode DEFAULT_WEBHOOK_MAX_UNVERIFIED}). */
+  maxUnverified?: number;
+}
 
 /** Options of {@linkcode webhookRoutes}. */
 export interface WebhookRouteOptions {
@@ -39,6 +58,16 @@ export interface WebhookRouteOptions {
   gateway: RunGateway;
   /** Log sink. */
   logger: RuntimeLogger;
+  /** The bounds of unverified intake (defaults: 64 KiB bodies, 16 at once). */
+  limits?: WebhookIntakeLimits;
+}
+
+function intakeFull(): InterfaceError {
+  return new InterfaceError(
+    "resourceExhausted",
+    "Too many webhook deliveries are being verified; retry shortly",
+    { headers: { "retry-after": "1" } },
+  );
 }
 
 function verificationFailed(): InterfaceError {
@@ -56,24 +85,39 @@ function verificationFailed(): InterfaceError {
 export function webhookRoutes(options: WebhookRouteOptions): RouteDefinition[] {
   const { secrets, store, gateway, logger } = options;
   if (secrets.length === 0) return [];
+  const maxBodyBytes = options.limits?.maxBodyBytes ?? DEFAULT_WEBHOOK_MAX_BODY_BYTES;
+  const maxUnverified = options.limits?.maxUnverified ?? DEFAULT_WEBHOOK_MAX_UNVERIFIED;
+  /** Deliveries being read or verified now. */
+  let unverified = 0;
+
+  /** Steps 0 to 2: the verified event, holding one unverified slot while it reads and checks. */
+  async function verified(context: RequestContext) {
+    if (unverified >= maxUnverified) throw intakeFull();
+    unverified++;
+    try {
+      const raw = await readLimitedBody(context.request, {
+        maxBytes: maxBodyBytes,
+        timeoutMs: BODY_TIMEOUT_MS,
+      });
+      // Loaded on first delivery, so startup does not load the client library.
+      const { verifyManagedAgentWebhook } = await import(
+        "../../client/managed_agents/webhooks.ts"
+      );
+      for (const secret of secrets) {
+        try {
+          return await verifyManagedAgentWebhook(raw, context.request.headers, secret);
+        } catch {
+          // Try the next secret; which check failed is never told.
+        }
+      }
+      throw verificationFailed();
+    } finally {
+      unverified--;
+    }
+  }
 
   async function intake(context: RequestContext): Promise<Response> {
-    const raw = await readLimitedBody(context.request, {
-      maxBytes: DEFAULT_MAX_BODY_BYTES,
-      timeoutMs: 30_000,
-    });
-    // Loaded on first delivery, so startup does not load the client library.
-    const { verifyManagedAgentWebhook } = await import("../../client/managed_agents/webhooks.ts");
-    let event = null;
-    for (const secret of secrets) {
-      try {
-        event = await verifyManagedAgentWebhook(raw, context.request.headers, secret);
-        break;
-      } catch {
-        // Try the next secret; which check failed is never told.
-      }
-    }
-    if (event === null) throw verificationFailed();
+    const event = await verified(context);
     const now = context.receivedAt;
     if (!await store.answers.recordWebhookDelivery(event.id, now, ANSWER_RETENTION_MS)) {
       return new Response(null, { status: 204 });

@@ -13,7 +13,7 @@
  * | `correlation` | 6 | every route | when the header is present |
  * | `deadline` | 7 | every route | when the header is present |
  * | `capability` | 8 | the route's | the twin route's, per tool call |
- * | `quota` | – | every route | every MCP request |
+ * | `quota` | – | every route | every MCP request (a POST until its body is handed over), and each tool call for as long as it runs |
  * | `idempotencyKey` | 9 | idempotent routes | tool calls given an `idempotencyKey` |
  * | `contentType` | 10 | routes with a body | – (the transport's) |
  * | `body` | 11 | routes with a body | – (the endpoint reads the JSON-RPC body) |

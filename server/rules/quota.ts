@@ -107,3 +107,53 @@ export function quotaRule(quota: InFlightQuota): Rule<RequestContext> {
     return whileAnswering(next, () => quota.release(principalId));
   };
 }
+
+/** A slot of the in-flight quota held across several steps (see {@linkcode heldSlot}). */
+export interface HeldSlot {
+  /**
+   * The quota step: takes the slot the first time it runs (429 `resourceExhausted` when the
+   * principal is at its limit), passes through every later time, and keeps the slot.
+   */
+  readonly rule: Rule<RequestContext>;
+  /** Gives the slot back, if it was taken (once; later calls do nothing). */
+  release(): void;
+}
+
+/**
+ * A slot of `principalId` that is taken by `rule` and held until `release`: for work that runs
+ * longer than one chain, such as an MCP tool call that runs its twin route several times while it
+ * waits, or whose request is answered before it ends.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { heldSlot, InFlightQuota } from "./quota.ts";
+ * const quota = new InFlightQuota(1);
+ * const slot = heldSlot(quota, "p");
+ * const ok = () => new Response(null, { status: 204 });
+ * // deno-lint-ignore no-explicit-any
+ * const context = {} as any;
+ * slot.rule(context, ok);
+ * slot.rule(context, ok); // held already: no second slot
+ * assert.equal(quota.acquire("p"), false);
+ * slot.release();
+ * assert.equal(quota.acquire("p"), true);
+ * ```
+ */
+export function heldSlot(quota: InFlightQuota, principalId: string): HeldSlot {
+  let held = false;
+  return {
+    rule(_context: RequestContext, next: Next) {
+      if (!held) {
+        if (!quota.acquire(principalId)) throw quotaExceeded();
+        held = true;
+      }
+      return next();
+    },
+    release(): void {
+      if (!held) return;
+      held = false;
+      quota.release(principalId);
+    },
+  };
+}

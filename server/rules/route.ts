@@ -7,6 +7,7 @@
 import type { Chain, Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
+import { boundedField, MAX_LOGGED_METHOD } from "../log.ts";
 import type { Router } from "../router.ts";
 
 /**
@@ -19,10 +20,14 @@ export function routeRule(router: Router<Chain<RequestContext>>): Rule<RequestCo
     if (match === null) throw new InterfaceError("notFound", "No route for this path");
     if ("allow" in match) {
       const allow = match.allow.join(", ");
-      throw new InterfaceError("methodNotAllowed", `Method ${context.method} is not allowed here`, {
-        headers: { allow },
-        extra: { allowedMethods: match.allow },
-      });
+      throw new InterfaceError(
+        "methodNotAllowed",
+        `Method ${boundedField(context.method, MAX_LOGGED_METHOD)} is not allowed here`,
+        {
+          headers: { allow },
+          extra: { allowedMethods: match.allow },
+        },
+      );
     }
     context.params = match.params;
     context.route = match.pattern;

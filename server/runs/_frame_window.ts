@@ -41,6 +41,12 @@ const ENCODER = new TextEncoder();
 const MAX_ANSWERS = 4;
 /** First buffer size: 64 KiB holds a few hundred typical frames. */
 const INITIAL_BYTES = 64 * 1024;
+/**
+ * Default bytes of frames a window holds (4 MiB). Past it the oldest frames go, down to four
+ * fifths of it, so trimming copies once per fifth of the bound, not on each append; the newest
+ * frame always stays. The kept answers hold at most as much again.
+ */
+export const DEFAULT_WINDOW_BYTES = 4 * 1024 * 1024;
 
 /**
  * The frames after a seq, up to and including the first terminal entry: read it, never change it
@@ -57,10 +63,13 @@ export interface FrameSlice {
 
 /**
  * Up to `max` of a run's latest entries as SSE frames (it may briefly hold a quarter more, so
- * trimming copies once per `max / 4` appends, not on each).
+ * trimming copies once per `max / 4` appends, not on each), and at most `maxBytes` of them (see
+ * {@linkcode DEFAULT_WINDOW_BYTES}): a window's memory is bounded by bytes, not only by count,
+ * however large the run's events are. Its buffer is at most about twice the frames it holds.
  */
 export class FrameWindow {
   readonly #max: number;
+  readonly #maxBytes: number;
   #buffer: Uint8Array;
   /** `#offsets[i]` is where frame i starts; `#offsets[count]` is where the next one goes. */
   #offsets: number[] = [0];
@@ -76,10 +85,15 @@ export class FrameWindow {
   /** The `after` that `#slice` answers. */
   #sliceAfter = 0;
 
-  /** A window of at most about `max` entries. */
-  constructor(max: number, initialBytes: number = INITIAL_BYTES) {
+  /** A window of at most about `max` entries and `maxBytes` bytes of frames. */
+  constructor(
+    max: number,
+    initialBytes: number = INITIAL_BYTES,
+    maxBytes: number = DEFAULT_WINDOW_BYTES,
+  ) {
     this.#max = max;
-    this.#buffer = new Uint8Array(initialBytes);
+    this.#maxBytes = maxBytes;
+    this.#buffer = new Uint8Array(Math.min(initialBytes, Math.max(maxBytes, 1024)));
   }
 
   /** Entries held. */
@@ -90,6 +104,11 @@ export class FrameWindow {
   /** The seq of the last entry appended (or the seq the window starts after, while empty). */
   get last(): number {
     return this.#first + this.count - 1;
+  }
+
+  /** The bytes of the frames held (the buffer may be larger). */
+  get usedBytes(): number {
+    return this.#offsets[this.#offsets.length - 1] - this.#offsets[0];
   }
 
   /** The bytes the window holds on to (its buffer, index and kept answers). */
@@ -121,6 +140,7 @@ export class FrameWindow {
       this.#appendOne(entry);
     }
     if (this.count > this.#max + (this.#max >> 2)) this.#trim();
+    if (this.usedBytes > this.#maxBytes) this.#trimBytes();
     return true;
   }
 
@@ -140,9 +160,23 @@ export class FrameWindow {
 
   /** Keeps the latest `max` entries. */
   #trim(): void {
-    const drop = this.count - this.#max;
+    this.#keepFrom(this.count - this.#max);
+  }
+
+  /** Keeps the latest entries that fit four fifths of `maxBytes` (at least the newest). */
+  #trimBytes(): void {
+    const end = this.#offsets[this.#offsets.length - 1];
+    const target = this.#maxBytes - this.#maxBytes / 5;
+    let drop = 0;
+    while (drop < this.count - 1 && end - this.#offsets[drop] > target) drop++;
+    this.#keepFrom(drop);
+  }
+
+  /** Drops the frames before frame `drop`, into a buffer about twice what stays. */
+  #keepFrom(drop: number): void {
+    if (drop <= 0) return;
     const used = this.#offsets[this.#offsets.length - 1] - this.#offsets[drop];
-    this.#move(drop, Math.max(INITIAL_BYTES, used * 2));
+    this.#move(drop, Math.max(Math.min(INITIAL_BYTES, this.#maxBytes), used * 2));
   }
 
   /**
@@ -229,7 +263,11 @@ export class FrameWindow {
     const body = new Uint8Array(prefix.length + slice.bytes.length);
     body.set(prefix);
     body.set(slice.bytes, prefix.length);
-    if (this.#answers.size >= MAX_ANSWERS) {
+    // Kept answers hold at most `maxBytes` together: one that alone is larger is not kept.
+    if (body.byteLength > this.#maxBytes) return body;
+    while (
+      this.#answers.size >= MAX_ANSWERS || this.#answerBytes + body.byteLength > this.#maxBytes
+    ) {
       const [oldest, bytes] = this.#answers.entries().next().value!;
       this.#answers.delete(oldest);
       this.#answerBytes -= bytes.byteLength;

@@ -27,7 +27,7 @@
  * @module
  */
 import type { RunEventEntry, Store } from "../store/types.ts";
-import { type FrameSlice, FrameWindow } from "./_frame_window.ts";
+import { DEFAULT_WINDOW_BYTES, type FrameSlice, FrameWindow } from "./_frame_window.ts";
 
 /** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
 export const POLL_MS = 1_000;
@@ -47,6 +47,11 @@ export interface RunFeedOptions {
    * less the window's length, so the first read skips the older entries.
    */
   startAfter?: number;
+  /**
+   * Most bytes of frames the window holds (default {@linkcode DEFAULT_WINDOW_BYTES}, 4 MiB); a
+   * store read for a subscriber behind the window holds at most as much.
+   */
+  windowBytes?: number;
 }
 
 /** The shared reader of one run's log on this replica. */
@@ -54,7 +59,8 @@ export class RunFeed {
   readonly #store: Store;
   readonly runId: string;
   /** The latest entries as frames. */
-  readonly #window: FrameWindow = new FrameWindow(WINDOW);
+  readonly #window: FrameWindow;
+  readonly #windowBytes: number;
   #ready = false;
   #readyWaiters: (() => void)[] = [];
   #waiters = new Set<() => void>();
@@ -71,6 +77,8 @@ export class RunFeed {
   constructor(options: RunFeedOptions) {
     this.#store = options.store;
     this.runId = options.runId;
+    this.#windowBytes = options.windowBytes ?? DEFAULT_WINDOW_BYTES;
+    this.#window = new FrameWindow(WINDOW, undefined, this.#windowBytes);
     this.#window.reset(Math.max(options.startAfter ?? 0, 0));
   }
 
@@ -125,9 +133,13 @@ export class RunFeed {
    * to the first terminal entry: how a subscriber resuming before the window catches up.
    */
   async readAfter(seq: number): Promise<FrameSlice> {
-    const page = new FrameWindow(READ_BATCH);
+    // Never trimmed (the subscriber needs its first frames); filled up to the window's bytes.
+    const page = new FrameWindow(READ_BATCH, undefined, Number.POSITIVE_INFINITY);
     page.reset(seq);
-    page.append(await this.#store.events.list(this.runId, seq, READ_BATCH));
+    for (const entry of await this.#store.events.list(this.runId, seq, READ_BATCH)) {
+      page.append([entry]);
+      if (page.usedBytes >= this.#windowBytes) break;
+    }
     return page.after(seq)!;
   }
 

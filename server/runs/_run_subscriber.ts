@@ -26,7 +26,7 @@
  * @module
  */
 import type { FrameSlice } from "./_frame_window.ts";
-import type { OpenStream, OpenStreams } from "./_open_streams.ts";
+import type { OpenStream, OpenStreams } from "./open_streams.ts";
 import type { RunFeed } from "./_run_feed.ts";
 
 const ENCODER = new TextEncoder();
@@ -48,6 +48,8 @@ export interface RunSubscriberOptions {
   after: number;
   /** The request's `Authorization`, re-checked by `streams`. */
   authorization: string | null;
+  /** The principal that opened the stream (counted against its own limit). */
+  principalId?: string;
   /** This replica's open streams: the stream counts among them until it ends. */
   streams: OpenStreams;
   /** Idle time after which the stream gets a comment line, in ms. */
@@ -63,6 +65,7 @@ export interface RunSubscriberOptions {
 /** One SSE stream of a run's events (see the module doc). */
 export class RunSubscriber implements OpenStream {
   readonly authorization: string | null;
+  readonly principalId: string | undefined;
   /** The stream's bytes, for a `Response` (cancelling it ends the stream). */
   readonly body: ReadableStream<Uint8Array>;
   readonly #feed: RunFeed;
@@ -93,6 +96,7 @@ export class RunSubscriber implements OpenStream {
     this.#feed = options.feed;
     this.#after = options.after;
     this.authorization = options.authorization;
+    this.principalId = options.principalId;
     this.#streams = options.streams;
     this.#heartbeatMs = options.heartbeatMs;
     this.#now = options.now;

@@ -39,6 +39,7 @@ import { deadlineSignal, type RunCall } from "./call.ts";
 import type { ConfirmToolBody, PendingToolRequest, RespondCustomToolBody } from "../../wire/mod.ts";
 import { pendingOf, readToolRequests } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
+import { isTerminal } from "./run_state.ts";
 
 /** Default pending timeout (`--pending-timeout-ms`): 10 minutes. */
 export const DEFAULT_PENDING_TIMEOUT_MS = 600_000;
@@ -135,15 +136,29 @@ export class ToolAnswers {
     this.pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
   }
 
-  /** The pending tool requests of a run the caller may read. */
+  /**
+   * The pending tool requests of a run the caller may read. A finished run has none (from its
+   * record); an active one's history is read from the provider within the read budget (at most
+   * once a second per run across callers and replicas, `_provider_reads.ts`), and the gateway's
+   * own answer records, read fresh, close what was answered meanwhile.
+   */
   async pending(call: RunCall, runId: string): Promise<PendingToolRequest[]> {
     const client = await this.#gateway.providerClient();
-    await this.#gateway.visibleRun(call.principal, runId, "read");
+    const record = await this.#gateway.visibleRun(call.principal, runId, "read");
+    if (isTerminal(record.state)) return [];
+    const failures = this.#gateway.failures;
     let found;
     try {
-      found = await readToolRequests(client, runId, deadlineSignal(call, this.#now));
+      found = await this.#gateway.readHistory(
+        record,
+        deadlineSignal(call, this.#now),
+        (signal) =>
+          readToolRequests(client, runId, signal).catch((error) => {
+            throw failures.refusal(error);
+          }),
+      );
     } catch (error) {
-      throw this.#gateway.failures.refusal(error);
+      throw failures.refusal(error);
     }
     return pendingOf(found, await this.#store.answers.list(runId));
   }

@@ -88,15 +88,39 @@ export interface EndsFinishedRunOptions {
 }
 
 /**
- * Whether a reader resuming after `seq` has nothing to wait for: the entry there is terminal (log
- * entries never change) and the run is still finished (not running a further turn).
+ * Whether a reader resuming after `seq` has nothing to wait for while the run is finished (not
+ * running a further turn): the entry there is terminal (log entries never change), or the log has
+ * no entry there at all (a resume point past the log's end, which no stream ever handed out: a
+ * finished run's log gains nothing until a further turn starts, so waiting would never end).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import type { Store } from "../store/types.ts";
+ * import { endsFinishedRun } from "./event_page.ts";
+ * const log = [
+ *   { seq: 1, at: "t", sourceId: "s1", event: { type: "run.completed", runId: "r" } },
+ * ];
+ * const store = {
+ *   events: {
+ *     list: (_: string, after: number) => Promise.resolve(log.filter((e) => e.seq > after)),
+ *   },
+ *   runs: { get: () => Promise.resolve({ state: "completed" }) },
+ * } as unknown as Store;
+ * assert.equal(await endsFinishedRun({ store, runId: "r", seq: 1 }), true);
+ * assert.equal(await endsFinishedRun({ store, runId: "r", seq: 99 }), true, "past the end");
+ * assert.equal(await endsFinishedRun({ store, runId: "r", seq: 0 }), false);
+ * ```
  */
 export async function endsFinishedRun(options: EndsFinishedRunOptions): Promise<boolean> {
   const { store, runId, seq, record } = options;
   if (seq <= 0) return false;
-  const terminal = options.terminal ??
-    isTerminalEntry((await store.events.list(runId, seq - 1, 1))[0]);
-  return terminal && await runFinished(store, runId, record);
+  let ends = options.terminal;
+  if (ends === undefined) {
+    const entry = (await store.events.list(runId, seq - 1, 1))[0];
+    ends = entry === undefined || isTerminalEntry(entry);
+  }
+  return ends && await runFinished(store, runId, record);
 }
 
 /** Whether the run is in a final state: by `record` when given, else by reading it. */

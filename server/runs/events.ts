@@ -3,16 +3,18 @@
  *
  * A frame's way, once through each: this replica's tail hands the hub what it appended
  * ({@linkcode RunEventHub.publish}); the hub hands it to the run's feed (`_run_feed.ts`); the feed
- * appends it to its window (`_frame_window.ts`, the latest 1,000 entries as SSE frames encoded once,
- * in one buffer) and wakes its waiting subscribers; each subscriber (`_run_subscriber.ts`, one per
+ * appends it to its window (`_frame_window.ts`, the latest 1,000 entries, at most 4 MiB of them, as
+ * SSE frames encoded once, in one buffer) and wakes its waiting subscribers; each subscriber (`_run_subscriber.ts`, one per
  * stream) takes the frames after its position from the window and enqueues them. Every subscriber
  * of a run on this replica shares that one feed: one store watch (PostgreSQL `LISTEN/NOTIFY`, Deno
  * KV `watch`), one 1 s poll as the fallback, one read of the new entries per wake-up, which is how
  * other replicas' appends arrive. A subscriber that resumes further back than the window reads the
  * store (through the feed) until it catches up.
  *
- * The hub itself only routes runs to feeds, holds open streams to `--max-event-streams`
- * (`_open_streams.ts` counts them and re-checks their principals) and keeps the feeds that lost
+ * The hub itself only routes runs to feeds, holds open streams to `--max-event-streams` (503
+ * past it) and each principal's to `--max-event-streams-per-principal` (429 past it, so one
+ * principal cannot take every slot), (`open_streams.ts` counts them and re-checks their
+ * principals) and keeps the feeds that lost
  * their last subscriber within the lingering budget below. JSON pages of the log are
  * `event_page.ts`; the public form of an entry, in pages and frames alike, is `public_event.ts`.
  *
@@ -37,8 +39,8 @@
  * stopped; a publish still extends its window), so the next subscriber of a finished run is
  * answered without reading the log, and one of a live run resumes the watch and reads only what was
  * appended meanwhile. Budget across all lingering feeds: at most 1,000 feeds and 64 MiB of windows
- * (a window holds at most 1,250 frames and its last 4 whole answers); past either, the least
- * recently used goes first. Feeds with subscribers are not counted (they are bounded by the stream
+ * (a window holds at most 1,250 frames and 4 MiB of them, and its last 4 whole answers, at most
+ * 4 MiB together); past either, the least recently used goes first. Feeds with subscribers are not counted (they are bounded by the stream
  * limit).
  *
  * @module
@@ -46,16 +48,18 @@
 import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
-import { OpenStreams } from "./_open_streams.ts";
+import { OpenStreams } from "./open_streams.ts";
 import { RunFeed, WINDOW } from "./_run_feed.ts";
 import { RETRY, RunSubscriber } from "./_run_subscriber.ts";
 import { endsFinishedRun } from "./event_page.ts";
 
 export { POLL_MS } from "./_run_feed.ts";
-export { PRINCIPAL_CHECK_MS } from "./_open_streams.ts";
+export { PRINCIPAL_CHECK_MS } from "./open_streams.ts";
 
 /** Default open event streams per replica (`--max-event-streams`). */
 export const DEFAULT_MAX_EVENT_STREAMS = 10_000;
+/** Default open event streams of one principal per replica (`--max-event-streams-per-principal`). */
+export const DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL = 16;
 /** Idle time after which a stream gets a comment line, in ms. */
 export const HEARTBEAT_MS = 15_000;
 /** How long a feed without subscribers is kept, in ms. */
@@ -75,11 +79,15 @@ export interface RunEventHubOptions {
   now?: () => number;
   /** Open streams allowed on this replica (default 10000). */
   maxStreams?: number;
+  /** Open streams one principal may hold on this replica (default 16). */
+  maxStreamsPerPrincipal?: number;
   /**
    * Idle time after which a stream gets a comment line, in ms (default {@linkcode HEARTBEAT_MS});
    * idle streams look at it once a poll (every second).
    */
   heartbeatMs?: number;
+  /** Most bytes of frames one run's window holds (default 4 MiB; see `_frame_window.ts`). */
+  windowBytes?: number;
   /**
    * How feeds without subscribers are kept (defaults: {@linkcode LINGER_MS},
    * {@linkcode MAX_LINGERING_FEEDS}, {@linkcode MAX_LINGERING_BYTES}); `ms: 0` drops them at once.
@@ -95,6 +103,8 @@ export interface EventStreamOptions {
   after: number;
   /** The request's `Authorization`, re-checked twice a second. */
   authorization: string | null;
+  /** The caller, whose open streams count against `maxStreamsPerPrincipal`; absent: none. */
+  principalId?: string;
   /**
    * The run's record as read for this request (its visibility check): saves the hub reading it
    * again. Without it, the hub reads the record when it needs it.
@@ -119,7 +129,9 @@ export class RunEventHub {
   readonly #store: Store;
   readonly #now: () => number;
   readonly #maxStreams: number;
+  readonly #maxPerPrincipal: number;
   readonly #heartbeatMs: number;
+  readonly #windowBytes: number | undefined;
   readonly #lingerMs: number;
   readonly #maxLingering: number;
   readonly #maxLingeringBytes: number;
@@ -136,7 +148,10 @@ export class RunEventHub {
     this.#store = options.store;
     this.#now = options.now ?? Date.now;
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+    this.#maxPerPrincipal = options.maxStreamsPerPrincipal ??
+      DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL;
     this.#heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+    this.#windowBytes = options.windowBytes;
     this.#lingerMs = options.linger?.ms ?? LINGER_MS;
     this.#maxLingering = options.linger?.maxFeeds ?? MAX_LINGERING_FEEDS;
     this.#maxLingeringBytes = options.linger?.maxBytes ?? MAX_LINGERING_BYTES;
@@ -191,11 +206,22 @@ export class RunEventHub {
         }
       }
       this.#refuseWhenClosed();
+      const principalId = options.principalId;
+      if (
+        principalId !== undefined && this.#streams.countOf(principalId) >= this.#maxPerPrincipal
+      ) {
+        throw new InterfaceError(
+          "resourceExhausted",
+          "This principal has as many open event streams on this replica as it may; " +
+            "close one first",
+          { headers: { "retry-after": "1" }, extra: { limit: "maxEventStreamsPerPrincipal" } },
+        );
+      }
       if (this.#streams.size >= this.#maxStreams) {
         throw new InterfaceError(
           "resourceExhausted",
           "This replica has as many open event streams as it allows",
-          { status: 503, headers: { "retry-after": "1" } },
+          { status: 503, headers: { "retry-after": "1" }, extra: { limit: "maxEventStreams" } },
         );
       }
     } catch (error) {
@@ -207,6 +233,7 @@ export class RunEventHub {
       feed,
       after: options.after,
       authorization: options.authorization,
+      ...(options.principalId !== undefined ? { principalId: options.principalId } : {}),
       streams: this.#streams,
       heartbeatMs: this.#heartbeatMs,
       now: this.#now,
@@ -239,7 +266,12 @@ export class RunEventHub {
       // Start the window a window's length before the record's end: the first read then skips
       // older entries (a subscriber resuming before the window reads the store).
       const startAfter = (record?.lastEventSeq ?? 0) - WINDOW;
-      feed = new RunFeed({ store: this.#store, runId, startAfter });
+      feed = new RunFeed({
+        store: this.#store,
+        runId,
+        startAfter,
+        ...(this.#windowBytes !== undefined ? { windowBytes: this.#windowBytes } : {}),
+      });
       this.#feeds.set(runId, feed);
     }
     this.#lingering.delete(feed);

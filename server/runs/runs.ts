@@ -24,7 +24,9 @@
  *
  * A run's state is refreshed from the provider when it is read while active, and every active
  * run of a principal is refreshed when a start finds its quota full (then the reservation is
- * tried once more). A cancel marks the run `cancelled` at once (the provider's interrupt is
+ * tried once more): both within the read budget of `_provider_reads.ts` (the provider is asked at
+ * most once a second per run, across callers and replicas; otherwise the record answers, which
+ * the run's tail keeps current). A cancel marks the run `cancelled` at once (the provider's interrupt is
  * graceful), and a follow-up message wakes a finished run after reserving a slot again. What
  * each of these does to the run's record is decided by the rules of `run_state.ts`; a provider
  * failure is answered through `provider_failure.ts`. Cancels and messages wake the run's tail too.
@@ -48,6 +50,7 @@ import { audit } from "./audit.ts";
 import { deadlineSignal, type RunCall } from "./call.ts";
 import { changeRun } from "./_change_run.ts";
 import { openSession } from "./_open_session.ts";
+import { ProviderReads } from "./_provider_reads.ts";
 import {
   type PolicyHolder,
   type RunPolicy,
@@ -151,6 +154,8 @@ export class RunGateway {
   readonly activity: RunActivity = new RunActivity();
   /** How provider failures are scrubbed, counted and answered (for the tool answers too). */
   readonly failures: ProviderFailures;
+  /** The budget of provider reads that callers' reads cause (`_provider_reads.ts`). */
+  readonly #reads: ProviderReads;
 
   /** Creates the gateway. */
   constructor(options: RunGatewayOptions) {
@@ -160,6 +165,7 @@ export class RunGateway {
     this.#client = options.client;
     this.#now = options.now;
     this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
+    this.#reads = new ProviderReads({ store: options.store, now: options.now });
     this.failures = new ProviderFailures({
       settings: options.settings,
       ...(options.onProviderError !== undefined ? { onFailure: options.onProviderError } : {}),
@@ -232,6 +238,19 @@ export class RunGateway {
       this.#now,
     );
     return await this.#refresh(client, record, signal);
+  }
+
+  /**
+   * An active run's provider history as `read` returns it, within the read budget: at most one
+   * listing a second per run across callers and replicas (`_provider_reads.ts`). For the pending
+   * tool requests of `answers.ts`.
+   */
+  readHistory<T>(
+    record: StoredRunRecord,
+    signal: AbortSignal,
+    read: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    return this.#reads.history(record, signal, read);
   }
 
   /** Starts a run (steps 1 to 5 of the module doc); answers its public record. */
@@ -324,12 +343,32 @@ export class RunGateway {
     return publicRun(record);
   }
 
-  /** Reads a run, refreshing an active one from the provider. */
+  /**
+   * Reads a run from its record; an active one is refreshed from the provider first when the
+   * budget allows (at most once a second per run across callers and replicas: `_provider_reads.ts`).
+   */
   async get(call: RunCall, runId: string): Promise<RunRecord> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "read");
     if (isTerminal(record.state)) return publicRun(record);
-    return publicRun(await this.#refresh(client, record, deadlineSignal(call, this.#now)));
+    return publicRun(await this.#budgetedRefresh(client, record, deadlineSignal(call, this.#now)));
+  }
+
+  /** {@linkcode RunGateway.#refresh} within the read budget; a caller's deadline answers 503. */
+  async #budgetedRefresh(
+    client: ProviderManagedAgentClient,
+    record: StoredRunRecord,
+    signal: AbortSignal,
+  ): Promise<StoredRunRecord> {
+    try {
+      return await this.#reads.status(
+        record,
+        signal,
+        (claimed, own) => this.#refresh(client, claimed, own),
+      );
+    } catch (error) {
+      throw this.failures.refusal(error);
+    }
   }
 
   /** Lists runs: the caller's own, or (admins and approvers) every principal's or one's. */
@@ -463,7 +502,7 @@ export class RunGateway {
     const signal = deadlineSignal(call, this.#now);
     const refreshed = await Promise.all(
       active.slice(0, REFRESH_ON_FULL).map((record) =>
-        this.#refresh(client, record, signal).catch(() => record)
+        this.#budgetedRefresh(client, record, signal).catch(() => record)
       ),
     );
     return refreshed.some((record) => isTerminal(record.state));
@@ -524,7 +563,8 @@ export class RunGateway {
 }
 
 /**
- * The public form of a run record (the internal cancel marker and turn count left out).
+ * The public form of a run record (the internal cancel marker, turn count and provider read times
+ * left out).
  *
  * @example
  * ```ts
@@ -538,6 +578,12 @@ export class RunGateway {
  * ```
  */
 export function publicRun(record: StoredRunRecord): RunRecord {
-  const { cancelRequested: _, turns: _turns, ...rest } = record;
+  const {
+    cancelRequested: _,
+    turns: _turns,
+    statusReadAt: _status,
+    historyReadAt: _history,
+    ...rest
+  } = record;
   return rest;
 }

@@ -40,6 +40,13 @@ export interface StoredRunRecord extends RunRecord {
    * tail can tell a late end of an earlier turn from the end of the current one.
    */
   turns?: number;
+  /**
+   * When a reader last claimed the provider read of the run's status, ms since the epoch: the
+   * budget every replica shares (at most one such read a second per run, `_provider_reads.ts`).
+   */
+  statusReadAt?: number;
+  /** When a reader last claimed the provider read of the run's event history, ms (the same). */
+  historyReadAt?: number;
 }
 
 /** Parameters of {@linkcode RunStore.reserveRunSlot}. */

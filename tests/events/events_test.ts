@@ -320,3 +320,74 @@ Deno.test("events: a principal that expires while streaming has its stream ended
     await gateway.close();
   }
 });
+
+Deno.test("events: one principal holds at most its own share of stream slots", async () => {
+  const gateway = await startGateway({
+    serverOptions: { maxEventStreams: 10, maxEventStreamsPerPrincipal: 2 },
+  });
+  const open: { cancel(): Promise<void> }[] = [];
+  try {
+    slowScript(gateway, 50, 200);
+    const hog = await gateway.issue(["session:read", "session:write"]);
+    const other = await gateway.issue(["session:read", "session:write"]);
+    const hogRun = await startRun(gateway, hog.bearer);
+    const otherRun = await startRun(gateway, other.bearer);
+    for (let i = 0; i < 2; i++) {
+      const stream = await openEvents(answerer(gateway), "http://127.0.0.1", hog.bearer, hogRun);
+      assert.equal(stream.response.status, 200);
+      open.push(stream);
+    }
+    const third = await openEvents(answerer(gateway), "http://127.0.0.1", hog.bearer, hogRun);
+    assert.equal(third.response.status, 429);
+    assert.equal(third.response.headers.get("retry-after"), "1");
+    const body = await third.response.json();
+    assert.equal(body.error.code, "resourceExhausted");
+    assert.equal(body.error.limit, "maxEventStreamsPerPrincipal");
+    // Another principal still streams: the hog took only its own slots.
+    const theirs = await openEvents(answerer(gateway), "http://127.0.0.1", other.bearer, otherRun);
+    assert.equal(theirs.response.status, 200);
+    open.push(theirs);
+    // A slot given back is the hog's again.
+    await open.shift()!.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const again = await openEvents(answerer(gateway), "http://127.0.0.1", hog.bearer, hogRun);
+    assert.equal(again.response.status, 200);
+    open.push(again);
+  } finally {
+    for (const stream of open) await stream.cancel().catch(() => {});
+    await gateway.close();
+  }
+});
+
+Deno.test("events: a stream resumed past the end of a finished run ends at once", async () => {
+  const gateway = await startGateway();
+  try {
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const runId = await startRun(gateway, bearer);
+    await (await openEvents(answerer(gateway), "http://127.0.0.1", bearer, runId)).rest();
+    const last = (await gateway.request("GET", `/v1/runs/${runId}/events`, { bearer })).json
+      .nextAfter;
+    for (const beyond of [last + 1, last + 1_000]) {
+      const began = Date.now();
+      const stream = await openEvents(answerer(gateway), "http://127.0.0.1", bearer, runId, {
+        lastEventId: String(beyond),
+      });
+      assert.equal(stream.response.status, 200);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const frames = await Promise.race([
+        stream.rest(),
+        new Promise<"open">((resolve) => timer = setTimeout(() => resolve("open"), 3_000)),
+      ]);
+      clearTimeout(timer);
+      if (frames === "open") await stream.cancel();
+      assert.deepEqual(frames, [], "nothing to send, and the stream ends");
+      assert.ok(Date.now() - began < 1_000, "at once, not after a poll or a heartbeat");
+      const page = await gateway.request("GET", `/v1/runs/${runId}/events?after=${beyond}`, {
+        bearer,
+      });
+      assert.deepEqual(page.json, { events: [], nextAfter: beyond, terminal: true });
+    }
+  } finally {
+    await gateway.close();
+  }
+});

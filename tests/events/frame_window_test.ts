@@ -191,3 +191,37 @@ Deno.test("frame window: subscribers at the same seq share one slice until the w
   assert.equal(window.after(9), null, "before the window since the reset");
   assert.equal(window.after(20)!.bytes.length, 0);
 });
+
+Deno.test("frame window: bounded in bytes as well as entries; the newest frame always stays", () => {
+  const maxBytes = 64 * 1024;
+  const window = new FrameWindow(1_000, 4 * 1024, maxBytes);
+  // 2 KiB frames: 1,000 entries would be 2 MiB; the window keeps what fits 64 KiB.
+  const pad = "x".repeat(2_000);
+  for (let seq = 1; seq <= 1_000; seq += 50) {
+    assert.equal(window.append(entries(seq, seq + 49, [], pad)), true);
+    assert.ok(window.usedBytes <= maxBytes, `${window.usedBytes} bytes of frames`);
+    assert.ok(window.byteLength <= 3 * maxBytes, `${window.byteLength} bytes held`);
+  }
+  assert.equal(window.last, 1_000);
+  assert.ok(window.count < 40 && window.count > 20, `${window.count} frames kept`);
+  assert.equal(window.after(1), null, "an old resume point reads the store");
+  assert.deepEqual(ids(window.after(999)!.bytes), [1_000]);
+  // One frame larger than the whole bound is still the newest: it stays, alone.
+  window.append(entries(1_001, 1_001, [], "y".repeat(100_000)));
+  assert.equal(window.count, 1);
+  assert.deepEqual(ids(window.after(1_000)!.bytes), [1_001]);
+});
+
+Deno.test("frame window: kept whole answers are bounded in bytes too", () => {
+  const maxBytes = 64 * 1024;
+  const window = new FrameWindow(1_000, 4 * 1024, maxBytes);
+  // Two turns of 10 frames of about 2.5 KiB: 50 KiB of frames, all in the window.
+  window.append(entries(1, 20, [10, 20], "x".repeat(2_500)));
+  assert.equal(window.count, 20);
+  const before = window.byteLength;
+  // Four answers of 25, 25, 17.5 and 12.5 KiB would be 80 KiB together.
+  for (const after of [0, 10, 3, 5]) assert.ok(window.answer(after, PREFIX));
+  const kept = window.byteLength - before;
+  assert.ok(kept <= maxBytes, `answers hold ${kept} bytes, at most the bound together`);
+  assert.ok(kept > maxBytes / 2, "and several are kept");
+});

@@ -21,8 +21,10 @@ function slowScript(gateway: Gateway, count: number, gapMs: number): void {
 
 async function twoReplicas(url: string): Promise<[Gateway, Gateway]> {
   const store = (namespace: string) => openPostgresStore({ url, namespace });
-  const a = await startGateway({ store });
-  const b = await startGateway({ store, replicaOf: a });
+  // One principal opens 50 streams on each replica: its share of slots is raised to fit.
+  const serverOptions = { maxEventStreamsPerPrincipal: 100 };
+  const a = await startGateway({ store, serverOptions });
+  const b = await startGateway({ store, replicaOf: a, serverOptions });
   return [a, b];
 }
 

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import type { Authenticator } from "../../server/authenticator.ts";
-import { type OpenStream, OpenStreams } from "../../server/runs/_open_streams.ts";
+import { type OpenStream, OpenStreams } from "../../server/runs/open_streams.ts";
 import { RunFeed } from "../../server/runs/_run_feed.ts";
 import { RunSubscriber } from "../../server/runs/_run_subscriber.ts";
 import { openKvStore } from "../../server/store/kv/mod.ts";

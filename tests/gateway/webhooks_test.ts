@@ -201,13 +201,63 @@ Deno.test("webhooks: without signing secrets the route does not exist", async ()
   }
 });
 
-Deno.test("webhooks: a body over 1 MiB is refused before verification", async () => {
+Deno.test("webhooks: a body over 64 KiB is refused before verification", async () => {
   const signing = secret();
   const gateway = await startGateway({ webhookSecrets: [signing] });
   try {
-    const body = JSON.stringify({ pad: "x".repeat(1_048_577) });
+    const body = JSON.stringify({ pad: "x".repeat(64 * 1024) });
     const answer = await post(gateway, body, await signManagedAgentWebhook(body, signing));
     assertCode(answer as Json, 413, "payloadTooLarge");
+    assert.equal(answer.json.error.maxBytes, 64 * 1024);
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("webhooks: unverified intake is capped; one more answers 429 until a slot frees", async () => {
+  const signing = secret();
+  const gateway = await startGateway({
+    webhookSecrets: [signing],
+    serverOptions: { webhookIntake: { maxUnverified: 2 } },
+  });
+  const held: ReadableStreamDefaultController<Uint8Array>[] = [];
+  try {
+    // Two deliveries whose bodies trickle: they hold both unverified slots.
+    const slow = [0, 1].map(() =>
+      gateway.server.handler(
+        new Request("http://127.0.0.1/webhooks/provider", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: new ReadableStream<Uint8Array>({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode('{"pad":"'));
+              held.push(controller);
+            },
+          }),
+          duplex: "half",
+        } as RequestInit),
+      )
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const body = delivery("sesn_unknown");
+    const refused = await post(gateway, body, await signManagedAgentWebhook(body, signing));
+    assertCode(refused as Json, 429, "resourceExhausted");
+    assert.equal(refused.headers.get("retry-after"), "1");
+    // The slow bodies end (unverifiable): their slots free, and a delivery is taken again.
+    for (const controller of held) {
+      controller.enqueue(new TextEncoder().encode('"}'));
+      controller.close();
+    }
+    for (const answer of await Promise.all(slow)) {
+      const json = await answer.json();
+      assertCode(
+        { status: answer.status, headers: answer.headers, json, text: JSON.stringify(json) },
+        401,
+        "webhookVerificationFailed",
+      );
+    }
+    const accepted = await post(gateway, body, await signManagedAgentWebhook(body, signing));
+    assert.equal(accepted.status, 204, accepted.text);
   } finally {
     await gateway.close();
   }

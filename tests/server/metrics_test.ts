@@ -236,3 +236,42 @@ Deno.test("label values are escaped so a parser reads them back; provider types 
   assert.deepEqual(types.sort(), ["other", "overloaded_error"]);
   assert.ok(Number.isNaN(value(families.get("automation_runtime_active_runs"))));
 });
+
+Deno.test("made-up HTTP methods fold into one method label; log lines cap the method and path", async () => {
+  const gateway = await startGateway({ metrics: new RuntimeMetrics() });
+  const metrics = gateway.server.services.metrics!;
+  try {
+    // 200 distinct made-up methods, and a few of 60,000 characters.
+    const methods = [
+      ...Array.from({ length: 200 }, (_, i) => `BREW${i}`),
+      ...Array.from({ length: 3 }, (_, i) => `${"X".repeat(60_000)}${i}`),
+    ];
+    for (const method of methods) {
+      const response = await gateway.server.handler(
+        new Request(`http://127.0.0.1/v1/runtime/${"p".repeat(5_000)}`, { method }),
+      );
+      await response.body?.cancel();
+      assert.ok(response.status >= 400);
+    }
+    const text = await metrics.render();
+    const families = parse(text);
+    const series = families.get("automation_runtime_http_requests_total")!.metrics;
+    assert.deepEqual([...new Set(series.map((metric) => metric.labels?.method))], ["other"]);
+    assert.equal(
+      value(families.get("automation_runtime_http_requests_total"), {
+        method: "other",
+      }),
+      methods.length,
+    );
+    assert.ok(text.length < 10_000, `a small scrape: ${text.length} characters`);
+    const lines = gateway.logs.filter((line) => line.includes('"method"'));
+    assert.ok(lines.length >= methods.length);
+    for (const line of lines) {
+      const record = JSON.parse(line);
+      assert.ok(record.method.length <= 32, `method of ${record.method.length} characters`);
+      assert.ok(record.path.length <= 256, `path of ${record.path.length} characters`);
+    }
+  } finally {
+    await gateway.close();
+  }
+});

@@ -162,3 +162,14 @@ Deno.test("the contract check refuses a drifted body, status, code or header", a
     /outside the OpenAPI contract/,
   );
 });
+
+Deno.test("the document describes the webhook intake, its body bound and its intake cap", async () => {
+  const document = JSON.parse(await Deno.readTextFile(COMMITTED));
+  const intake = document.paths["/webhooks/provider"]?.post;
+  assert.ok(intake !== undefined, "POST /webhooks/provider is in the document");
+  assert.deepEqual(intake.security, []);
+  for (const status of ["204", "401", "408", "413", "429"]) {
+    assert.ok(intake.responses[status] !== undefined, `answers ${status}`);
+  }
+  assert.match(intake.responses["429"].description, /resourceExhausted/);
+});

@@ -157,7 +157,41 @@ Deno.test("settings: the Deploy-style entry reads only the variables marked for 
   const options = serverOptionsOf(deploy);
   assert.equal(options.retentionMs, 3 * 86_400_000);
   assert.deepEqual(options.cors, { allowedOrigins: ["https://app.example"] });
-  assert.deepEqual(options.mcp, { allowedOrigins: undefined, allowedHosts: undefined });
+  assert.deepEqual(options.mcp, {
+    allowedOrigins: undefined,
+    allowedHosts: undefined,
+    maxReplayBytesPerSession: 1024 * 1024,
+    maxReplayBytes: 64 * 1024 * 1024,
+  });
+});
+
+Deno.test("settings: the stream, replay and webhook intake bounds reach the server options", () => {
+  const defaults = serverOptionsOf(resolveSettings(SERVE_SETTINGS, { env: {} }));
+  assert.equal(defaults.maxEventStreamsPerPrincipal, 16);
+  assert.deepEqual(defaults.webhookIntake, { maxBodyBytes: 64 * 1024, maxUnverified: 16 });
+  const set = serverOptionsOf(resolveSettings(SERVE_SETTINGS, {
+    flags: new Map([
+      ["max-event-streams-per-principal", "4"],
+      ["mcp-replay-bytes-per-session", "65536"],
+      ["webhook-max-unverified", "2"],
+    ]),
+    env: {
+      AUTOMATION_RUNTIME_MCP_REPLAY_BYTES: "1048576",
+      AUTOMATION_RUNTIME_WEBHOOK_MAX_BODY_BYTES: "8192",
+    },
+  }));
+  assert.equal(set.maxEventStreamsPerPrincipal, 4);
+  assert.equal(set.mcp.maxReplayBytesPerSession, 65_536);
+  assert.equal(set.mcp.maxReplayBytes, 1_048_576);
+  assert.deepEqual(set.webhookIntake, { maxBodyBytes: 8192, maxUnverified: 2 });
+  assert.throws(
+    () =>
+      resolveSettings(SERVE_SETTINGS, {
+        flags: new Map([["max-event-streams-per-principal", "0"]]),
+        env: {},
+      }),
+    /--max-event-streams-per-principal must be an integer from 1/,
+  );
 });
 
 Deno.test("settings: serve --help shows every flag with its bounds, variable and default", () => {

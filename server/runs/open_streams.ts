@@ -1,7 +1,9 @@
 /**
- * The open event streams of this replica: how many there are (what the hub holds against
- * `--max-event-streams`), their principals re-checked twice a second, and all of them ended at
- * once when the replica drains or closes.
+ * The open streams of this replica: how many there are, in all and per principal (what the event
+ * hub holds against `--max-event-streams` and `--max-event-streams-per-principal`), their
+ * principals re-checked twice a second, and all of them ended at once when the replica drains or
+ * closes. The run event hub keeps one set for its SSE streams; the MCP endpoint one for the
+ * sessions' GET streams, which end within a second of a revocation the same way.
  *
  * A re-check authenticates each distinct credential once, at the injected clock's time (the
  * authenticator shares one authority read between them, so a revocation on any replica ends the
@@ -21,6 +23,8 @@ export const PRINCIPAL_CHECK_MS = 500;
 export interface OpenStream {
   /** The `Authorization` of the request that opened it. */
   readonly authorization: string | null;
+  /** The principal that opened it (counted against its own limit); absent: not counted. */
+  readonly principalId?: string;
   /** Ends the stream and releases what it holds (called once its principal is refused). */
   end(): void;
 }
@@ -41,6 +45,8 @@ export class OpenStreams {
   readonly #now: () => number;
   readonly #checkMs: number;
   readonly #streams = new Set<OpenStream>();
+  /** Open streams by principal, for the streams that name one. */
+  readonly #perPrincipal = new Map<string, number>();
   #checker: ReturnType<typeof setInterval> | undefined;
   #checking = false;
 
@@ -56,15 +62,30 @@ export class OpenStreams {
     return this.#streams.size;
   }
 
+  /** Streams open now that `principalId` opened. */
+  countOf(principalId: string): number {
+    return this.#perPrincipal.get(principalId) ?? 0;
+  }
+
   /** A stream opened: its principal is re-checked from now on. */
   add(stream: OpenStream): void {
+    if (this.#streams.has(stream)) return;
     this.#streams.add(stream);
+    const principalId = stream.principalId;
+    if (principalId !== undefined) {
+      this.#perPrincipal.set(principalId, this.countOf(principalId) + 1);
+    }
     this.#checker ??= setInterval(() => this.#check(), this.#checkMs);
   }
 
   /** A stream ended (its principal is no longer re-checked). */
   delete(stream: OpenStream): void {
-    this.#streams.delete(stream);
+    if (!this.#streams.delete(stream)) return;
+    const principalId = stream.principalId;
+    if (principalId === undefined) return;
+    const count = this.countOf(principalId);
+    if (count <= 1) this.#perPrincipal.delete(principalId);
+    else this.#perPrincipal.set(principalId, count - 1);
   }
 
   /** Ends every open stream (drain, close). */
