@@ -41,7 +41,6 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  isInitializeRequest,
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -61,6 +60,8 @@ import { type OpenStream, OpenStreams } from "../runs/open_streams.ts";
 import type { RuntimeServices } from "../services.ts";
 import { parseRfc3339 } from "../time.ts";
 import { ReplayBudget, SessionEventStore } from "./event_store.ts";
+import { initializeRequest, internalPost, negotiatedVersion, withBody } from "./_requests.ts";
+import { onBodyEnd, trackBody } from "./_tracked_body.ts";
 import { SessionIds } from "./session_id.ts";
 import { OriginPolicy, type OriginPolicyOptions } from "./origin.ts";
 import { createProtocolServer, requestAuthInfo } from "./protocol.ts";
@@ -165,137 +166,6 @@ function sessionRefusal(reason: ReserveRefusal): InterfaceError {
     ? "Too many MCP sessions for this principal; end one with DELETE first"
     : "Too many MCP sessions on this runtime";
   return new InterfaceError("resourceExhausted", message, { headers: { "retry-after": "60" } });
-}
-
-const decoder = new TextDecoder();
-
-/**
- * The protocol revision an `initialize` body asks for, as the SDK's server settles it: the
- * requested one when supported, else the latest. Null when the body is not an initialize
- * request (the transport then answers the error).
- */
-function negotiatedVersion(bytes: Uint8Array): string | null {
-  let message: unknown;
-  try {
-    message = JSON.parse(decoder.decode(bytes));
-  } catch {
-    return null;
-  }
-  if (!isInitializeRequest(message)) return null;
-  const requested = message.params.protocolVersion;
-  return SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
-}
-
-/** The `initialize` request a replica replays to adopt a session opened elsewhere. */
-function initializeRequest(protocolVersion: string) {
-  return {
-    jsonrpc: "2.0",
-    id: 0,
-    method: "initialize",
-    params: {
-      protocolVersion,
-      capabilities: {},
-      clientInfo: { name: "automation-runtime/adopted-session", version: "0" },
-    },
-  };
-}
-
-/** An in-process POST to a session's transport; never sent over the network. */
-function internalPost(message: unknown, sessionId?: string, protocolVersion?: string): Request {
-  const headers = new Headers({
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-  });
-  if (sessionId !== undefined) headers.set("mcp-session-id", sessionId);
-  if (protocolVersion !== undefined) headers.set("mcp-protocol-version", protocolVersion);
-  return new Request("http://mcp.internal/v1/mcp", {
-    method: "POST",
-    headers,
-    body: JSON.stringify(message),
-  });
-}
-
-/** Copies a request with an already-read body, for the transport to parse. */
-function withBody(request: Request, bytes: Uint8Array): Request {
-  const headers = new Headers(request.headers);
-  headers.delete("content-length");
-  headers.delete("transfer-encoding");
-  const body = bytes as Uint8Array<ArrayBuffer>;
-  return new Request(request.url, { method: request.method, headers, body });
-}
-
-/** A response whose body the endpoint follows, and can end from its side. */
-interface TrackedBody {
-  /** The response to answer with. */
-  readonly response: Response;
-  /** Ends the body now (the client sees the stream end) and calls `done`. */
-  end(): void;
-}
-
-/**
- * Calls `done` once the response body has been sent, failed or been cancelled, or was ended
- * with the returned `end` (once, whichever comes first).
- */
-function trackBody(response: Response, done: () => void): TrackedBody {
-  const body = response.body;
-  if (body === null) {
-    done();
-    return { response, end() {} };
-  }
-  let finished = false;
-  const finish = (): void => {
-    if (finished) return;
-    finished = true;
-    done();
-  };
-  const reader = body.getReader();
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  const stream = new ReadableStream<Uint8Array>({
-    start(given) {
-      controller = given;
-    },
-    async pull(controller) {
-      try {
-        const { done: end, value } = await reader.read();
-        if (finished) return;
-        if (end) {
-          controller.close();
-          finish();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        if (!finished) controller.error(error);
-        finish();
-      }
-    },
-    cancel(reason) {
-      finish();
-      return reader.cancel(reason);
-    },
-  });
-  return {
-    response: new Response(stream, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    }),
-    end(): void {
-      if (finished) return;
-      finish();
-      try {
-        controller.close();
-      } catch {
-        // Already closed or errored.
-      }
-      reader.cancel().catch(() => {});
-    },
-  };
-}
-
-/** Calls `done` once the response body has been sent, failed or been cancelled. */
-function onBodyEnd(response: Response, done: () => void): Response {
-  return trackBody(response, done).response;
 }
 
 function whenPresent(
