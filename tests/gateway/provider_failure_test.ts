@@ -94,6 +94,98 @@ Deno.test("provider failures: the credential and the webhook secrets never survi
   assert.ok(!straddling.includes("sk-a"));
 });
 
+/** Every form of `key` the scrubbing must remove, by name. */
+function revealingForms(key: string): Record<string, string> {
+  const url = (text: string) => btoa(text).replaceAll("+", "-").replaceAll("/", "_");
+  const forms: Record<string, string> = {
+    exact: key,
+    lower: key.toLowerCase(),
+    upper: key.toUpperCase(),
+    mixed: [...key].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c.toLowerCase())).join(""),
+    uriComponent: encodeURIComponent(key),
+    percentEveryByte: [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join(""),
+    percentUpper: [...key].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join(""),
+    base64: btoa(key),
+    base64url: url(key),
+    hex: [...key].map((c) => c.charCodeAt(0).toString(16).padStart(2, "0")).join(""),
+    prefix: key.slice(0, 8),
+    suffix: key.slice(-8),
+    middle: key.slice(5, 15),
+  };
+  // `user:key` under every alignment of the key in the encoded bytes.
+  for (const user of ["", "u", "us", "use", "user", "admin01"]) {
+    forms[`basic(${user})`] = btoa(`${user}:${key}`);
+    forms[`basicUrl(${user})`] = url(`${user}:${key}`);
+  }
+  return forms;
+}
+
+/**
+ * Whether `text` still reveals `key`: 8 of its characters in a row in any case (after
+ * percent-decoding), or 8 of its bytes in a row in base64, base64url or hex.
+ */
+function reveals(text: string, key: string): string | null {
+  const decoded = text.replace(
+    /%([0-9a-fA-F]{2})/g,
+    (_, hex) => String.fromCharCode(parseInt(hex, 16)),
+  )
+    .toLowerCase();
+  const lowerKey = key.toLowerCase();
+  for (let i = 0; i + 8 <= lowerKey.length; i++) {
+    if (decoded.includes(lowerKey.slice(i, i + 8))) return `plain ${lowerKey.slice(i, i + 8)}`;
+  }
+  // Decode every base64 run of the text at every offset and look for 8 key bytes.
+  const runs = text.match(/[A-Za-z0-9+/_-]{11,}/g) ?? [];
+  for (const run of runs) {
+    for (let start = 0; start < 4; start++) {
+      const slice = run.slice(start).replaceAll("-", "+").replaceAll("_", "/");
+      const usable = slice.slice(0, slice.length - (slice.length % 4));
+      let bytes = "";
+      try {
+        bytes = atob(usable);
+      } catch {
+        continue;
+      }
+      for (let i = 0; i + 8 <= key.length; i++) {
+        if (bytes.includes(key.slice(i, i + 8))) return `base64 ${run}`;
+      }
+    }
+  }
+  const hexKey = [...key].map((c) => c.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+  for (let i = 0; i + 16 <= hexKey.length; i += 2) {
+    if (text.toLowerCase().includes(hexKey.slice(i, i + 16))) return "hex";
+  }
+  return null;
+}
+
+Deno.test("provider failures: every form that could reveal the key is scrubbed, type and id too", () => {
+  const key = "sk-ant-api03-Xq7Lm2Pz9Rt4Vw8Ky1Nb5Hc3";
+  const failures = new ProviderFailures({ settings: { apiKey: key } });
+  for (const [name, form] of Object.entries(revealingForms(key))) {
+    const refusal = failures.refusal(
+      new ProviderApiError({
+        status: 401,
+        type: `authentication_error ${form}`,
+        message: `invalid key "${form}" (${name})`,
+        retryable: false,
+        requestId: `req_${form}`,
+      }),
+    );
+    const failure = providerFailureOf(refusal)!;
+    const body = JSON.stringify({ message: refusal.message, ...refusal.extra });
+    assert.equal(reveals(body, key), null, `${name}: ${body}`);
+    assert.equal(reveals(failure.providerErrorType ?? "", key), null, name);
+    assert.equal(reveals(failure.providerRequestId ?? "", key), null, name);
+    assert.match(refusal.message, /\[redacted\]/, name);
+  }
+  // Short runs and ordinary text stay: 7 characters of the key are not enough to name it.
+  const refusal = failures.refusal(apiError(400, `agent ${key.slice(13, 20)} is not ready`));
+  assert.equal(
+    refusal.message,
+    `The provider refused the request: agent ${key.slice(13, 20)} is not ready`,
+  );
+});
+
 Deno.test("provider failures: the service's own errors pass, anything else is not a provider failure", () => {
   const counted: string[] = [];
   const failures = new ProviderFailures({ settings, onFailure: (type) => counted.push(type) });
