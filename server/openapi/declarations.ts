@@ -136,6 +136,7 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     tag: "principals",
     query: [limit(500, 100), cursor],
     answers: { 200: { description: "A page, oldest first.", schema: principalPageSchema } },
+    errors: ["invalidRequest"],
   },
   "DELETE /v1/principals/:principalId": {
     summary: "Revoke a principal",

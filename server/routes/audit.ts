@@ -9,6 +9,7 @@ import type { RequestContext } from "../context.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest } from "../rules/json.ts";
 import type { RuntimeServices } from "../services.ts";
+import { decodeAuditCursor } from "../store/types.ts";
 import { AUDIT_ACTIONS, type AuditAction } from "../../wire/mod.ts";
 import { parseListQuery } from "./runs.ts";
 
@@ -32,7 +33,7 @@ export function auditRoutes(services: RuntimeServices): RouteDefinition[] {
         message: `Must be one of ${AUDIT_ACTIONS.join(", ")}`,
       }]);
     }
-    if (values.cursor !== undefined && !/^[A-Za-z0-9_-]+$/.test(values.cursor)) {
+    if (values.cursor !== undefined && decodeAuditCursor(values.cursor) === null) {
       throw invalidRequest([{
         path: "cursor",
         message: "Must be a nextCursor of an earlier page",

@@ -22,7 +22,7 @@ import { invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RunGateway } from "../runs/runs.ts";
-import type { RunListQuery } from "../store/types.ts";
+import { decodeRunCursor, type RunListQuery } from "../store/types.ts";
 import {
   RUN_STATES,
   type RuntimeRunState,
@@ -87,7 +87,7 @@ function parseRunsQuery(query: string): RunListQuery {
   if (values.state !== undefined && !STATES.has(values.state)) {
     details.push({ path: "state", message: `Must be one of ${RUN_STATES.join(", ")}` });
   }
-  if (values.cursor !== undefined && !/^[A-Za-z0-9_-]+$/.test(values.cursor)) {
+  if (values.cursor !== undefined && decodeRunCursor(values.cursor) === null) {
     details.push({ path: "cursor", message: "Must be a nextCursor of an earlier page" });
   }
   if (details.length > 0) throw invalidRequest(details);

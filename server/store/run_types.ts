@@ -125,7 +125,7 @@ export function encodeCursor(parts: readonly (string | number)[]): string {
  * ```
  */
 export function decodeCursor(cursor: string): (string | number)[] | null {
-  if (cursor.length > 512 || !/^[A-Za-z0-9_-]*$/.test(cursor)) return null;
+  if (cursor.length === 0 || cursor.length > 512 || !/^[A-Za-z0-9_-]*$/.test(cursor)) return null;
   try {
     const binary = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
     const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
@@ -140,4 +140,101 @@ export function decodeCursor(cursor: string): (string | number)[] | null {
   } catch {
     return null;
   }
+}
+
+/** Where a run list's page ends: its last run, by creation time then run id. */
+export interface RunCursor {
+  /** The run's `createdAt`. */
+  createdAt: string;
+  /** The run's id. */
+  runId: string;
+}
+
+/**
+ * The `nextCursor` of a run list whose page ended at `position`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeRunCursor, encodeRunCursor } from "./run_types.ts";
+ * const position = { createdAt: "2026-01-01T00:00:00.000Z", runId: "sesn_1" };
+ * assert.deepEqual(decodeRunCursor(encodeRunCursor(position)), position);
+ * ```
+ */
+export function encodeRunCursor(position: RunCursor): string {
+  return encodeCursor([position.createdAt, position.runId]);
+}
+
+/**
+ * The position a run list's cursor names, or null when it is not a cursor of a run list: exactly
+ * a creation time and a run id, each a non-empty string of at most 256 characters. Forged
+ * shapes (`[]`, numbers, extra parts) are null like undecodable text, never "the first page".
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeRunCursor } from "./run_types.ts";
+ * assert.equal(decodeRunCursor("W10"), null); // base64url of []
+ * assert.equal(decodeRunCursor("garbage!"), null);
+ * ```
+ */
+export function decodeRunCursor(cursor: string): RunCursor | null {
+  const parts = decodeCursor(cursor);
+  if (parts === null || parts.length !== 2) return null;
+  const [createdAt, runId] = parts;
+  if (
+    typeof createdAt !== "string" || typeof runId !== "string" || createdAt.length === 0 ||
+    runId.length === 0 || createdAt.length > 256 || runId.length > 256
+  ) {
+    return null;
+  }
+  return { createdAt, runId };
+}
+
+/**
+ * The `nextCursor` of an audit list whose page ended at the entry `seq`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeAuditCursor, encodeAuditCursor } from "./run_types.ts";
+ * assert.equal(decodeAuditCursor(encodeAuditCursor(42)), 42);
+ * ```
+ */
+export function encodeAuditCursor(seq: number): string {
+  return encodeCursor([seq]);
+}
+
+/**
+ * The seq an audit list's cursor names, or null when it is not a cursor of the audit list:
+ * exactly one whole number of at least 1.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeAuditCursor, encodeCursor } from "./run_types.ts";
+ * assert.equal(decodeAuditCursor(encodeCursor([0])), null);
+ * assert.equal(decodeAuditCursor(encodeCursor(["7"])), null);
+ * ```
+ */
+export function decodeAuditCursor(cursor: string): number | null {
+  const parts = decodeCursor(cursor);
+  if (parts === null || parts.length !== 1) return null;
+  const seq = parts[0];
+  return typeof seq === "number" && Number.isSafeInteger(seq) && seq >= 1 ? seq : null;
+}
+
+/**
+ * The error a store's list throws for a cursor that is not one of its own (the routes refuse
+ * such a cursor with 422 before the store sees it).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { invalidCursor } from "./run_types.ts";
+ * assert.equal(invalidCursor().name, "RangeError");
+ * ```
+ */
+export function invalidCursor(): RangeError {
+  return new RangeError("Not a cursor of this list");
 }

@@ -85,7 +85,7 @@ export interface Gateway {
   environmentId: string;
   /** The bootstrap credential (shared by replicas). */
   bootstrap: BootstrapCredential;
-  /** Every log line and logged event, as JSON text. */
+  /** Every log line and logged event, as JSON text (events with their `level`). */
   logs: string[];
   /** Every answer so far (for leak checks). */
   answers: Answer[];
@@ -142,8 +142,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   const logs: string[] = [];
   const logger: RuntimeLogger = {
     request: (record) => logs.push(JSON.stringify(record)),
-    info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
-    error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+    info: (message, fields) => logs.push(JSON.stringify({ level: "info", message, ...fields })),
+    error: (message, fields) => logs.push(JSON.stringify({ level: "error", message, ...fields })),
     flush: () => {},
   };
   const provider: ProviderSettings = options.noCredential ? {} : {

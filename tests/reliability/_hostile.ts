@@ -519,6 +519,25 @@ const RUN_PATH = fc.oneof(
 )
   .map((id) => `/v1/runs/${id}`);
 
+/**
+ * Cursors no list answered: `[]` (`W10`), `[0]`, `[null]`, `{}`, `["a"]`, `[1,2,3]`, `[1.5]`,
+ * `["",""]`, undecodable text and one over the length limit. Each is 422, never 503 or a first
+ * page.
+ */
+const FORGED_CURSORS = [
+  "W10",
+  "WzBd",
+  "W251bGxd",
+  "e30",
+  "WyJhIl0",
+  "WzEsMiwzXQ",
+  "WzEuNV0",
+  "WyIiLCIiXQ",
+  "%E2%82%AC",
+  "not-base64!",
+  "A".repeat(600),
+];
+
 const RUNS_QUERY = fc.constantFrom(
   "",
   "?limit=5",
@@ -529,8 +548,16 @@ const RUNS_QUERY = fc.constantFrom(
   "?state=nope",
   "?cursor=%00",
   "?cursor=WyJhIiwiYiJd",
+  ...FORGED_CURSORS.map((cursor) => `?cursor=${cursor}`),
+  "?state=running&cursor=W10",
   "?principalId=6f1c3d1e-8a6b-4a0e-9d7e-2f4b5c6d7e8f",
   "?limit=1&limit=2",
+);
+
+const PRINCIPALS_QUERY = fc.constantFrom(
+  "",
+  "?limit=2",
+  ...FORGED_CURSORS.map((cursor) => `?cursor=${cursor}`),
 );
 
 const target: fc.Arbitrary<string> = fc.oneof(
@@ -617,7 +644,7 @@ const ROUTES: readonly [string, fc.Arbitrary<string>][] = [
   ["POST", fc.constant("/v1/principals")],
   ["POST", fc.constant("/v1/principals")],
   ["POST", fc.constant("/v1/principals")],
-  ["GET", fc.constant("/v1/principals")],
+  ["GET", PRINCIPALS_QUERY.map((query) => `/v1/principals${query}`)],
   ["DELETE", PRINCIPAL_PATH],
   ["POST", fc.constant("/v1/runs")],
   ["POST", fc.constant("/v1/runs")],

@@ -15,8 +15,9 @@ import {
   type AuditEntryInput,
   type AuditListQuery,
   type AuditPage,
-  decodeCursor,
-  encodeCursor,
+  decodeAuditCursor,
+  encodeAuditCursor,
+  invalidCursor,
 } from "../run_types.ts";
 import type { AuditStore } from "../audit.ts";
 import {
@@ -105,10 +106,10 @@ export class KvAudit implements AuditStore {
   }
 
   async list(params: AuditListQuery): Promise<AuditPage> {
+    const before = params.cursor === undefined ? null : decodeAuditCursor(params.cursor);
+    if (params.cursor !== undefined && before === null) throw invalidCursor();
     try {
       const prefix = this.#prefix;
-      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
-      const before = after !== null && typeof after[0] === "number" ? after[0] : null;
       const selector: Deno.KvListSelector = before === null
         ? { prefix }
         : { prefix, end: [...prefix, before] };
@@ -130,7 +131,7 @@ export class KvAudit implements AuditStore {
       const last = entries.at(-1);
       return {
         entries,
-        nextCursor: more && last !== undefined ? encodeCursor([last.seq]) : null,
+        nextCursor: more && last !== undefined ? encodeAuditCursor(last.seq) : null,
       };
     } catch (error) {
       throw storeFailure(error);

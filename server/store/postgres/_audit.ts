@@ -14,8 +14,9 @@ import {
   type AuditEntryInput,
   type AuditListQuery,
   type AuditPage,
-  decodeCursor,
-  encodeCursor,
+  decodeAuditCursor,
+  encodeAuditCursor,
+  invalidCursor,
 } from "../run_types.ts";
 import type { AuditStore } from "../audit.ts";
 import type { PostgresPool } from "./_pool.ts";
@@ -105,9 +106,9 @@ export class PostgresAudit implements AuditStore {
   }
 
   list(params: AuditListQuery): Promise<AuditPage> {
+    const before = params.cursor === undefined ? null : decodeAuditCursor(params.cursor);
+    if (params.cursor !== undefined && before === null) return Promise.reject(invalidCursor());
     return this.#pool.run(async (sql) => {
-      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
-      const before = after !== null && typeof after[0] === "number" ? after[0] : null;
       const rows = await sql<AuditRow[]>`
         SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, correlation_id,
                outcome
@@ -127,7 +128,7 @@ export class PostgresAudit implements AuditStore {
       return {
         entries,
         nextCursor: rows.length > params.limit && last !== undefined
-          ? encodeCursor([last.seq])
+          ? encodeAuditCursor(last.seq)
           : null,
       };
     });
