@@ -61,6 +61,20 @@ export interface IdempotencyRecord {
   /** The handler's store write recorded its answer with its effect: the rule records nothing. */
   recorded(): void;
   /**
+   * The handler is about to do what must not be done twice under this key (a provider call
+   * that may take effect): marks the claim begun (`IdempotencyStore.begin`). From then on a
+   * retry with the key never runs the handler again: should this request end without an answer
+   * to record (a 5xx, a crash), the key answers 409 `idempotencyUnsettled` until it expires.
+   * Throws 409 `idempotencyInFlight` when the claim was taken over meanwhile. A no-op in
+   * `atomic` mode, which holds no claim.
+   */
+  begin(): Promise<void>;
+  /**
+   * What `begin()` announced did not happen after all (the provider refused it): a 5xx answer
+   * releases the key as if it never began, so the request can be retried with it.
+   */
+  undone(): void;
+  /**
    * The handler's store write found the key already used by another request and wrote nothing.
    * Answers for this request from what the key holds: the recorded answer again (with
    * `idempotent-replayed: true`), or a rejection with 409 `idempotencyInFlight` or 422

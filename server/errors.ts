@@ -50,6 +50,7 @@ export type ErrorCode =
   | "principalExists"
   | "idempotencyInFlight"
   | "idempotencyConflict"
+  | "idempotencyUnsettled"
   | "storeUnavailable"
   | "shuttingDown"
   | "providerNotConfigured"
@@ -86,6 +87,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     principalExists: { status: 409, layer: "authority" },
     idempotencyInFlight: { status: 409, layer: "idempotency" },
     idempotencyConflict: { status: 422, layer: "idempotency" },
+    idempotencyUnsettled: { status: 409, layer: "idempotency" },
     storeUnavailable: { status: 503, layer: "internal" },
     shuttingDown: { status: 503, layer: "internal" },
     providerNotConfigured: { status: 503, layer: "internal" },
@@ -347,5 +349,8 @@ export function errorResponse(
     path: boundedField(context.path, MAX_LOGGED_PATH),
     correlationId: context.responseCorrelationId,
   });
+  // The error replaces any answer the handler built (its recording failed, say): the common
+  // headers are added to this one.
+  context.finished = false;
   return toResponse(refusal, context.responseCorrelationId);
 }

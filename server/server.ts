@@ -170,6 +170,15 @@ export interface RuntimeServer {
   readonly runActivity: RunActivity;
 }
 
+/**
+ * The run retention purge: the event logs (and leases) of runs that ended before `endedBefore`,
+ * then the runs themselves. In that order: the events part finds the runs through their records.
+ */
+async function purgeRuns(store: Store, endedBefore: string): Promise<void> {
+  await store.events.purge(endedBefore);
+  await store.runs.purgeEnded(endedBefore);
+}
+
 function shuttingDown(): InterfaceError {
   return new InterfaceError("shuttingDown", "The runtime is shutting down", {
     headers: { "retry-after": "1", connection: "close" },
@@ -463,7 +472,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store.idempotency.purgeExpired(at),
       store.principals.purgeRetired({ now: at, retentionMs }),
       store.authority.purgeRetired({ now: at, retentionMs }),
-      store.events.purge(new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
+      purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),

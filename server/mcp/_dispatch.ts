@@ -82,6 +82,7 @@ export async function runRoute(
   const request = new Request(`${INTERNAL_ORIGIN}${call.path}`, { method: route.method, headers });
   const context = new RequestContext(request, call.now);
   context.principal = call.principal;
+  context.route = route.path;
   context.params = call.params ?? {};
   context.deadline = call.deadline > 0 ? call.deadline : call.now + MAX_DEADLINE_AHEAD_MS;
   if (route.body !== undefined) context.bodyBytes = encoder.encode(JSON.stringify(call.body ?? {}));

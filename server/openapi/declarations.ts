@@ -149,7 +149,13 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     summary: "Start a run",
     tag: "runs",
     answers: { 201: { description: "Started.", schema: runSchema } },
-    errors: [...PROVIDER_ERRORS, "agentNotAllowed", "resourceNotAllowed", "runQuotaExceeded"],
+    errors: [
+      ...PROVIDER_ERRORS,
+      "agentNotAllowed",
+      "resourceNotAllowed",
+      "runQuotaExceeded",
+      "idempotencyUnsettled",
+    ],
   },
   "GET /v1/runs": {
     summary: "List runs, newest first",
@@ -193,7 +199,7 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     summary: "Send user turns to a run",
     tag: "runs",
     answers: { 202: { description: "Sent.", schema: runSchema } },
-    errors: [...PROVIDER_ERRORS, "runNotFound", "runQuotaExceeded"],
+    errors: [...PROVIDER_ERRORS, "runNotFound", "runQuotaExceeded", "idempotencyUnsettled"],
   },
   "GET /v1/runs/:runId/events": {
     summary: "A run's events: an SSE stream, or a JSON page",

@@ -1,6 +1,7 @@
 /**
  * The run call of a request: what the run gateway and the tool answers are told of an HTTP
- * request that passed the shared rules (its principal, deadline, correlation id and time).
+ * request that passed the shared rules (its principal, deadline, correlation id, time and
+ * idempotency key).
  *
  * @module
  */
@@ -27,5 +28,6 @@ export function runCallOf(context: RequestContext): RunCall {
     deadline: context.deadline,
     correlationId: context.responseCorrelationId,
     at: context.receivedAt,
+    idempotency: context.idempotency,
   };
 }

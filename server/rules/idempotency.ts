@@ -1,12 +1,17 @@
 /**
  * Idempotency of mutating POSTs. Rule 9 requires an `idempotency-key` of 1 to 128 printable
  * ASCII characters (400 `missingHeader` / `invalidHeader`). Once every shared check has passed,
- * the key is used for (principal, method, path, key):
+ * the key is used for (principal, method, route, key), the route being its pattern with the
+ * decoded path parameters put back in one canonical encoding ({@linkcode canonicalPath}), so
+ * `/v1/runs/%73esn_1/messages` and `/v1/runs/sesn_1/messages` are one scope:
  *
  * - first use: the handler runs; its 2xx or 4xx is recorded for 24 h (5xx records nothing);
  * - same key, same body bytes: the recorded answer again, with `idempotent-replayed: true`;
  * - same key, other body: 422 `idempotencyConflict`;
- * - same key while the first still runs: 409 `idempotencyInFlight` with `Retry-After: 1`.
+ * - same key while the first still runs: 409 `idempotencyInFlight` with `Retry-After: 1`;
+ * - same key after a first request that began an effect outside the store (a provider call:
+ *   `context.idempotency.begin()`) and ended without an answer to record (a 5xx, a crash): 409
+ *   `idempotencyUnsettled`; the effect is never repeated under that key.
  *
  * A route records its answer in one of two ways ({@linkcode IdempotencyMode}): `claim` writes a
  * claim on the key before the handler and completes it after; `atomic` writes nothing before
@@ -90,7 +95,36 @@ export interface IdempotencyRuleOptions {
 }
 
 /**
- * The digest scoping a key to (principal, method, path, key).
+ * The path a key is scoped to: the route's pattern (`/v1/runs/:runId/messages`) with each
+ * parameter's decoded value put back percent-encoded one way (`encodeURIComponent`), so every
+ * spelling of one resource is one path; the raw path when no route matched.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { canonicalPath } from "./idempotency.ts";
+ * const pattern = "/v1/runs/:runId/messages";
+ * assert.equal(
+ *   canonicalPath(pattern, { runId: "sesn_1" }, "/v1/runs/%73esn_1/messages"),
+ *   "/v1/runs/sesn_1/messages",
+ * );
+ * ```
+ */
+export function canonicalPath(
+  pattern: string | null,
+  params: Readonly<Record<string, string>>,
+  path: string,
+): string {
+  if (pattern === null) return path;
+  if (!pattern.includes("/:")) return pattern;
+  return pattern.split("/").map((segment) =>
+    segment.startsWith(":") ? encodeURIComponent(params[segment.slice(1)] ?? "") : segment
+  ).join("/");
+}
+
+/**
+ * The digest scoping a key to (principal, method, path, key); `path` is the
+ * {@linkcode canonicalPath}.
  *
  * @example
  * ```ts
@@ -116,9 +150,14 @@ async function bodyDigest(bytes: Uint8Array): Promise<string> {
   );
 }
 
-async function release(store: Store, scope: string, token: string): Promise<void> {
+/**
+ * Lets go of a claim whose request answered no answer to record: drops it, or, when its effect
+ * may have happened (`record.begun`), ends its lease so the key is `unsettled` at once.
+ */
+async function release(store: Store, record: KeyRecord, now: number): Promise<void> {
   try {
-    await store.idempotency.release(scope, token);
+    if (record.begun) await store.idempotency.abandon(record.scope, record.token!, now);
+    else await store.idempotency.release(record.scope, record.token!);
   } catch {
     // The claim's lease runs out on its own; the original failure is what the caller sees.
   }
@@ -157,6 +196,12 @@ async function answerUsed(
       response.headers.set("idempotent-replayed", "true");
       return response;
     }
+    case "unsettled":
+      throw new InterfaceError(
+        "idempotencyUnsettled",
+        "The first request with this idempotency key began its effect and did not finish; it " +
+          "is not repeated under this key. Check its outcome, then use a new key",
+      );
   }
 }
 
@@ -187,11 +232,15 @@ class KeyRecord implements IdempotencyRecord {
   readonly expiresAt: number;
   /** Whether the handler reported its own store write: the rule then records nothing. */
   settled = false;
+  /** Whether the handler began an effect that may have happened (`begin()`, not `undone()`). */
+  begun = false;
+  readonly #store: Store;
   readonly #replay: Replay;
   readonly #context: RequestContext;
 
   constructor(
     key: { scope: string; token: string | null; requestDigest: string; expiresAt: number },
+    store: Store,
     replay: Replay,
     context: RequestContext,
   ) {
@@ -199,12 +248,29 @@ class KeyRecord implements IdempotencyRecord {
     this.token = key.token;
     this.requestDigest = key.requestDigest;
     this.expiresAt = key.expiresAt;
+    this.#store = store;
     this.#replay = replay;
     this.#context = context;
   }
 
   recorded(): void {
     this.settled = true;
+  }
+
+  async begin(): Promise<void> {
+    if (this.token === null) return;
+    if (!await this.#store.idempotency.begin(this.scope, this.token)) {
+      throw new InterfaceError(
+        "idempotencyInFlight",
+        "Another request with this idempotency key took it over",
+        { headers: { "retry-after": "1" } },
+      );
+    }
+    this.begun = true;
+  }
+
+  undone(): void {
+    this.begun = false;
   }
 
   used(held: IdempotencyKeyUsed): Promise<Response> {
@@ -312,6 +378,7 @@ export class Idempotency {
       try {
         const record = new KeyRecord(
           { scope, token: null, requestDigest, expiresAt },
+          store,
           replay,
           context,
         );
@@ -336,7 +403,7 @@ export class Idempotency {
       const scope = idempotencyScope(
         principalId,
         context.method,
-        context.path,
+        canonicalPath(context.route, context.params, context.path),
         context.idempotencyKey ?? "",
       );
       const requestDigest = await bodyDigest(context.bodyBytes ?? new Uint8Array(0));
@@ -357,7 +424,12 @@ export class Idempotency {
       });
       if (claim.state !== "claimed") return await answerUsed(claim, replay, context);
       const token = claim.token;
-      const record = new KeyRecord({ scope, token, requestDigest, expiresAt }, replay, context);
+      const record = new KeyRecord(
+        { scope, token, requestDigest, expiresAt },
+        store,
+        replay,
+        context,
+      );
       context.idempotency = record;
       // A refusal of the handler arrives as its error response (the chain's one error handler
       // rendered it), so it is recorded like any other 4xx.
@@ -366,12 +438,12 @@ export class Idempotency {
         response = await next();
       } catch (error) {
         // Only a chain composed without an error handler lets an error through.
-        if (!record.settled) await release(store, scope, token);
+        if (!record.settled) await release(store, record, now);
         throw error;
       }
       if (record.settled) return response;
       if (response.status >= 500) {
-        await release(store, scope, token);
+        await release(store, record, now);
         return response;
       }
       return await complete(store, { scope, token, expiresAt }, response);

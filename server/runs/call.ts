@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { AuthenticatedPrincipal } from "../context.ts";
+import type { AuthenticatedPrincipal, IdempotencyRecord } from "../context.ts";
 
 /** One call into the run gateway or the tool answers. */
 export interface RunCall {
@@ -19,6 +19,12 @@ export interface RunCall {
   readonly correlationId: string;
   /** When the call was made, in ms since the epoch: the time its audit entries carry. */
   readonly at: number;
+  /**
+   * The call's idempotency key, when it has one: a start records its answer with the run, and a
+   * start or a message marks the key begun right before the provider call that must not be
+   * repeated (`IdempotencyRecord.begin`).
+   */
+  readonly idempotency?: IdempotencyRecord | null;
 }
 
 /**

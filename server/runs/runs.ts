@@ -13,14 +13,18 @@
  *    nothing reaches the provider;
  * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
  *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
- * 4. open the provider session and send the kickoff message within the call's deadline (the
- *    client's own retries and timeouts apply inside it), leaving no orphan session behind when
- *    either fails (`_open_session.ts`);
- * 5. record the run, turning the reservation into the run's slot in the same store write, and
- *    wake the run's tail (`RunActivity`).
+ * 4. mark the idempotency key begun (`IdempotencyRecord.begin`), then open the provider session
+ *    and send the kickoff message within the call's deadline (the client's own retries and
+ *    timeouts apply inside it), leaving no orphan session behind when either fails
+ *    (`_open_session.ts`);
+ * 5. record the run, turning the reservation into the run's slot and completing the idempotency
+ *    claim with the answer in the same store write, and wake the run's tail (`RunActivity`).
  *
  * A failure after step 3 releases the reservation. Replays of the same idempotency key never
- * reach this code: the idempotency rule answers them with the recorded run.
+ * reach this code: the idempotency rule answers them with the recorded run. Past step 4 a key is
+ * never run again: a provider failure deleted the session (the key is released), a failure to
+ * record the run deletes it too (released once the deletion succeeded), and anything else (a
+ * crash) leaves the key `unsettled`, so one key never starts two sessions.
  *
  * A run's state is refreshed from the provider when it is read while active, and every active
  * run of a principal is refreshed when a start finds its quota full (then the reservation is
@@ -30,6 +34,11 @@
  * graceful), and a follow-up message wakes a finished run after reserving a slot again. What
  * each of these does to the run's record is decided by the rules of `run_state.ts`; a provider
  * failure is answered through `provider_failure.ts`. Cancels and messages wake the run's tail too.
+ *
+ * A follow-up message is sent at most once per idempotency key: the key is marked begun before
+ * the send, and released again only when the provider answered that it refused the message
+ * (`refused`, `busy`); a send whose outcome is unknown (no connection, a timeout, the deadline)
+ * or a store failure after the send leaves the key `unsettled` rather than open to a retry.
  *
  * @module
  */
@@ -59,7 +68,7 @@ import {
   startViolation,
 } from "./policy.ts";
 import type { ProviderSettings } from "./provider.ts";
-import { isSessionGone, ProviderFailures } from "./provider_failure.ts";
+import { isSessionGone, providerFailureOf, ProviderFailures } from "./provider_failure.ts";
 import {
   afterCancel,
   afterFollowUp,
@@ -77,6 +86,8 @@ export const RESERVATION_LEASE_MS = 5 * 60_000;
 const QUOTA_RETRY_AFTER = "5";
 /** Active runs of a principal refreshed when a start finds its quota full. */
 const REFRESH_ON_FULL = 100;
+/** The longest wait for the deletion of a session whose run could not be recorded, in ms. */
+const UNRECORDED_DELETE_MS = 5_000;
 
 /** Options of {@linkcode RunGateway}. */
 export interface RunGatewayOptions {
@@ -291,8 +302,11 @@ export class RunGateway {
       await this.#audit(call, "run.started", undefined, "runQuotaExceeded");
       throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
     }
+    const key = call.idempotency ?? null;
     let session;
     try {
+      // From here on a retry with the key never opens a second session.
+      await key?.begin();
       session = await openSession({
         client,
         params: {
@@ -309,6 +323,8 @@ export class RunGateway {
         now: this.#now,
       });
     } catch (error) {
+      // Opening the session failed and left none behind (`_open_session.ts`).
+      key?.undone();
       await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
       const refusal = this.failures.refusal(error);
       await this.#audit(call, "run.started", undefined, refusal.code);
@@ -331,16 +347,29 @@ export class RunGateway {
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
     };
+    const run = publicRun(record);
+    const completion = key === null || key.token === null ? undefined : {
+      scope: key.scope,
+      token: key.token,
+      response: { status: 201, body: JSON.stringify(run) },
+      expiresAt: key.expiresAt,
+    };
     try {
-      await this.#store.runs.create(record, slotId);
+      await this.#store.runs.create(record, slotId, completion);
     } catch (error) {
       await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
+      // No record, no run: the session goes too, and then the key may be used again.
+      const deleted = await client.deleteSession(record.runId, {
+        signal: AbortSignal.timeout(UNRECORDED_DELETE_MS),
+      }).then(() => true, () => false);
+      if (deleted) key?.undone();
       throw error;
     }
+    if (completion !== undefined) key?.recorded();
     await this.#audit(call, "run.started", record.runId, "ok");
     // The run's tail starts at once (on this replica when it takes the lease).
     this.activity.notify(record.runId);
-    return publicRun(record);
+    return run;
   }
 
   /**
@@ -436,13 +465,19 @@ export class RunGateway {
         throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
       }
     }
+    const key = call.idempotency ?? null;
     try {
+      // From here on a retry with the key never sends the message again.
+      await key?.begin();
       await client.sendEvents(runId, userMessages(input), {
         signal: deadlineSignal(call, this.#now),
       });
     } catch (error) {
       if (waking) await this.#store.runs.releaseSlot(record.principalId, runId).catch(() => {});
       const refusal = this.failures.refusal(error);
+      // The provider answered that it refused the message: it may be sent again with the key.
+      const kind = providerFailureOf(refusal)?.kind;
+      if (kind === "refused" || kind === "busy") key?.undone();
       await this.#audit(call, "run.message", runId, refusal.code);
       throw refusal;
     }

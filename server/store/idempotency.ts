@@ -6,7 +6,14 @@
  * A key goes claim → complete (or release). A handler whose effect is itself a store write
  * records the response in that write instead: `PrincipalStore.create` takes an
  * {@linkcode IdempotencyCompletion} or an {@linkcode IdempotencyRecording} and writes it in the
- * same atomic step as the principal.
+ * same atomic step as the principal, and `RunStore.create` a completion with the run.
+ *
+ * A handler whose effect lies outside the store (a message sent to the provider) marks its claim
+ * `begun` right before it ({@linkcode IdempotencyStore.begin}): a begun claim is never taken over
+ * when its lease runs out, so a retry with the key can never repeat the effect. If the handler
+ * ends without an answer to record (a store failure after the effect, a crash), the key stays
+ * `unsettled` ({@linkcode IdempotencyStore.abandon}) until it expires: the effect happened at
+ * most once, and the caller is told so rather than given a second one.
  *
  * @module
  */
@@ -28,7 +35,12 @@ export type IdempotencyClaim =
   /** The key was used with a different request body. */
   | { state: "conflict" }
   /** The key finished earlier with this response. */
-  | { state: "completed"; response: StoredResponse };
+  | { state: "completed"; response: StoredResponse }
+  /**
+   * The key's request began its effect and ended without an answer recorded (its lease is over):
+   * the effect may have happened, and is never tried again under this key.
+   */
+  | { state: "unsettled" };
 
 /** What an already used idempotency key holds: the claim states other than `claimed`. */
 export type IdempotencyKeyUsed = Exclude<IdempotencyClaim, { state: "claimed" }>;
@@ -84,10 +96,26 @@ export interface IdempotencyRecording {
 export interface IdempotencyStore {
   /** Claims a key atomically: of concurrent claims on one key, exactly one is `claimed`. */
   claim(params: IdempotencyClaimParams): Promise<IdempotencyClaim>;
-  /** Records the response of a claimed key. Ignored when the token no longer owns the claim. */
+  /**
+   * Marks a claimed key `begun`: its request is about to do what must not be done twice. From
+   * then on the claim is never taken over: while its lease holds a claim on the key is
+   * `inFlight`, after that `unsettled`, until it is completed. Returns false, writing nothing,
+   * when `token` no longer owns the claim.
+   */
+  begin(scope: string, token: string): Promise<boolean>;
+  /** Records the response of a claimed key (begun or not). Ignored when the token no longer owns the claim. */
   complete(completion: IdempotencyCompletion): Promise<void>;
-  /** Drops an unfinished claim so the request can be retried (5xx, shared-check failures). */
+  /**
+   * Drops an unfinished claim so the request can be retried (5xx, shared-check failures). A begun
+   * claim is dropped too: release one only when its effect surely did not happen.
+   */
   release(scope: string, token: string): Promise<void>;
+  /**
+   * Ends the lease of a begun claim `token` owns, whose request ended without an answer to record
+   * while its effect may have happened: from `now` on a claim on the key is `unsettled`. A no-op
+   * for a claim that is not begun or not owned.
+   */
+  abandon(scope: string, token: string, now: number): Promise<void>;
   /** Deletes records that expired before `now`; returns how many went. */
   purgeExpired(now: number): Promise<number>;
 }

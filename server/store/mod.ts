@@ -55,7 +55,8 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 /**
  * Opens the store a location names. `postgres://` and `postgresql://` URLs open the PostgreSQL
  * backend (loaded only then); any other URL scheme is refused; anything else is a KV file path.
- * Without a location the KV file `defaultKvPath` is used (its directory is created, mode 0700).
+ * Without a location the KV file `defaultKvPath` is used. A KV file that does not exist yet is
+ * created mode 0600, its missing directories mode 0700.
  *
  * @example
  * ```ts
@@ -90,16 +91,29 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     }
     path = options.defaultKvPath;
   }
-  if (path !== ":memory:") await ensureDirectory(path);
+  if (path !== ":memory:") await prepareKvFile(path);
   return await openKvStore({ path, namespace: options.namespace, now: options.now });
 }
 
-async function ensureDirectory(file: string): Promise<void> {
+/**
+ * Creates a KV file's missing directories (mode 0700) and the file itself (mode 0600, empty)
+ * when it does not exist yet, so the store, which holds principals' digests and the audit log,
+ * is never readable by other users: Deno KV would create it with the process's default mode
+ * (0644 under the usual umask). SQLite creates the file's `-wal` and `-shm` companions with
+ * the file's own mode. An existing file keeps the mode it has.
+ */
+async function prepareKvFile(file: string): Promise<void> {
   const slash = Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\"));
-  if (slash <= 0) return;
-  const directory = file.slice(0, slash);
+  if (slash > 0) {
+    try {
+      await Deno.mkdir(file.slice(0, slash), { recursive: true, mode: 0o700 });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+    }
+  }
   try {
-    await Deno.mkdir(directory, { recursive: true, mode: 0o700 });
+    const created = await Deno.open(file, { write: true, createNew: true, mode: 0o600 });
+    created.close();
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
   }

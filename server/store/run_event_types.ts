@@ -47,5 +47,5 @@ export interface RunLeaseParams {
   ttlMs: number;
 }
 
-/** How long a run's event log is kept after the run ended: 7 days. */
+/** How long a finished run (its record and its event log) is kept after it ended: 7 days. */
 export const RUN_EVENT_RETENTION_MS = 7 * 86_400_000;

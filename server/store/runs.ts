@@ -10,6 +10,7 @@
  *
  * @module
  */
+import type { IdempotencyCompletion } from "./idempotency.ts";
 import type {
   RunListQuery,
   RunSlotReservation,
@@ -32,9 +33,16 @@ export interface RunStore {
   countSlots(principalId: string | null, now: number): Promise<number>;
   /**
    * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
-   * own slot (or drops it when the run is already terminal).
+   * own slot (or drops it when the run is already terminal) and, with `completion`, completes the
+   * start's idempotency claim with its answer, so a start is never recorded without its answer
+   * (a retry with the key finds the run, whatever happens after this write). When `completion`'s
+   * token no longer owns the claim nothing is written and it throws `IdempotencyLeaseLostError`.
    */
-  create(record: StoredRunRecord, slotId: string): Promise<void>;
+  create(
+    record: StoredRunRecord,
+    slotId: string,
+    completion?: IdempotencyCompletion,
+  ): Promise<void>;
   /** Reads one run. */
   get(runId: string): Promise<StoredRunRecord | null>;
   /**
@@ -45,6 +53,16 @@ export interface RunStore {
    * `expected` the last writer wins, and it returns true.
    */
   update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean>;
-  /** Lists runs newest first (by `createdAt`, then run id). */
+  /**
+   * Lists runs newest first (by `createdAt`, then run id). A state-filtered list reads only the
+   * runs in that state (each backend indexes runs by state). A cursor that is not a `nextCursor`
+   * of this list is refused (`RangeError`), never read as the first page.
+   */
   list(params: RunListQuery): Promise<StoredRunPage>;
+  /**
+   * Deletes the runs that ended before `endedBefore` (RFC 3339): their records and indexes. The
+   * events part purges their logs first, at the same cutoff (it finds them through the records).
+   * A run woken by a follow-up meanwhile stays. Returns how many runs went.
+   */
+  purgeEnded(endedBefore: string): Promise<number>;
 }

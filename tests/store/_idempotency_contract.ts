@@ -7,7 +7,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type ContractCase, DAY, freshClaim, randomHex, testPrincipal } from "./_fixtures.ts";
+import {
+  type ContractCase,
+  DAY,
+  freshClaim,
+  randomHex,
+  testPrincipal,
+  twinOf,
+} from "./_fixtures.ts";
 
 /** Registers the idempotency cases. */
 export function runIdempotencyContract(test: ContractCase): void {
@@ -112,6 +119,76 @@ export function runIdempotencyContract(test: ContractCase): void {
       state: "completed",
       response: { status: 200, body: '{"who":"second"}' },
     });
+  });
+
+  test(
+    "idempotency: a begun claim is never taken over: inFlight, then unsettled until completed",
+    async (store, openTwin) => {
+      const twin = await twinOf(store, openTwin);
+      try {
+        const now = Date.now();
+        const params = freshClaim(now, 1_000);
+        const claim = await store.idempotency.claim(params);
+        assert.ok(claim.state === "claimed");
+        assert.equal(await store.idempotency.begin(params.scope, crypto.randomUUID()), false);
+        assert.equal(await store.idempotency.begin(params.scope, claim.token), true);
+        assert.equal(await store.idempotency.begin(params.scope, claim.token), true);
+        assert.deepEqual(await twin.idempotency.claim({ ...params, now: now + 500 }), {
+          state: "inFlight",
+        });
+        // Its lease ran out (its holder crashed): the key is spent, not free.
+        assert.deepEqual(await twin.idempotency.claim({ ...params, now: now + 1_500 }), {
+          state: "unsettled",
+        });
+        // Another body is still a conflict; the holder can still record its answer.
+        assert.deepEqual(
+          await twin.idempotency.claim({ ...params, requestDigest: randomHex(), now: now + 1_500 }),
+          { state: "conflict" },
+        );
+        const response = { status: 202, body: '{"sent":true}' };
+        await store.idempotency.complete({
+          scope: params.scope,
+          token: claim.token,
+          response,
+          expiresAt: params.expiresAt,
+        });
+        assert.deepEqual(await twin.idempotency.claim({ ...params, now: now + 2_000 }), {
+          state: "completed",
+          response,
+        });
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
+  test("idempotency: abandoning a begun claim makes it unsettled at once; releasing frees it", async (store) => {
+    const now = Date.now();
+    const abandoned = freshClaim(now);
+    const first = await store.idempotency.claim(abandoned);
+    assert.ok(first.state === "claimed");
+    // Not begun: abandoning changes nothing.
+    await store.idempotency.abandon(abandoned.scope, first.token, now + 1);
+    assert.deepEqual(await store.idempotency.claim({ ...abandoned, now: now + 2 }), {
+      state: "inFlight",
+    });
+    assert.equal(await store.idempotency.begin(abandoned.scope, first.token), true);
+    await store.idempotency.abandon(abandoned.scope, crypto.randomUUID(), now + 1);
+    assert.deepEqual(await store.idempotency.claim({ ...abandoned, now: now + 2 }), {
+      state: "inFlight",
+    });
+    await store.idempotency.abandon(abandoned.scope, first.token, now + 1);
+    assert.deepEqual(await store.idempotency.claim({ ...abandoned, now: now + 2 }), {
+      state: "unsettled",
+    });
+
+    // A begun claim whose effect did not happen after all is released like any other.
+    const released = freshClaim(now);
+    const second = await store.idempotency.claim(released);
+    assert.ok(second.state === "claimed");
+    assert.equal(await store.idempotency.begin(released.scope, second.token), true);
+    await store.idempotency.release(released.scope, second.token);
+    assert.equal((await store.idempotency.claim({ ...released, now: now + 1 })).state, "claimed");
   });
 
   test("idempotency: purgeExpired purges expired records only and counts them", async (store) => {

@@ -108,6 +108,163 @@ export function runRunContract(test: ContractCase): void {
     assert.equal(page.nextCursor, null);
   });
 
+  test("runs: state-filtered lists follow every change of state, by principal or all", async (store) => {
+    const alice = crypto.randomUUID();
+    const bob = crypto.randomUUID();
+    const runs: StoredRunRecord[] = [];
+    for (let i = 0; i < 6; i++) {
+      const run = testRun({ principalId: i % 3 === 2 ? bob : alice }, i * 1000);
+      const slot = reservation(run.principalId, { principalLimit: 10 });
+      assert.equal(await store.runs.reserveSlot(slot), "reserved");
+      await store.runs.create(run, slot.slotId);
+      runs.push(run);
+    }
+    const ids = async (query: { principalId?: string; state?: StoredRunRecord["state"] }) =>
+      (await store.runs.list({ ...query, limit: 100 })).runs.map((run) => run.runId);
+    const newestFirst = (...indexes: number[]) =>
+      indexes.sort((x, y) => y - x).map((index) => runs[index].runId);
+    assert.deepEqual(await ids({ state: "running" }), newestFirst(0, 1, 2, 3, 4, 5));
+    // Two end, one of them (alice's) is woken again by a follow-up, one asks for an answer.
+    const ended = (run: StoredRunRecord): StoredRunRecord => ({
+      ...run,
+      state: "completed",
+      endedAt: "2026-01-02T00:00:00.000Z",
+    });
+    assert.equal(await store.runs.update(ended(runs[1]), runs[1]), true);
+    assert.equal(await store.runs.update(ended(runs[2]), runs[2]), true);
+    assert.equal(await store.runs.update({ ...runs[1], turns: 2 }, ended(runs[1])), true);
+    const waiting: StoredRunRecord = { ...runs[4], state: "requires_action" };
+    assert.equal(await store.runs.update(waiting, runs[4]), true);
+    assert.deepEqual(await ids({ state: "running" }), newestFirst(0, 1, 3, 5));
+    assert.deepEqual(await ids({ state: "completed" }), newestFirst(2));
+    assert.deepEqual(await ids({ state: "requires_action" }), newestFirst(4));
+    assert.deepEqual(await ids({ principalId: alice, state: "running" }), newestFirst(0, 1, 3));
+    assert.deepEqual(await ids({ principalId: bob, state: "running" }), newestFirst(5));
+    assert.deepEqual(await ids({ principalId: bob, state: "completed" }), newestFirst(2));
+    assert.deepEqual(await ids({ principalId: alice, state: "completed" }), []);
+    // Pages of a state-filtered list.
+    const first = await store.runs.list({ state: "running", limit: 3 });
+    assert.deepEqual(first.runs.map((run) => run.runId), newestFirst(1, 3, 5));
+    const second = await store.runs.list({ state: "running", limit: 3, cursor: first.nextCursor! });
+    assert.deepEqual(second.runs.map((run) => run.runId), newestFirst(0));
+    assert.equal(second.nextCursor, null);
+  });
+
+  test("runs: a cursor that is not one of the list's is refused, never read as the first page", async (store) => {
+    const principalId = crypto.randomUUID();
+    const slot = reservation(principalId);
+    assert.equal(await store.runs.reserveSlot(slot), "reserved");
+    await store.runs.create(testRun({ principalId }), slot.slotId);
+    for (const cursor of ["W10", "garbage!", "", "eyJhIjoxfQ", "WzFd", "WyJhIl0"]) {
+      await assert.rejects(store.runs.list({ limit: 10, cursor }), RangeError, cursor);
+      await assert.rejects(
+        store.runs.list({ limit: 10, cursor, principalId, state: "running" }),
+        RangeError,
+        cursor,
+      );
+    }
+    // `WzFd` ([1]) is an audit cursor, not a run list's; `WzBd` ([0]) and `WzEuNV0` ([1.5])
+    // are neither.
+    for (const cursor of ["W10", "garbage!", "", "WzBd", "WzEuNV0", "WyJhIl0"]) {
+      await assert.rejects(store.audit.list({ limit: 10, cursor }), RangeError, cursor);
+    }
+  });
+
+  test("runs: a start records its run and its idempotency answer in one write", async (store) => {
+    const principalId = crypto.randomUUID();
+    const now = Date.now();
+    const params = {
+      scope: crypto.randomUUID(),
+      requestDigest: "b".repeat(64),
+      now,
+      leaseMs: 1_000,
+      expiresAt: now + 86_400_000,
+    };
+    const claim = await store.idempotency.claim(params);
+    assert.ok(claim.state === "claimed");
+    const slot = reservation(principalId);
+    assert.equal(await store.runs.reserveSlot(slot), "reserved");
+    const run = testRun({ principalId });
+    const response = { status: 201, body: JSON.stringify(run) };
+    await store.runs.create(run, slot.slotId, {
+      scope: params.scope,
+      token: claim.token,
+      response,
+      expiresAt: params.expiresAt,
+    });
+    assert.deepEqual(await store.runs.get(run.runId), run);
+    // Long after the claim's lease: the key answers the run, it is not taken over.
+    assert.deepEqual(await store.idempotency.claim({ ...params, now: now + 60_000 }), {
+      state: "completed",
+      response,
+    });
+    // A completion whose token lost the claim writes nothing: no run, the reservation kept.
+    const lost = await store.idempotency.claim({ ...params, scope: crypto.randomUUID() });
+    assert.ok(lost.state === "claimed");
+    const other = reservation(principalId);
+    assert.equal(await store.runs.reserveSlot(other), "reserved");
+    const orphan = testRun({ principalId });
+    await assert.rejects(
+      store.runs.create(orphan, other.slotId, {
+        scope: crypto.randomUUID(),
+        token: lost.token,
+        response,
+        expiresAt: params.expiresAt,
+      }),
+      (error: Error) => error.name === "IdempotencyLeaseLostError",
+    );
+    assert.equal(await store.runs.get(orphan.runId), null);
+    assert.equal(await store.runs.countSlots(principalId, Date.now()), 2);
+  });
+
+  test("runs: the retention purge deletes the runs that ended before the cutoff, logs first", async (store) => {
+    const principalId = crypto.randomUUID();
+    const cutoff = "2026-02-01T00:00:00.000Z";
+    const make = async (overrides: Partial<StoredRunRecord>, offset: number) => {
+      const slot = reservation(principalId, { principalLimit: 10 });
+      assert.equal(await store.runs.reserveSlot(slot), "reserved");
+      const run = testRun({ principalId, ...overrides }, offset);
+      await store.runs.create(run, slot.slotId);
+      await store.events.append(run.runId, [{
+        sourceId: "run.started",
+        at: run.createdAt,
+        event: { type: "run.started", runId: run.runId },
+      }]);
+      return run;
+    };
+    const old = await make({ state: "completed", endedAt: "2026-01-10T00:00:00.000Z" }, 0);
+    const oldFailed = await make({ state: "failed", endedAt: "2026-01-20T00:00:00.000Z" }, 1);
+    const recent = await make({ state: "cancelled", endedAt: "2026-02-10T00:00:00.000Z" }, 2);
+    const active = await make({ state: "running" }, 3);
+    // Ended long ago, then woken by a follow-up: active again, kept.
+    const woken = await make({ state: "completed", endedAt: "2026-01-05T00:00:00.000Z" }, 4);
+    const { endedAt: _, ...again } = woken;
+    assert.equal(await store.runs.update({ ...again, state: "running", turns: 2 }, woken), true);
+
+    await store.events.purge(cutoff);
+    assert.equal(await store.runs.purgeEnded(cutoff), 2);
+    assert.equal(await store.runs.purgeEnded(cutoff), 0);
+    for (const run of [old, oldFailed]) {
+      assert.equal(await store.runs.get(run.runId), null);
+      assert.deepEqual(await store.events.list(run.runId, 0, 10), []);
+    }
+    for (const run of [recent, active, woken]) {
+      assert.notEqual(await store.runs.get(run.runId), null);
+      assert.equal((await store.events.list(run.runId, 0, 10)).length, 1);
+    }
+    const listed = async (query: { principalId?: string; state?: StoredRunRecord["state"] }) =>
+      (await store.runs.list({ ...query, limit: 100 })).runs.map((run) => run.runId).sort();
+    const kept = [recent, active, woken].map((run) => run.runId).sort();
+    assert.deepEqual(await listed({ principalId }), kept);
+    assert.deepEqual(
+      (await listed({})).filter((runId) => [old, oldFailed].some((run) => run.runId === runId)),
+      [],
+    );
+    assert.deepEqual(await listed({ principalId, state: "completed" }), []);
+    assert.deepEqual(await listed({ state: "failed" }), []);
+    assert.deepEqual(await listed({ principalId, state: "cancelled" }), [recent.runId]);
+  });
+
   test("runs: slots count reservations and active runs against both limits", async (store) => {
     const alice = crypto.randomUUID();
     const bob = crypto.randomUUID();

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { openKvStore, openStore, type Store, StoreLocationError } from "../../server/store/mod.ts";
-import type { AuditEntryInput } from "../../server/store/run_types.ts";
+import type { AuditEntryInput, StoredRunRecord } from "../../server/store/run_types.ts";
+import { auditNumbering } from "../../server/store/kv/_audit.ts";
+import { KvCommits } from "../../server/store/kv/_commit.ts";
+import { KvRuns } from "../../server/store/kv/_runs.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
+import { testRun } from "./_fixtures.ts";
 
 const directory = Deno.makeTempDirSync({ prefix: "automation-runtime-kv-" });
 const path = `${directory}/store.kv`;
@@ -33,6 +37,26 @@ Deno.test("openStore opens KV at a path, creating its directory, and refuses unk
     assert.equal((await Deno.stat(`${directory}/nested/deeper`)).isDirectory, true);
   } finally {
     await store.close();
+  }
+  // A store given by location (`--store`): the file 0600 (SQLite's companions too), every
+  // directory created for it 0700, whatever the umask lets a plain open do.
+  const given = `${directory}/given/store.kv`;
+  const previous = Deno.umask(0o022);
+  try {
+    const opened = await openStore({ namespace: "0".repeat(32), location: given });
+    try {
+      await opened.principals.create(testPrincipal());
+      for (const file of [given, `${given}-wal`, `${given}-shm`]) {
+        const stat = await Deno.stat(file).catch(() => null);
+        if (file === given) assert.ok(stat !== null);
+        if (stat !== null) assert.equal((stat.mode ?? 0) & 0o777, 0o600, file);
+      }
+      assert.equal(((await Deno.stat(`${directory}/given`)).mode ?? 0) & 0o777, 0o700);
+    } finally {
+      await opened.close();
+    }
+  } finally {
+    Deno.umask(previous);
   }
   await assert.rejects(
     () => openStore({ location: "mysql://user:hunter2@db/x", namespace: "0".repeat(32) }),
@@ -173,5 +197,113 @@ Deno.test("kv store: two handles writing at the same time both succeed, the audi
     assert.equal(new Set(seqs).size, seqs.length);
   } finally {
     await close();
+  }
+});
+
+/** A KV handle that counts the entries it reads (each key of a `get`, each entry of a `list`). */
+function countingKv(kv: Deno.Kv): { kv: Deno.Kv; reads: () => number } {
+  let reads = 0;
+  const counted = new Proxy(kv, {
+    get(target, property) {
+      if (property === "get") {
+        return (key: Deno.KvKey) => {
+          reads++;
+          return target.get(key);
+        };
+      }
+      if (property === "getMany") {
+        return (keys: Deno.KvKey[]) => {
+          reads += keys.length;
+          return target.getMany(keys);
+        };
+      }
+      if (property === "list") {
+        return async function* (selector: Deno.KvListSelector, options?: Deno.KvListOptions) {
+          for await (const entry of target.list(selector, options)) {
+            reads++;
+            yield entry;
+          }
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: counted, reads: () => reads };
+}
+
+Deno.test("kv store: a state-filtered run list reads the runs in that state, not every run", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const counting = countingKv(raw);
+  const root = ["automation-runtime", "ns"];
+  const runs = new KvRuns(new KvCommits(counting.kv, auditNumbering(root)), root, Date.now);
+  try {
+    const principalId = crypto.randomUUID();
+    const running: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const live = i % 100 === 0;
+      const run = testRun({
+        principalId,
+        ...(live ? {} : { state: "completed", endedAt: "2026-01-02T00:00:00.000Z" }),
+      }, i * 1000);
+      await runs.create(run, `reservation:${i}`);
+      if (live) running.unshift(run.runId);
+    }
+    for (
+      const query of [{ state: "running" as const }, { state: "running" as const, principalId }]
+    ) {
+      const before = counting.reads();
+      const page = await runs.list({ ...query, limit: 10 });
+      assert.deepEqual(page.runs.map((run) => run.runId), running);
+      assert.ok(counting.reads() - before <= 10, `${counting.reads() - before} reads`);
+    }
+  } finally {
+    raw.close();
+  }
+});
+
+Deno.test("kv store: runs written before the state index are indexed by the retention purge", async () => {
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/old-runs.kv`;
+  const principalId = crypto.randomUUID();
+  const runsOf = [
+    testRun({ principalId }, 0),
+    testRun({ principalId, state: "failed", endedAt: "2026-01-05T00:00:00.000Z" }, 1000),
+    testRun({ principalId, state: "completed", endedAt: "2026-03-01T00:00:00.000Z" }, 2000),
+  ];
+  // The keys an older build wrote: the record and its two orders, no state keys.
+  const kv = await Deno.openKv(file);
+  const root = ["automation-runtime", namespace];
+  for (const run of runsOf) {
+    await kv.atomic()
+      .set([...root, "run", run.runId], run)
+      .set([...root, "run-by-principal", principalId, run.createdAt, run.runId], true)
+      .set([...root, "run-by-time", run.createdAt, run.runId], principalId)
+      .commit();
+  }
+  kv.close();
+  const store = await openKvStore({ path: file, namespace });
+  try {
+    const ids = async (state: StoredRunRecord["state"]) =>
+      (await store.runs.list({ state, limit: 10 })).runs.map((run) => run.runId);
+    // Before: the lists read every run, and find them all.
+    assert.deepEqual(await ids("running"), [runsOf[0].runId]);
+    assert.deepEqual(await ids("failed"), [runsOf[1].runId]);
+    assert.equal(await store.runs.purgeEnded("2026-02-01T00:00:00.000Z"), 1);
+    assert.equal(await store.runs.get(runsOf[1].runId), null);
+    // After: served by the index, which holds every run that is left.
+    assert.deepEqual(await ids("running"), [runsOf[0].runId]);
+    assert.deepEqual(await ids("completed"), [runsOf[2].runId]);
+    assert.deepEqual(await ids("failed"), []);
+    const check = await Deno.openKv(file);
+    try {
+      assert.equal((await check.get([...root, "run-index-version"])).value, 1);
+    } finally {
+      check.close();
+    }
+  } finally {
+    await store.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -25,6 +25,10 @@
  * 5. **Group commit.** Writes that may share a commit queue up while one commits, and the next
  *    commit carries them together ({@linkcode KvCommits.batch}): principal issuances and audit
  *    appends, in one queue.
+ * 6. **Lanes.** Steps that all check one hot key (the service-wide active-run counter) run one at
+ *    a time in this process ({@linkcode KvCommits.inLane}), so they never lose a race to each
+ *    other: 120 starts at once used to exhaust the retry budget of some of them. Only other
+ *    processes' steps can still win a race, and those are retried within the budget.
  *
  * @module
  */
@@ -189,6 +193,8 @@ export class KvCommits {
   #last: Deno.KvEntryMaybe<number> | null = null;
   #queue: BatchedWrite<unknown>[] = [];
   #committing = false;
+  /** The last step queued in each lane ({@linkcode KvCommits.inLane}). */
+  readonly #lanes = new Map<string, Promise<unknown>>();
 
   /**
    * A helper over `kv`, numbering audit entries as `numbering` says.
@@ -236,6 +242,42 @@ export class KvCommits {
     } catch (error) {
       throw storeFailure(error);
     }
+  }
+
+  /**
+   * Runs `step` (usually a {@linkcode KvCommits.retry}) once every step queued before it in the
+   * same `lane` has settled: the steps of one lane never overlap in this process. A lane is named
+   * after the hot key its steps all check; a step must not wait for its own lane (it would wait
+   * for itself).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { KvCommits } from "./_commit.ts";
+   * import { auditNumbering } from "./_audit.ts";
+   * const kv = await Deno.openKv(":memory:");
+   * const commits = new KvCommits(kv, auditNumbering(["root"]));
+   * const order: string[] = [];
+   * const slow = commits.inLane("counter", async () => {
+   *   await new Promise((resolve) => setTimeout(resolve, 5));
+   *   order.push("first");
+   * });
+   * const fast = commits.inLane("counter", () => Promise.resolve(order.push("second")));
+   * await Promise.all([slow, fast]);
+   * assert.deepEqual(order, ["first", "second"]);
+   * kv.close();
+   * ```
+   */
+  inLane<T>(lane: string, step: () => Promise<T>): Promise<T> {
+    const previous = this.#lanes.get(lane) ?? Promise.resolve();
+    const result = previous.then(step);
+    const settled = result.catch(() => {});
+    this.#lanes.set(lane, settled);
+    // The last step of an idle lane leaves nothing behind.
+    settled.then(() => {
+      if (this.#lanes.get(lane) === settled) this.#lanes.delete(lane);
+    });
+    return result;
   }
 
   /**

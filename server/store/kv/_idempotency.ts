@@ -31,6 +31,8 @@ export interface IdempotencyEntry {
   requestDigest: string;
   /** Until when an unfinished claim blocks others, ms. */
   leaseUntil: number;
+  /** Set by `begin`: the claim's effect may have happened, so it is never taken over. */
+  begun?: true;
   /** When the record may be purged, ms. */
   expiresAt: number;
   /** The recorded answer. */
@@ -61,7 +63,8 @@ function expiryKey(root: Deno.KvKey, expiresAt: number, scope: string): Deno.KvK
 /**
  * What a live idempotency entry means for a request of `requestDigest` at `now`, or null when the
  * key counts as unused: no entry, an expired one, or an unfinished claim of the same body whose
- * lease ran out (its holder crashed), which may be taken over.
+ * lease ran out (its holder crashed), which may be taken over unless it began its effect (then
+ * the key is `unsettled`).
  *
  * @example
  * ```ts
@@ -81,6 +84,7 @@ export function usedState(
     return { state: "completed", response: current.response };
   }
   if (current.leaseUntil > now) return { state: "inFlight" };
+  if (current.begun === true) return { state: "unsettled" };
   return null;
 }
 
@@ -201,6 +205,42 @@ export class KvIdempotency implements IdempotencyStore {
           .set(expiryKey(this.#root, params.expiresAt, params.scope), true, { expireIn }),
       );
       return result.ok ? { state: "claimed", token } : AGAIN;
+    });
+  }
+
+  begin(scope: string, token: string): Promise<boolean> {
+    return this.#change(scope, token, (entry) => entry.begun === true ? null : { begun: true });
+  }
+
+  abandon(scope: string, token: string, now: number): Promise<void> {
+    return this.#change(
+      scope,
+      token,
+      (entry) => entry.begun === true && entry.leaseUntil > now ? { leaseUntil: now } : null,
+    ).then(() => {});
+  }
+
+  /**
+   * Writes `change(entry)` over the unfinished claim `token` owns (nothing when it returns null);
+   * false when `token` owns no unfinished claim of the key.
+   */
+  #change(
+    scope: string,
+    token: string,
+    change: (entry: IdempotencyEntry) => Partial<IdempotencyEntry> | null,
+  ): Promise<boolean> {
+    const key = idempotencyKey(this.#root, scope);
+    return this.#commits.retry(async () => {
+      const entry = await this.#kv.get<IdempotencyEntry>(key);
+      const current = entry.value;
+      if (current === null || current.state !== "pending" || current.token !== token) return false;
+      const changed = change(current);
+      if (changed === null) return true;
+      const expireIn = Math.max(current.expiresAt - this.#now(), 0) + EXPIRY_SLACK_MS;
+      const result = await this.#commits.commit(
+        this.#kv.atomic().check(entry).set(key, { ...current, ...changed }, { expireIn }),
+      );
+      return result.ok ? true : AGAIN;
     });
   }
 

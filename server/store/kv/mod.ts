@@ -72,7 +72,7 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     principals: new KvPrincipals(commits, root, options.namespace, now),
     idempotency: new KvIdempotency(commits, root, now),
     authority: new KvAuthority(commits, options.namespace, marker),
-    runs: new KvRuns(commits, root),
+    runs: new KvRuns(commits, root, now),
     audit: new KvAudit(commits, root),
     events: new KvEvents(commits, root),
     answers: new KvAnswers(commits, root),

@@ -30,12 +30,14 @@ export interface PriorRecordRow {
   expires_at: string | null;
   response_status: number | null;
   response_body: string | null;
+  /** Null for a statement that predates the column (never read so). */
+  begun?: boolean | null;
 }
 
 /**
  * What the record a statement saw means for a request of `requestDigest` at `now`, or null when
  * the key counts as unused (no row, an expired one, or an unfinished claim of the same body whose
- * lease ran out).
+ * lease ran out and that did not begin its effect: such a claim leaves the key `unsettled`).
  *
  * @example
  * ```ts
@@ -66,6 +68,7 @@ export function usedState(
     };
   }
   if (Number(row.lease_until) > now) return { state: "inFlight" };
+  if (row.begun === true) return { state: "unsettled" };
   return null;
 }
 
@@ -130,7 +133,8 @@ export function priorRecord(
   scope: string,
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`
-    SELECT request_digest, completed, lease_until, expires_at, response_status, response_body
+    SELECT request_digest, completed, lease_until, expires_at, response_status, response_body,
+           begun
     FROM automation_runtime_idempotency
     WHERE namespace = ${namespace} AND scope = ${scope}`;
 }
@@ -166,7 +170,7 @@ export function recordedUnless(
       expires_at = EXCLUDED.expires_at, response_status = EXCLUDED.response_status,
       response_body = EXCLUDED.response_body
     WHERE i.expires_at <= ${now}
-       OR (NOT i.completed AND i.lease_until <= ${now}
+       OR (NOT i.completed AND NOT i.begun AND i.lease_until <= ${now}
            AND i.request_digest = EXCLUDED.request_digest)
     RETURNING 1`;
 }
@@ -202,9 +206,9 @@ export class PostgresIdempotency implements IdempotencyStore {
           ON CONFLICT (namespace, scope) DO UPDATE SET
             request_digest = EXCLUDED.request_digest, token = EXCLUDED.token, completed = false,
             lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
-            response_status = NULL, response_body = NULL
+            response_status = NULL, response_body = NULL, begun = false
           WHERE i.expires_at <= ${now}
-             OR (NOT i.completed AND i.lease_until <= ${now}
+             OR (NOT i.completed AND NOT i.begun AND i.lease_until <= ${now}
                  AND i.request_digest = EXCLUDED.request_digest)
           RETURNING i.token`;
         if (taken.length > 0 && taken[0].token === token) return { state: "claimed", token };
@@ -214,6 +218,28 @@ export class PostgresIdempotency implements IdempotencyStore {
         return usedState(row, params.requestDigest, params.now) ?? { state: "inFlight" };
       }
       return { state: "inFlight" };
+    });
+  }
+
+  /** Marks the unfinished claim `token` owns as begun; false when it owns none. */
+  begin(scope: string, token: string): Promise<boolean> {
+    return this.#pool.run(async (sql) => {
+      const rows = await sql`
+        UPDATE automation_runtime_idempotency SET begun = true
+        WHERE namespace = ${this.#ns} AND scope = ${scope} AND token = ${token}
+          AND NOT completed
+        RETURNING 1`;
+      return rows.length > 0;
+    });
+  }
+
+  /** Ends the lease of the begun claim `token` owns: the key is `unsettled` from `now` on. */
+  abandon(scope: string, token: string, now: number): Promise<void> {
+    return this.#pool.run(async (sql) => {
+      await sql`
+        UPDATE automation_runtime_idempotency SET lease_until = ${ms(now)}
+        WHERE namespace = ${this.#ns} AND scope = ${scope} AND token = ${token}
+          AND NOT completed AND begun AND lease_until > ${ms(now)}`;
     });
   }
 

@@ -311,7 +311,7 @@ export class PostgresPrincipals implements PrincipalStore {
             SELECT (SELECT count(*) FROM inserted)::int AS created,
                    (SELECT count(*) FROM taken)::int AS taken,
                    prior.request_digest, prior.completed, prior.lease_until, prior.expires_at,
-                   prior.response_status, prior.response_body
+                   prior.response_status, prior.response_body, prior.begun
             FROM (SELECT 1) AS one LEFT JOIN prior ON true`;
         } catch (error) {
           // A creation of the same id or digest committed meanwhile: look again.

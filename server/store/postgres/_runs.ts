@@ -4,6 +4,10 @@
  * pinned: the quota reservation is one call of a PL/pgSQL function that serializes reservations
  * of a namespace with a transaction-scoped lock.
  *
+ * A state-filtered list is served by the indexes on (state, creation) of migration
+ * `009_runs_and_effects.ts`; the retention purge finds finished runs by their end time through
+ * another of them.
+ *
  * The events part reads which runs ended, for its purge, through {@linkcode endedRunIds}.
  *
  * @module
@@ -11,8 +15,9 @@
 import type postgres from "postgres";
 import {
   ACTIVE_RUN_STATES,
-  decodeCursor,
-  encodeCursor,
+  decodeRunCursor,
+  encodeRunCursor,
+  invalidCursor,
   type RunListQuery,
   type RunSlotReservation,
   type RunSlotResult,
@@ -20,7 +25,9 @@ import {
   type StoredRunRecord,
 } from "../run_types.ts";
 import type { RunStore } from "../runs.ts";
+import { type IdempotencyCompletion, IdempotencyLeaseLostError } from "../idempotency.ts";
 import type { PostgresPool } from "./_pool.ts";
+import { completedAfter, heldClaim } from "./_idempotency.ts";
 
 /**
  * The query of the ids of the namespace's runs that ended before `endedBefore` (RFC 3339): the
@@ -39,7 +46,7 @@ export function endedRunIds(
   return sql`
     SELECT run_id FROM automation_runtime_runs
     WHERE namespace = ${namespace} AND state IN ('completed', 'failed', 'cancelled')
-      AND record->>'endedAt' < ${endedBefore}`;
+      AND (record->>'endedAt') COLLATE "C" < ${endedBefore}`;
 }
 
 /** The runs part of the PostgreSQL store. */
@@ -72,25 +79,50 @@ export class PostgresRuns implements RunStore {
     });
   }
 
-  create(record: StoredRunRecord, slotId: string): Promise<void> {
+  /**
+   * One statement: with `completion`, it locks the idempotency claim first and writes nothing
+   * unless `completion.token` still owns it; then the slots, the run and the completion.
+   */
+  create(
+    record: StoredRunRecord,
+    slotId: string,
+    completion?: IdempotencyCompletion,
+  ): Promise<void> {
     const active = ACTIVE_RUN_STATES.has(record.state);
+    const ns = this.#ns;
     return this.#pool.run(async (sql) => {
-      await sql`
-        WITH dropped AS (
+      const [row] = await sql<{ owned: number }[]>`
+        WITH claim AS (
+          ${completion === undefined ? sql`SELECT 1` : heldClaim(sql, ns, completion)}
+        ), dropped AS (
           DELETE FROM automation_runtime_run_slots
-          WHERE namespace = ${this.#ns} AND principal_id = ${record.principalId}
-            AND slot_id = ${slotId}
+          WHERE namespace = ${ns} AND principal_id = ${record.principalId}
+            AND slot_id = ${slotId} AND EXISTS (SELECT 1 FROM claim)
         ), slot AS (
           INSERT INTO automation_runtime_run_slots (namespace, principal_id, slot_id, lease_until)
-          SELECT ${this.#ns}, ${record.principalId}, ${record.runId}, NULL WHERE ${active}
+          SELECT ${ns}, ${record.principalId}, ${record.runId}, NULL
+          WHERE ${active} AND EXISTS (SELECT 1 FROM claim)
           ON CONFLICT (namespace, principal_id, slot_id) DO UPDATE SET lease_until = NULL
-        )
-        INSERT INTO automation_runtime_runs
-          (namespace, run_id, principal_id, state, created_at, record)
-        VALUES (${this.#ns}, ${record.runId}, ${record.principalId}, ${record.state},
-                ${record.createdAt}, ${sql.json(record as unknown as postgres.JSONValue)})
-        ON CONFLICT (namespace, run_id) DO UPDATE SET
-          state = EXCLUDED.state, record = EXCLUDED.record`;
+        ), inserted AS (
+          INSERT INTO automation_runtime_runs
+            (namespace, run_id, principal_id, state, created_at, record)
+          SELECT ${ns}, ${record.runId}, ${record.principalId}, ${record.state},
+                 ${record.createdAt}, ${sql.json(record as unknown as postgres.JSONValue)}
+          WHERE EXISTS (SELECT 1 FROM claim)
+          ON CONFLICT (namespace, run_id) DO UPDATE SET
+            state = EXCLUDED.state, record = EXCLUDED.record
+          RETURNING 1
+        )${
+        completion === undefined
+          ? sql``
+          : sql`, completed AS (${completedAfter(sql, ns, completion, "inserted")})`
+      }
+        SELECT (SELECT count(*) FROM claim)::int AS owned`;
+      if (row.owned === 0) {
+        throw new IdempotencyLeaseLostError(
+          "The idempotency claim was taken over before the run was recorded",
+        );
+      }
     });
   }
 
@@ -135,12 +167,9 @@ export class PostgresRuns implements RunStore {
   }
 
   list(params: RunListQuery): Promise<StoredRunPage> {
+    const cursor = params.cursor === undefined ? null : decodeRunCursor(params.cursor);
+    if (params.cursor !== undefined && cursor === null) return Promise.reject(invalidCursor());
     return this.#pool.run(async (sql) => {
-      const after = params.cursor === undefined ? null : decodeCursor(params.cursor);
-      const cursor = after !== null && after.length === 2 &&
-          typeof after[0] === "string" && typeof after[1] === "string"
-        ? { createdAt: after[0], runId: after[1] }
-        : null;
       const rows = await sql<{ record: StoredRunRecord }[]>`
         SELECT record FROM automation_runtime_runs
         WHERE namespace = ${this.#ns}
@@ -158,10 +187,18 @@ export class PostgresRuns implements RunStore {
       const last = runs.at(-1);
       return {
         runs,
-        nextCursor: rows.length > params.limit && last !== undefined
-          ? encodeCursor([last.createdAt, last.runId])
-          : null,
+        nextCursor: rows.length > params.limit && last !== undefined ? encodeRunCursor(last) : null,
       };
+    });
+  }
+
+  /** One statement: the finished runs' rows, found by the end-time index. */
+  purgeEnded(endedBefore: string): Promise<number> {
+    return this.#pool.run(async (sql) => {
+      const deleted = await sql`
+        DELETE FROM automation_runtime_runs
+        WHERE namespace = ${this.#ns} AND run_id IN (${endedRunIds(sql, this.#ns, endedBefore)})`;
+      return deleted.count;
     });
   }
 

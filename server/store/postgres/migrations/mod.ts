@@ -16,6 +16,7 @@ import { migration005 } from "./005_events.ts";
 import { migration006 } from "./006_principal_names.ts";
 import { migration007 } from "./007_bootstrap_generation.ts";
 import { migration008 } from "./008_resource_policy.ts";
+import { migration009 } from "./009_runs_and_effects.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -34,7 +35,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -46,4 +47,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration006,
   migration007,
   migration008,
+  migration009,
 ]);
