@@ -139,74 +139,94 @@ Deno.test("at most once: 60 concurrent follow-ups over a slow, failing store, wi
   }
 });
 
-Deno.test("at most once: a start that crashed never opens a second session under its key", async (t) => {
-  const later = 10 * 60_000;
-  const laterHeaders = () => ({
-    "x-deadline": new Date(Date.now() + later + 60_000).toISOString(),
+/** How far the second replica's clock is ahead: past every claim's lease of the first. */
+const LATER_MS = 10 * 60_000;
+
+/**
+ * Two replicas over one in-memory store: `a`'s store calls go through `faults`, so it can
+ * "crash" (`crash()`: every later store call of its hangs); `b`, whose clock is `LATER_MS`
+ * ahead, answers the retries. `retry` sends a start with `b`'s deadline; `close` lets `a`'s
+ * frozen calls fail, waits for `a`'s request still open, and closes both.
+ */
+async function crashableReplicas(): Promise<{
+  a: Gateway;
+  b: Gateway;
+  inner: () => Store;
+  faults: Faults;
+  crash(): void;
+  retry(key: string, body: unknown): ReturnType<Gateway["request"]>;
+  close(pending: Promise<unknown>): Promise<void>;
+}> {
+  const faults: Faults = { slowMs: 0 };
+  let inner: Store | null = null;
+  const freeze = Promise.withResolvers<void>();
+  const a = await startGateway({
+    store: async (namespace) => {
+      inner = await openKvStore({ path: ":memory:", namespace });
+      return faultyStore(inner, faults);
+    },
   });
+  const b = await startGateway({
+    replicaOf: a,
+    store: () => Promise.resolve({ ...inner!, close: () => Promise.resolve() }),
+    serverOptions: { now: () => Date.now() + LATER_MS },
+  });
+  a.holdTurns(true);
+  return {
+    a,
+    b,
+    inner: () => inner!,
+    faults,
+    crash() {
+      faults.frozen = freeze.promise;
+    },
+    retry: (key, body) =>
+      b.request("POST", "/v1/runs", {
+        key,
+        body,
+        headers: { "x-deadline": new Date(Date.now() + LATER_MS + 60_000).toISOString() },
+      }),
+    async close(pending) {
+      freeze.resolve();
+      await pending;
+      await b.close();
+      await a.close();
+    },
+  };
+}
+
+Deno.test("at most once: a start that crashed never opens a second session under its key", async (t) => {
+  const key = crypto.randomUUID();
+  const body = { input: "start once" };
 
   await t.step("a crash right after the run was recorded: the retry finds the run", async () => {
-    const faults: Faults = { slowMs: 0 };
-    let inner: Store | null = null;
-    const freeze = Promise.withResolvers<void>();
-    faults.after = (name) => {
-      if (name === "runs.create") faults.frozen = freeze.promise;
+    const replicas = await crashableReplicas();
+    const { a } = replicas;
+    replicas.faults.after = (name) => {
+      if (name === "runs.create") replicas.crash();
     };
-    const a = await startGateway({
-      store: async (namespace) => {
-        inner = await openKvStore({ path: ":memory:", namespace });
-        return faultyStore(inner, faults);
-      },
-    });
-    // Another replica over the same store, whose clock is past the first one's claim.
-    const b = await startGateway({
-      replicaOf: a,
-      store: () => Promise.resolve({ ...inner!, close: () => Promise.resolve() }),
-      serverOptions: { now: () => Date.now() + later },
-    });
-    a.holdTurns(true);
-    const key = crypto.randomUUID();
-    const body = { input: "start once" };
     const first = a.request("POST", "/v1/runs", { key, body });
     try {
       // Wait for the run's record: the first replica is frozen from then on.
       let runs: { runId: string }[] = [];
       for (let i = 0; i < 300 && runs.length === 0; i++) {
         await new Promise((resolve) => setTimeout(resolve, 10));
-        runs = (await inner!.runs.list({ limit: 10 })).runs;
+        runs = (await replicas.inner().runs.list({ limit: 10 })).runs;
       }
       assert.equal(runs.length, 1);
-      const retry = await b.request("POST", "/v1/runs", { key, body, headers: laterHeaders() });
+      const retry = await replicas.retry(key, body);
       assert.equal(retry.status, 201, retry.text);
       assert.equal(retry.headers.get("idempotent-replayed"), "true");
       assert.equal(retry.json.runId, runs[0].runId);
       assert.equal(sessionCreations(a), 1);
     } finally {
-      freeze.resolve();
-      await first;
-      await b.close();
-      await a.close();
+      await replicas.close(first);
     }
   });
 
   await t.step("a crash while the session was opened: the retry opens none", async () => {
-    const faults: Faults = { slowMs: 0 };
-    let inner: Store | null = null;
-    const freeze = Promise.withResolvers<void>();
-    const a = await startGateway({
-      store: async (namespace) => {
-        inner = await openKvStore({ path: ":memory:", namespace });
-        return faultyStore(inner, faults);
-      },
-    });
-    const b = await startGateway({
-      replicaOf: a,
-      store: () => Promise.resolve({ ...inner!, close: () => Promise.resolve() }),
-      serverOptions: { now: () => Date.now() + later },
-    });
-    a.holdTurns(true);
-    const key = crypto.randomUUID();
-    const body = { input: "start once" };
+    const replicas = await crashableReplicas();
+    const { a } = replicas;
     // The provider holds the creation's answer; the replica dies while it waits for it.
     a.fake.delayNext({ method: "POST", path: "/v1/sessions", ms: 300 });
     const first = a.request("POST", "/v1/runs", { key, body });
@@ -215,15 +235,11 @@ Deno.test("at most once: a start that crashed never opens a second session under
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       assert.equal(sessionCreations(a), 1);
-      faults.frozen = freeze.promise;
-      const retry = await b.request("POST", "/v1/runs", { key, body, headers: laterHeaders() });
-      assertCode(retry, 409, "idempotencyUnsettled");
+      replicas.crash();
+      assertCode(await replicas.retry(key, body), 409, "idempotencyUnsettled");
       assert.equal(sessionCreations(a), 1);
     } finally {
-      freeze.resolve();
-      await first;
-      await b.close();
-      await a.close();
+      await replicas.close(first);
     }
   });
 });
