@@ -12,6 +12,7 @@
  * | 403 | `resourceNotAllowed` | `details.field`, `details.policyField` (what the run policy refused) |
  * | 429 | `runQuotaExceeded` | `retryAfterMs` (not retried: it lasts until one of your runs ends) |
  * | 422 | `invalidRequest` | `details` |
+ * | 409 | `idempotencyUnsettled` | – (an earlier attempt with the key may have reached the provider and never finished: not retried, never repeated) |
  *
  * @module
  */
