@@ -93,7 +93,10 @@ function recordKeys(root: Deno.KvKey, record: StoredRunRecord): [Deno.KvKey, unk
   ];
 }
 
-/** Adds to `operation` what turns the state keys of `before` (null: none) into `after`'s. */
+/**
+ * Adds to `operation` what turns the state keys of `before` (null: none) into `after`'s: nothing
+ * when they are the same keys (a write that changes no state, such as the tail's progress).
+ */
 function moveStateKeys(
   operation: Deno.AtomicOperation,
   root: Deno.KvKey,
@@ -101,13 +104,19 @@ function moveStateKeys(
   after: StoredRunRecord,
 ): void {
   const wanted = stateKeys(root, after);
-  const kept = new Set(wanted.map(([key]) => JSON.stringify(key)));
-  if (before !== null) {
-    for (const [key] of stateKeys(root, before)) {
-      if (!kept.has(JSON.stringify(key))) operation.delete(key);
-    }
+  const had = new Set(
+    before === null ? [] : stateKeys(root, before).map(([key]) => JSON.stringify(key)),
+  );
+  const kept = new Set<string>();
+  for (const [key, value] of wanted) {
+    const name = JSON.stringify(key);
+    kept.add(name);
+    if (!had.has(name)) operation.set(key, value);
   }
-  for (const [key, value] of wanted) operation.set(key, value);
+  if (before === null) return;
+  for (const [key] of stateKeys(root, before)) {
+    if (!kept.has(JSON.stringify(key))) operation.delete(key);
+  }
 }
 
 /**

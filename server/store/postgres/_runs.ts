@@ -43,10 +43,19 @@ export function endedRunIds(
   namespace: string,
   endedBefore: string,
 ): postgres.PendingQuery<postgres.Row[]> {
-  return sql`
-    SELECT run_id FROM automation_runtime_runs
-    WHERE namespace = ${namespace} AND state IN ('completed', 'failed', 'cancelled')
-      AND (record->>'endedAt') COLLATE "C" < ${endedBefore}`;
+  return sql`SELECT run_id FROM automation_runtime_runs WHERE ${
+    ended(sql, namespace, endedBefore)
+  }`;
+}
+
+/** The condition of a namespace's runs that ended before `endedBefore`: the end index's. */
+function ended(
+  sql: postgres.Sql,
+  namespace: string,
+  endedBefore: string,
+): postgres.PendingQuery<postgres.Row[]> {
+  return sql`namespace = ${namespace} AND state IN ('completed', 'failed', 'cancelled')
+    AND (record->>'endedAt') COLLATE "C" < ${endedBefore}`;
 }
 
 /** The runs part of the PostgreSQL store. */
@@ -196,8 +205,7 @@ export class PostgresRuns implements RunStore {
   purgeEnded(endedBefore: string): Promise<number> {
     return this.#pool.run(async (sql) => {
       const deleted = await sql`
-        DELETE FROM automation_runtime_runs
-        WHERE namespace = ${this.#ns} AND run_id IN (${endedRunIds(sql, this.#ns, endedBefore)})`;
+        DELETE FROM automation_runtime_runs WHERE ${ended(sql, this.#ns, endedBefore)}`;
       return deleted.count;
     });
   }
