@@ -40,6 +40,9 @@
  * (`refused`, `busy`); a send whose outcome is unknown (no connection, a timeout, the deadline)
  * or a store failure after the send leaves the key `unsettled` rather than open to a retry.
  *
+ * One concept, the run lifecycle, in one file of a little over 600 lines: its steps share the
+ * gateway's state (client, store, quotas, read budget) and are read together.
+ *
  * @module
  */
 import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
