@@ -1,17 +1,20 @@
 /**
  * The import rules of the source folders (`docs/design.md`, "One wire contract" and "Internal
- * files"), checked on every import of `client/`, `sdk/`, `wire/`, `server/` and `cli/`:
+ * files"), checked on every import of `client/`, `sdk/`, `wire/`, `server/`, `cli/` and
+ * `testing/`:
  *
  * - a `_` file is imported only from its own folder;
  * - `client/` imports nothing of `server/`, `sdk/` or `wire/`, and `sdk/` nothing of `server/`;
  * - `wire/` imports only itself and the run contract (`client/contract.ts`);
  * - `client/`, `sdk/` and `wire/` use no `Deno.*` and import no `node:` module, so they run in
- *   browsers and Node (the Node bundle tests run them there).
+ *   browsers and Node (the Node bundle tests run them there);
+ * - `testing/` (the provider simulator) imports only itself, uses no `Deno.*`, and imports a
+ *   `node:` module only in its serving helper `testing/_listen.ts`, so it runs in Deno and Node.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);
-const FOLDERS = ["client", "sdk", "wire", "server", "cli"];
+const FOLDERS = ["client", "sdk", "wire", "server", "cli", "testing"];
 
 /** `_` files imported from another folder, with the reason; none today. Never grow it. */
 const PENDING: ReadonlySet<string> = new Set<string>([]);
@@ -117,4 +120,29 @@ Deno.test("client/, sdk/ and wire/ use web standards only", () => {
     }
   }
   assert.deepEqual(offending, []);
+});
+
+Deno.test("testing/ stands alone and touches a runtime's API only in its serving helper", () => {
+  const outside = imports.filter(({ from, to }) =>
+    from.startsWith("testing/") && !to.startsWith("testing/")
+  );
+  assert.deepEqual(outside, []);
+  const offending: string[] = [];
+  for (const file of files) {
+    if (!file.path.startsWith("testing/")) continue;
+    const nodeImports = specifiers(file.text).filter((specifier) => specifier.startsWith("node:"));
+    if (nodeImports.length > 0 && file.path !== "testing/_listen.ts") {
+      offending.push(`${file.path}: imports node:`);
+    }
+    if (codeLines(file.text).some((line) => /\bDeno\./.test(line))) {
+      offending.push(`${file.path}: uses Deno.*`);
+    }
+  }
+  assert.deepEqual(offending, []);
+  assert.ok(
+    files.some((file) =>
+      file.path === "testing/_listen.ts" && specifiers(file.text).includes("node:http")
+    ),
+    "the serving helper is seen",
+  );
 });
