@@ -266,6 +266,42 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
       ],
     },
     {
+      name: "demo",
+      positionals: [],
+      summary: "Try the runs gateway offline: serve with a provider simulator",
+      description: "Serves the runtime on 127.0.0.1 with a provider simulator behind it, its " +
+        "state (a Deno KV store) in a temporary folder. Nothing of yours is read or written: no " +
+        "secret file, provider file or store, no `AUTOMATION_RUNTIME_*` variable (every setting " +
+        "keeps its default). Once it listens it prints `export` lines on stdout for " +
+        "`AUTOMATION_RUNTIME_URL`, `AUTOMATION_RUNTIME_TOKEN` (the demo's admin bearer, shown " +
+        "this once), `AUTOMATION_RUNTIME_DEMO_AGENT_ID` and " +
+        "`AUTOMATION_RUNTIME_DEMO_ENVIRONMENT_ID` (a file they are redirected to is made " +
+        "private, mode 0600, first) and its guidance on stderr, then serves until SIGINT or " +
+        "SIGTERM, lets requests in flight finish and removes the folder. The demo agent, the " +
+        "default agent of runs, asks to run a shell command and waits for its confirmation " +
+        "(`run pending`, `run approve`), then reports its usage and completes. Try it with " +
+        "`npx -y deno@2.9.6 task demo > demo.env &`, then `. ./demo.env`.",
+      flags: [
+        {
+          name: "port",
+          placeholder: "P",
+          help: "port to bind, 0 to 65535; 0 picks a free one",
+          default: "`0`",
+        },
+        {
+          name: "log",
+          help: "write the service's JSON log lines to stderr",
+          default: "errors only",
+        },
+      ],
+      environment: [],
+      exitCodes: [
+        { code: 0, when: "stopped by a signal after a shutdown" },
+        { code: 1, when: "it cannot start (the port is in use)" },
+        { code: 2, when: "usage error" },
+      ],
+    },
+    {
       name: "principal issue",
       positionals: [],
       summary: "Issue a scoped principal (prints its one-time bearer)",

@@ -45,6 +45,8 @@ export async function main(args: string[]): Promise<number> {
         return await (await import("./init.ts")).initCommand(rest);
       case "serve":
         return await serveCommand(rest);
+      case "demo":
+        return await (await import("./demo.ts")).demoCommand(rest);
       case "principal":
         return await (await import("./principal.ts")).principalCommand(rest);
       case "provider":

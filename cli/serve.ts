@@ -19,33 +19,13 @@ import { resolveProviderSettings } from "../server/runs/provider.ts";
 import type { Store } from "../server/store/types.ts";
 import { testHooksFromEnv, withTestHooks } from "../server/test_hooks.ts";
 import { loadRequestTracer, tracingEnabled } from "../server/tracing.ts";
+import { serveUntilSignal, waitForSignal } from "./_lifetime.ts";
 import { printOut, reportError } from "./_output.ts";
 import { parseSettingArgs } from "./_settings.ts";
-
-/** How long a graceful shutdown waits for requests in flight, in ms. */
-export const SHUTDOWN_GRACE_MS = 10_000;
 
 function storeBeside(secretFilePath: string): string {
   const slash = Math.max(secretFilePath.lastIndexOf("/"), secretFilePath.lastIndexOf("\\"));
   return slash === -1 ? "store.kv" : `${secretFilePath.slice(0, slash + 1)}store.kv`;
-}
-
-function waitForSignal(): { promise: Promise<string>; dispose(): void } {
-  const signals: Deno.Signal[] = Deno.build.os === "windows"
-    ? ["SIGINT", "SIGBREAK"]
-    : ["SIGINT", "SIGTERM"];
-  const received = Promise.withResolvers<string>();
-  const listeners = signals.map((signal) => {
-    const listener = () => received.resolve(signal);
-    Deno.addSignalListener(signal, listener);
-    return [signal, listener] as const;
-  });
-  return {
-    promise: received.promise,
-    dispose() {
-      for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
-    },
-  };
 }
 
 /**
@@ -150,22 +130,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     }),
   });
 
-  const received = await Promise.race([signal.promise, running.finished.then(() => null)]);
-  logger.info("shutting down", { signal: received ?? undefined, graceMs: SHUTDOWN_GRACE_MS });
-  // Requests in flight finish; a client that never completes its request (or a second signal)
-  // cannot hold the process beyond the grace period.
-  const again = waitForSignal();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const outcome = await Promise.race([
-    running.shutdown().then(() => "stopped" as const),
-    again.promise.then(() => "forced" as const),
-    new Promise<"timeout">((resolve) =>
-      timer = setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS)
-    ),
-  ]);
-  clearTimeout(timer);
-  signal.dispose();
-  again.dispose();
+  const outcome = await serveUntilSignal(running, signal, logger);
   if (outcome === "stopped") {
     await store.close();
     logger.info("stopped");

@@ -26,6 +26,11 @@ Deno.test("tests and benchmarks start serve with the start task's flags", () => 
   assert.deepEqual([...BENCH_SERVE_FLAGS], start);
 });
 
+Deno.test("the demo task runs `demo` with the start task's flags", () => {
+  assert.deepEqual(flagsOf("demo", "cli/main.ts"), flagsOf("start", "cli/main.ts"));
+  assert.equal(config.tasks.demo.split(/\s+/).at(-1), "demo");
+});
+
 Deno.test("tests run the CLI with the cli task's flags", () => {
   assert.deepEqual([...CLI_PERMISSIONS], flagsOf("cli", "cli/main.ts"));
 });
