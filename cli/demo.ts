@@ -69,7 +69,9 @@ export async function demoCommand(args: string[]): Promise<number> {
       const demo = addDemoAgent(simulator.managedAgents!);
       // Text previews in a few words at a time, as a model streams them.
       simulator.managedAgents!.deltaChunk = 24;
-      const values = generateBootstrapValues({ ttlDays: 1 });
+      // The default lifetime, so the tours may issue principals for days; the bearer dies with the
+      // process anyway (its store is removed on exit).
+      const values = generateBootstrapValues();
       const bootstrap = deriveBootstrapCredential({ ...values, source: "auto-init" });
       store = await openKvStore({ path: `${dir}/store.kv`, namespace: bootstrap.namespace });
       await store.authority.claim(Date.now());
