@@ -96,6 +96,9 @@ export async function readEvents(
   until: (event: SseEvent) => boolean,
 ): Promise<SseEvent[]> {
   assert.equal(response.headers.get("content-type"), "text/event-stream");
+  // Proxies such as nginx pass it on unbuffered (docs/deployment.md); the MCP SDK's transport sets
+  // it, as the run event streams do.
+  assert.equal(response.headers.get("x-accel-buffering"), "no");
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   const events: SseEvent[] = [];
   let buffer = "";
