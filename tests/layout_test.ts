@@ -1,20 +1,21 @@
 /**
  * The import rules of the source folders (`docs/design.md`, "One wire contract" and "Internal
- * files"), checked on every import of `client/`, `sdk/`, `wire/`, `server/`, `cli/` and
+ * files"), checked on every import of `client/`, `sdk/`, `wire/`, `npm/`, `server/`, `cli/` and
  * `testing/`:
  *
  * - a `_` file is imported only from its own folder;
  * - `client/` imports nothing of `server/`, `sdk/` or `wire/`, and `sdk/` nothing of `server/`;
  * - `wire/` imports only itself and the run contract (`client/contract.ts`);
- * - `client/`, `sdk/` and `wire/` use no `Deno.*` and import no `node:` module, so they run in
- *   browsers and Node (the Node bundle tests run them there);
+ * - `client/`, `sdk/`, `wire/` and `npm/` (the npm package's root) use no `Deno.*` and import no
+ *   `node:` module, so they run in browsers and Node (the Node bundle tests and the npm package
+ *   test run them there);
  * - `testing/` (the provider simulator) imports only itself, uses no `Deno.*`, and imports a
  *   `node:` module only in its serving helper `testing/_listen.ts`, so it runs in Deno and Node.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);
-const FOLDERS = ["client", "sdk", "wire", "server", "cli", "testing"];
+const FOLDERS = ["client", "sdk", "wire", "npm", "server", "cli", "testing"];
 
 /** `_` files imported from another folder, with the reason; none today. Never grow it. */
 const PENDING: ReadonlySet<string> = new Set<string>([]);
@@ -108,10 +109,10 @@ Deno.test("client/ stands alone, sdk/ never reaches the server, wire/ only the r
   assert.deepEqual(refused, []);
 });
 
-Deno.test("client/, sdk/ and wire/ use web standards only", () => {
+Deno.test("client/, sdk/, wire/ and npm/ use web standards only", () => {
   const offending: string[] = [];
   for (const file of files) {
-    if (!/^(client|sdk|wire)\//.test(file.path)) continue;
+    if (!/^(client|sdk|wire|npm)\//.test(file.path)) continue;
     if (specifiers(file.text).some((specifier) => specifier.startsWith("node:"))) {
       offending.push(`${file.path}: imports node:`);
     }
