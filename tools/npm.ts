@@ -19,6 +19,7 @@
  * @module
  */
 import { dirname, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 /** The TypeScript compiler the build runs (installed by npm into the temporary project). */
@@ -170,7 +171,7 @@ async function run(
 
 async function moduleGraph(repoRoot: string, sources: readonly string[]): Promise<ModuleGraph> {
   const graph: ModuleGraph = { files: new Set(), packages: new Map(), usesNodeBuiltins: false };
-  const rootUrl = new URL(`file://${repoRoot}/`).href;
+  const rootUrl = pathToFileURL(`${repoRoot}/`).href;
   for (const source of sources) {
     const info = await run(Deno.execPath(), ["info", "--json", "--frozen", source], repoRoot);
     if (!info.success) throw new Error(`deno info ${source} failed: ${info.stderr.trim()}`);
@@ -206,7 +207,11 @@ async function moduleGraph(repoRoot: string, sources: readonly string[]): Promis
 }
 
 /** The version `deno.lock` resolved for `npm:name@range` (its peer-dependency suffix removed). */
-function lockedVersion(lock: { specifiers?: Record<string, string> }, name: string, range: string) {
+function lockedVersion(
+  lock: { specifiers?: Record<string, string> },
+  name: string,
+  range: string,
+): string {
   const resolved = lock.specifiers?.[`npm:${name}@${range}`];
   if (resolved === undefined) {
     throw new Error(`deno.lock has no version for npm:${name}@${range}: run \`deno install\``);
