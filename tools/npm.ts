@@ -287,13 +287,22 @@ export async function buildNpmPackage(options: BuildNpmPackageOptions): Promise<
       }])),
       "./package.json": "./package.json",
     },
-    files: [...new Set([...graph.files].map((file) => file.split("/")[0]))].sort(),
+    // The top folders of the emitted modules (a module at the top: its two files).
+    files: [
+      ...new Set(
+        [...graph.files].flatMap((file) =>
+          file.includes("/")
+            ? [file.slice(0, file.indexOf("/"))]
+            : [emitted(file, ".js").slice(2), emitted(file, ".d.ts").slice(2)]
+        ),
+      ),
+    ].sort(),
     engines: { node: NODE_ENGINE },
     dependencies,
   };
 
   // The temporary project sits next to the output folder, so that the finished package moves
-  // into place in one rename: a failed build leaves the previous one as it was.
+  // into place by a rename once it is complete: a failed build leaves the previous one as it was.
   await Deno.mkdir(dirname(outDir), { recursive: true });
   const staging = await Deno.makeTempDir({ dir: dirname(outDir), prefix: ".npm-build-" });
   try {
