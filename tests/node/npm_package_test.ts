@@ -36,10 +36,48 @@ function consumerSource(subpaths: readonly string[]): string {
   const counts = subpaths.map((subpath, index) =>
     `${JSON.stringify(subpath)}: Object.keys(entry${index}).length`
   ).join(", ");
+  const simulated = subpaths.includes("./testing") ? SIMULATED : "const simulated = null;";
   return `${entries}
 const entries: Record<string, number> = { ${counts} };
+${simulated}
 ${CONSUMER}`;
 }
+
+/**
+ * The provider simulator of `./testing` served by Node (its `node:http` path), and a run streamed
+ * from it by the client library.
+ */
+const SIMULATED = `
+import { ProviderManagedAgentClient as SimulatedClient } from "@automation/runtime/client";
+import { agentMessage, ProviderSimulator, usageReport } from "@automation/runtime/testing";
+
+const simulator = await ProviderSimulator.start();
+let simulated: { events: string[]; text: string[]; terminal: string };
+try {
+  const agent = simulator.managedAgents!.addAgent({
+    name: "node",
+    turn: () => [agentMessage("Hello from the simulator"), usageReport({ inputTokens: 9, outputTokens: 3 })],
+  });
+  const environment = simulator.managedAgents!.addEnvironment({ name: "node" });
+  const client = new SimulatedClient({
+    baseUrl: simulator.baseUrl,
+    apiKey: simulator.apiKey,
+    agentId: agent.id,
+    environmentId: environment.id,
+  });
+  const events: string[] = [];
+  const text: string[] = [];
+  const result = await client.streamRun({ input: "hello" }, {
+    onEvent(event) {
+      events.push(event.type);
+      if (event.type === "message.completed") text.push(event.text);
+    },
+  });
+  simulated = { events, text, terminal: result.terminal?.type ?? "none" };
+} finally {
+  await simulator.close();
+}
+`;
 
 const CONSUMER = `
 import assert from "node:assert/strict";
@@ -98,6 +136,7 @@ for await (const frame of readSse(body)) frames.push(frame);
 console.log(JSON.stringify({
   node: process.versions.node,
   entries,
+  simulated,
   health,
   issuedId: issued.principalId,
   me,
@@ -237,6 +276,14 @@ Deno.test({
           }),
         );
         assert.ok(Number(out.node.split(".")[0]) >= 20);
+        if (subpaths.includes("./testing")) {
+          // The simulator serves from Node, and a run streams from it to completion.
+          assert.deepEqual(out.simulated.text, ["Hello from the simulator"]);
+          assert.equal(out.simulated.events[0], "run.started");
+          assert.equal(out.simulated.terminal, "run.completed");
+        } else {
+          assert.equal(out.simulated, null);
+        }
         // Every entry loads in Node and exports something.
         assert.deepEqual(Object.keys(out.entries).sort(), [...subpaths].sort());
         for (const [subpath, count] of Object.entries(out.entries)) {
