@@ -24,10 +24,28 @@ export const AUDIT_ACTIONS = [
   "tool.confirmed",
   "tool.responded",
   "webhook.accepted",
+  "trustPolicy.created",
+  "trustPolicy.deleted",
+  "token.exchanged",
 ] as const;
 
 /** An action the audit log records: one of {@linkcode AUDIT_ACTIONS}. */
 export type AuditAction = typeof AUDIT_ACTIONS[number];
+
+/**
+ * What a `token.exchanged` entry records of the ID token: who it named and which of its claims
+ * the policy matched, never the token itself.
+ */
+export interface ExchangedToken {
+  /** The token's issuer (`iss`). */
+  issuer: string;
+  /** The token's subject (`sub`). */
+  subject: string;
+  /** The token's id (`jti`), used once. */
+  jwtId: string;
+  /** Each claim the policy matched, with the token's value as matched. */
+  claims: Record<string, string>;
+}
 
 /** One audit entry. */
 export interface AuditEntry {
@@ -45,6 +63,10 @@ export interface AuditEntry {
   subjectName?: string;
   /** The run concerned, where there is one. */
   runId?: string;
+  /** The trust policy concerned (created, deleted, or exchanged under), where there is one. */
+  trustPolicy?: string;
+  /** On `token.exchanged`: the ID token's issuer, subject, id and matched claims. */
+  token?: ExchangedToken;
   /** Correlation id of the request that acted. */
   correlationId: string;
   /** How it ended: `ok`, or a stable error code. */

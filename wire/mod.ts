@@ -13,6 +13,7 @@
  * | `runs.ts` | the public run record, run pages, the start and message bodies |
  * | `run_events.ts` | a run's event log entries and their JSON page |
  * | `tool_requests.ts` | pending tool requests, their answer bodies and recorded answers |
+ * | `trust_policies.ts` | trust policies, the token exchange's body and refusal reasons |
  * | `audit.ts` | audit actions, entries and pages |
  *
  * A run's states, input and usage are the run contract's (`client/contract.ts`), which every
@@ -54,4 +55,5 @@ export * from "./principals.ts";
 export * from "./runs.ts";
 export * from "./run_events.ts";
 export * from "./tool_requests.ts";
+export * from "./trust_policies.ts";
 export * from "./audit.ts";

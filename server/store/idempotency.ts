@@ -106,6 +106,13 @@ export interface IdempotencyStore {
   /** Records the response of a claimed key (begun or not). Ignored when the token no longer owns the claim. */
   complete(completion: IdempotencyCompletion): Promise<void>;
   /**
+   * What the key holds for a request of `requestDigest` at `now`, without writing anything: its
+   * used state, or null when the key counts as unused. For a route whose refusals are not
+   * recorded (the token exchange: an anonymous caller must not make the store write), so that a
+   * refused retry still gets a recorded answer of the same request.
+   */
+  lookup(scope: string, requestDigest: string, now: number): Promise<IdempotencyKeyUsed | null>;
+  /**
    * Drops an unfinished claim so the request can be retried (5xx, shared-check failures). A begun
    * claim is dropped too: release one only when its effect surely did not happen.
    */

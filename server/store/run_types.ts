@@ -26,7 +26,13 @@ import type {
 } from "../../wire/mod.ts";
 
 export { ACTIVE_RUN_STATES } from "../../wire/mod.ts";
-export type { AuditAction, AuditEntry, AuditPage, RuntimeRunState } from "../../wire/mod.ts";
+export type {
+  AuditAction,
+  AuditEntry,
+  AuditPage,
+  ExchangedToken,
+  RuntimeRunState,
+} from "../../wire/mod.ts";
 
 /**
  * A run as the gateway records it: the public record (what the run routes answer with, see

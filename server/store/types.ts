@@ -6,7 +6,8 @@
  * `tests/store/contract.ts`, part by part.
  *
  * Each part's interface, and the records only it uses, is in its own file: `principals.ts`,
- * `idempotency.ts`, `authority.ts`, `runs.ts`, `audit.ts`, `events.ts`, `answers.ts`. The
+ * `idempotency.ts`, `authority.ts`, `runs.ts`, `audit.ts`, `events.ts`, `answers.ts`,
+ * `trust_policies.ts`. The
  * records several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
  * `run_event_types.ts`. This module re-exports them all.
  *
@@ -24,6 +25,7 @@ import type { RunStore } from "./runs.ts";
 import type { AuditStore } from "./audit.ts";
 import type { RunEventStore } from "./events.ts";
 import type { AnswerStore } from "./answers.ts";
+import type { TrustPolicyStore } from "./trust_policies.ts";
 
 export * from "./principals.ts";
 export * from "./idempotency.ts";
@@ -32,6 +34,7 @@ export * from "./runs.ts";
 export * from "./audit.ts";
 export * from "./events.ts";
 export * from "./answers.ts";
+export * from "./trust_policies.ts";
 export * from "./run_types.ts";
 export * from "./answer_types.ts";
 export * from "./run_event_types.ts";
@@ -52,6 +55,8 @@ export interface StoreParts {
   readonly events: RunEventStore;
   /** Tool answers and webhook delivery ids. */
   readonly answers: AnswerStore;
+  /** Trust policies, and the ID tokens exchanged under them. */
+  readonly trustPolicies: TrustPolicyStore;
 }
 
 /** The name of one part of a store. */
@@ -64,7 +69,7 @@ export type StorePartName = keyof StoreParts;
  * ```ts
  * import assert from "node:assert/strict";
  * import { STORE_PARTS } from "./types.ts";
- * assert.equal(STORE_PARTS.length, 7);
+ * assert.equal(STORE_PARTS.length, 8);
  * assert.ok(STORE_PARTS.includes("principals"));
  * ```
  */
@@ -77,6 +82,7 @@ export const STORE_PARTS: readonly StorePartName[] = Object.freeze(
     "audit",
     "events",
     "answers",
+    "trustPolicies",
   ] as const,
 );
 

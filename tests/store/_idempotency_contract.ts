@@ -34,6 +34,39 @@ export function runIdempotencyContract(test: ContractCase): void {
     assert.deepEqual(other, { state: "conflict" });
   });
 
+  test("idempotency: lookup reads what a key holds and writes nothing", async (store) => {
+    const now = Date.now();
+    const params = freshClaim(now);
+    assert.equal(await store.idempotency.lookup(params.scope, params.requestDigest, now), null);
+    // Looking did not take the key.
+    const claim = await store.idempotency.claim(params);
+    assert.equal(claim.state, "claimed");
+    assert.deepEqual(
+      await store.idempotency.lookup(params.scope, params.requestDigest, now + 1),
+      { state: "inFlight" },
+    );
+    assert.deepEqual(
+      await store.idempotency.lookup(params.scope, randomHex(), now + 1),
+      { state: "conflict" },
+    );
+    const response = { status: 201, body: '{"id":1}' };
+    await store.idempotency.complete({
+      scope: params.scope,
+      token: claim.state === "claimed" ? claim.token : "",
+      response,
+      expiresAt: params.expiresAt,
+    });
+    assert.deepEqual(
+      await store.idempotency.lookup(params.scope, params.requestDigest, now + 2),
+      { state: "completed", response },
+    );
+    // Once expired, the key counts as unused.
+    assert.equal(
+      await store.idempotency.lookup(params.scope, params.requestDigest, params.expiresAt),
+      null,
+    );
+  });
+
   test("idempotency: 50 concurrent claims of one key: exactly one owns it", async (store) => {
     const now = Date.now();
     const params = freshClaim(now);

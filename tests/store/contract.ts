@@ -2,8 +2,8 @@
  * The contract every {@linkcode Store} backend must pass, part by part. A backend's test file calls
  * {@linkcode runStoreContract} once; it registers the cases of every part (or of the parts named
  * in `parts`), each in its own file: `_principal_contract.ts`, `_idempotency_contract.ts`,
- * `_authority_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`, `_event_contract.ts` and
- * `_answer_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
+ * `_authority_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`, `_event_contract.ts`,
+ * `_answer_contract.ts` and `_trust_policy_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
  * see each other's records even on a shared database.
  *
  * @module
@@ -17,6 +17,7 @@ import { runRunContract } from "./_run_contract.ts";
 import { runAuditContract } from "./_audit_contract.ts";
 import { runEventContract } from "./_event_contract.ts";
 import { runAnswerContract } from "./_answer_contract.ts";
+import { runTrustPolicyContract } from "./_trust_policy_contract.ts";
 
 export { testPrincipal } from "./_fixtures.ts";
 
@@ -45,6 +46,7 @@ const PART_CONTRACTS: Record<
   audit: runAuditContract,
   events: runEventContract,
   answers: runAnswerContract,
+  trustPolicies: runTrustPolicyContract,
 };
 
 /**

@@ -244,6 +244,19 @@ export class KvIdempotency implements IdempotencyStore {
     });
   }
 
+  async lookup(
+    scope: string,
+    requestDigest: string,
+    now: number,
+  ): Promise<IdempotencyKeyUsed | null> {
+    try {
+      const entry = await this.#kv.get<IdempotencyEntry>(idempotencyKey(this.#root, scope));
+      return usedState(entry.value, requestDigest, now);
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+
   complete(completion: IdempotencyCompletion): Promise<void> {
     return this.#commits.retry(async () => {
       const operation = this.#kv.atomic();

@@ -55,6 +55,47 @@ function digestKey(root: Deno.KvKey, digest: string): Deno.KvKey {
 }
 
 /**
+ * The keys a new principal takes: its record's and its digest index's. Another part reads them
+ * to tell why a creation it carried failed (`_trust_policies.ts`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { newPrincipalKeys } from "./_principals.ts";
+ * const keys = newPrincipalKeys(["r"], { principalId: "p", bearerDigest: "d" });
+ * assert.deepEqual(keys, [["r", "principal", "p"], ["r", "digest", "d"]]);
+ * ```
+ */
+export function newPrincipalKeys(
+  root: Deno.KvKey,
+  record: Pick<PrincipalRecord, "principalId" | "bearerDigest">,
+): [Deno.KvKey, Deno.KvKey] {
+  return [principalKey(root, record.principalId), digestKey(root, record.bearerDigest)];
+}
+
+/**
+ * Adds a new principal to `operation`: checks that its id and digest are free, then writes the
+ * record and its digest index. Every creation goes through it, another part's included.
+ *
+ * @example
+ * ```ts ignore
+ * addNewPrincipal(operation, root, record);
+ * ```
+ */
+export function addNewPrincipal(
+  operation: Deno.AtomicOperation,
+  root: Deno.KvKey,
+  record: PrincipalRecord,
+): void {
+  const [idKey, byDigest] = newPrincipalKeys(root, record);
+  operation
+    .check({ key: idKey, versionstamp: null })
+    .check({ key: byDigest, versionstamp: null })
+    .set(idKey, record)
+    .set(byDigest, record.principalId);
+}
+
+/**
  * Adds one recorded creation to `operation`: checks that the idempotency key holds `seen`
  * (null: absent) and that the id and digest are absent, then writes everything.
  */
@@ -65,13 +106,7 @@ function addRecorded(
   recording: IdempotencyRecording,
   seen: Deno.KvEntryMaybe<IdempotencyEntry> | null,
 ): void {
-  const idKey = principalKey(root, record.principalId);
-  const byDigest = digestKey(root, record.bearerDigest);
-  operation
-    .check({ key: idKey, versionstamp: null })
-    .check({ key: byDigest, versionstamp: null })
-    .set(idKey, record)
-    .set(byDigest, record.principalId);
+  addNewPrincipal(operation, root, record);
   addRecording(operation, root, recording, seen);
 }
 
@@ -151,8 +186,7 @@ class RecordedCreation extends BatchedWrite<RecordedCreateResult> {
     const recording = this.#recording;
     const keys: [Deno.KvKey, Deno.KvKey, Deno.KvKey] = [
       idempotencyKey(root, recording.scope),
-      principalKey(root, record.principalId),
-      digestKey(root, record.bearerDigest),
+      ...newPrincipalKeys(root, record),
     ];
     const audit = this.audit === undefined ? NO_AUDIT : [this.audit];
     let seen: Deno.KvEntryMaybe<IdempotencyEntry> | null = null;
@@ -270,15 +304,11 @@ export class KvPrincipals implements PrincipalStore {
         new RecordedCreation(this.#commits, this.#root, record, idempotency, audit),
       );
     }
-    const idKey = principalKey(this.#root, record.principalId);
-    const indexKey = digestKey(this.#root, record.bearerDigest);
+    const [idKey, indexKey] = newPrincipalKeys(this.#root, record);
     const inputs = audit === undefined ? NO_AUDIT : [audit];
     return this.#commits.retry(async () => {
-      const operation = this.#kv.atomic()
-        .check({ key: idKey, versionstamp: null })
-        .check({ key: indexKey, versionstamp: null })
-        .set(idKey, record)
-        .set(indexKey, record.principalId);
+      const operation = this.#kv.atomic();
+      addNewPrincipal(operation, this.#root, record);
       if (
         idempotency !== undefined &&
         !(await addCompletion(this.#kv, operation, this.#root, idempotency, this.#now()))

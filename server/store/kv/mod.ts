@@ -4,9 +4,9 @@
  * file each, over one commit helper:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts` (with `_change_marker.ts`), `_runs.ts`,
- *   `_audit.ts`, `_events.ts`, `_answers.ts`: each part's keys, laid out and read by its file
- *   only (a part that writes another's records in one atomic operation uses the small accessors
- *   that file exports);
+ *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`: each part's keys, laid out
+ *   and read by its file only (a part that writes another's records in one atomic operation uses
+ *   the small accessors that file exports);
  * - `_commit.ts`: every commit, with the busy-file wait, the one retry budget, the error mapping,
  *   the audit log's numbering and the one group-commit queue.
  *
@@ -27,6 +27,7 @@ import { KvIdempotency } from "./_idempotency.ts";
 import { KvRuns } from "./_runs.ts";
 import { KvEvents } from "./_events.ts";
 import { KvAnswers } from "./_answers.ts";
+import { KvTrustPolicies } from "./_trust_policies.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -76,6 +77,7 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     audit: new KvAudit(commits, root),
     events: new KvEvents(commits, root),
     answers: new KvAnswers(commits, root),
+    trustPolicies: new KvTrustPolicies(commits, root),
     close(): Promise<void> {
       if (!closed) {
         closed = true;

@@ -16,6 +16,7 @@ import {
   type AuditPage,
   decodeAuditCursor,
   encodeAuditCursor,
+  type ExchangedToken,
   invalidCursor,
 } from "../run_types.ts";
 import type { AuditStore } from "../audit.ts";
@@ -29,6 +30,8 @@ interface AuditRow {
   subject_id: string | null;
   subject_name: string | null;
   run_id: string | null;
+  trust_policy: string | null;
+  token: ExchangedToken | null;
   correlation_id: string;
   outcome: string;
 }
@@ -45,6 +48,8 @@ function toAuditEntry(row: AuditRow): AuditEntry {
   if (row.subject_id !== null) entry.subjectId = row.subject_id;
   if (row.subject_name !== null) entry.subjectName = row.subject_name;
   if (row.run_id !== null) entry.runId = row.run_id;
+  if (row.trust_policy !== null) entry.trustPolicy = row.trust_policy;
+  if (row.token !== null) entry.token = row.token;
   return entry;
 }
 
@@ -56,10 +61,14 @@ function auditInsert(
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`
     INSERT INTO automation_runtime_audit
-      (namespace, at, action, actor_id, subject_id, subject_name, run_id, correlation_id,
-       outcome)
+      (namespace, at, action, actor_id, subject_id, subject_name, run_id, trust_policy, token,
+       correlation_id, outcome)
     SELECT ${namespace}, ${input.at}, ${input.action}, ${input.actorId},
            ${input.subjectId ?? null}, ${input.subjectName ?? null}::text, ${input.runId ?? null},
+           ${input.trustPolicy ?? null}::text,
+           ${
+    input.token === undefined ? null : sql.json(input.token as unknown as postgres.JSONValue)
+  }::jsonb,
            ${input.correlationId}, ${input.outcome}`;
 }
 
@@ -110,8 +119,8 @@ export class PostgresAudit implements AuditStore {
     if (params.cursor !== undefined && before === null) return Promise.reject(invalidCursor());
     return this.#pool.run(async (sql) => {
       const rows = await sql<AuditRow[]>`
-        SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, correlation_id,
-               outcome
+        SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, trust_policy, token,
+               correlation_id, outcome
         FROM automation_runtime_audit
         WHERE namespace = ${this.#ns}
           ${before === null ? sql`` : sql`AND seq < ${String(before)}`}

@@ -6,8 +6,8 @@
  *
  * The principals part writes a completion or a recording inside its own statement, through the
  * fragments this file exports ({@linkcode heldClaim}, {@linkcode completedAfter},
- * {@linkcode priorRecord}, {@linkcode recordedUnless}) and reads what the key held with
- * {@linkcode usedState}.
+ * {@linkcode priorRecord}, {@linkcode recordedUnless}, {@linkcode priorSelected}), reads what the
+ * key held with {@linkcode usedState}, and runs such a statement with {@linkcode recordedWrite}.
  *
  * @module
  */
@@ -21,6 +21,7 @@ import type {
   IdempotencyStore,
 } from "../idempotency.ts";
 import { ms, type PostgresPool, RACE_ATTEMPTS } from "./_pool.ts";
+import { isUniqueViolation } from "./_errors.ts";
 
 /** The columns of a record, as {@linkcode priorRecord} selects them. */
 export interface PriorRecordRow {
@@ -175,6 +176,65 @@ export function recordedUnless(
     RETURNING 1`;
 }
 
+/**
+ * The tail of a recorded write's final `SELECT`: the columns of {@linkcode PriorRecordRow} from
+ * the CTE named `prior` ({@linkcode priorRecord}), one row whether or not the key had a record.
+ *
+ * @example
+ * ```ts ignore
+ * sql`… SELECT (SELECT count(*) FROM inserted)::int AS created, ${priorSelected(sql)}`;
+ * ```
+ */
+export function priorSelected(sql: postgres.Sql): postgres.PendingQuery<postgres.Row[]> {
+  return sql`
+    prior.request_digest, prior.completed, prior.lease_until, prior.expires_at,
+    prior.response_status, prior.response_body, prior.begun
+    FROM (SELECT 1) AS one LEFT JOIN prior ON true`;
+}
+
+/** What a recorded write's statement reports: its creation count and the key's prior record. */
+export interface RecordedWriteRow extends PriorRecordRow {
+  /** Rows the write created (0: it wrote nothing). */
+  created: number;
+}
+
+/**
+ * Runs a recorded write until it decides. A recorded write is ONE statement that writes an effect
+ * and the finished record of `recording` ({@linkcode recordedUnless}), or nothing, and reports
+ * what it created beside the key's prior record. The answer is `created`; else what the key held
+ * ({@linkcode usedState}); else the write's own reason (`refusal`). A statement that met a
+ * racing commit (a unique violation, which rolled all of it back) or saw no reason (another
+ * statement wrote the key after its snapshot) is run again, at most {@linkcode RACE_ATTEMPTS}
+ * times; then the key counts as in flight.
+ *
+ * @example
+ * ```ts ignore
+ * const refusal = (row: Row) => row.taken > 0 ? "exists" : null;
+ * return await recordedWrite(recording, () => statement(sql), refusal);
+ * ```
+ */
+export async function recordedWrite<R extends RecordedWriteRow, T extends string>(
+  recording: IdempotencyRecording,
+  statement: () => Promise<R>,
+  refusal: (row: R) => T | null,
+): Promise<"created" | T | IdempotencyKeyUsed> {
+  for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+    let row: R;
+    try {
+      row = await statement();
+    } catch (error) {
+      if (isUniqueViolation(error)) continue;
+      throw error;
+    }
+    if (row.created > 0) return "created";
+    const used = usedState(row, recording.requestDigest, recording.now);
+    if (used !== null) return used;
+    const refused = refusal(row);
+    if (refused !== null) return refused;
+  }
+  return { state: "inFlight" };
+}
+
 /** The idempotency part of the PostgreSQL store. */
 export class PostgresIdempotency implements IdempotencyStore {
   readonly #pool: PostgresPool;
@@ -240,6 +300,14 @@ export class PostgresIdempotency implements IdempotencyStore {
         UPDATE automation_runtime_idempotency SET lease_until = ${ms(now)}
         WHERE namespace = ${this.#ns} AND scope = ${scope} AND token = ${token}
           AND NOT completed AND begun AND lease_until > ${ms(now)}`;
+    });
+  }
+
+  /** Reads the key's record and says what it means (no write). */
+  lookup(scope: string, requestDigest: string, now: number): Promise<IdempotencyKeyUsed | null> {
+    return this.#pool.run(async (sql) => {
+      const [row] = await sql<PriorRecordRow[]>`${priorRecord(sql, this.#ns, scope)}`;
+      return row === undefined ? null : usedState(row, requestDigest, now);
     });
   }
 

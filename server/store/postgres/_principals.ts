@@ -31,15 +31,15 @@ import {
 } from "../idempotency.ts";
 import type { PurgeOptions } from "../authority.ts";
 import { RESOURCE_POLICY_FIELDS, type ResourcePolicyField } from "../../../wire/mod.ts";
-import { type PostgresPool, RACE_ATTEMPTS } from "./_pool.ts";
-import { isUniqueViolation } from "./_errors.ts";
+import type { PostgresPool } from "./_pool.ts";
 import {
   completedAfter,
   heldClaim,
   priorRecord,
-  type PriorRecordRow,
+  priorSelected,
   recordedUnless,
-  usedState,
+  recordedWrite,
+  type RecordedWriteRow,
 } from "./_idempotency.ts";
 import { auditAfter } from "./_audit.ts";
 import { revocationCounted } from "./_authority.ts";
@@ -78,8 +78,7 @@ function resourcePolicyOf(record: PrincipalRecord): ResourcePolicyLists | null {
 }
 
 /** What the single statement of a recorded creation reports. */
-interface RecordedCreateRow extends PriorRecordRow {
-  created: number;
+interface RecordedCreateRow extends RecordedWriteRow {
   taken: number;
 }
 
@@ -116,6 +115,60 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
   if (row.metadata !== null) record.metadata = row.metadata;
   if (row.resource_policy !== null) Object.assign(record, row.resource_policy);
   return record;
+}
+
+/**
+ * The `INSERT … SELECT` of one principal row, shared by every statement that creates a
+ * principal (the trust policies part's exchange included); callers append their `WHERE`,
+ * `ON CONFLICT` and `RETURNING`.
+ *
+ * @example
+ * ```ts ignore
+ * sql`WITH inserted AS (${principalInsert(sql, namespace, record)} RETURNING 1) …`;
+ * ```
+ */
+export function principalInsert(
+  sql: postgres.Sql,
+  namespace: string,
+  record: PrincipalRecord,
+): postgres.PendingQuery<postgres.Row[]> {
+  const policy = resourcePolicyOf(record);
+  return sql`
+    INSERT INTO automation_runtime_principals
+      (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
+       created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata,
+       resource_policy)
+    SELECT ${namespace}, ${record.principalId}, ${record.bearerDigest},
+           ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
+           ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
+           ${record.agentIds ? sql.array([...record.agentIds]) : null}::text[],
+           ${record.maxActiveRuns ?? null}::integer, ${record.name ?? null}::text,
+           ${
+    record.metadata === undefined
+      ? null
+      : sql.json(record.metadata as unknown as postgres.JSONValue)
+  }::jsonb,
+           ${policy === null ? null : sql.json(policy)}::jsonb`;
+}
+
+/**
+ * The query of the principals holding `record`'s id or digest (none: both are free), for a CTE
+ * of a statement that creates it.
+ *
+ * @example
+ * ```ts ignore
+ * sql`WITH taken AS (${principalTaken(sql, namespace, record)}) …`;
+ * ```
+ */
+export function principalTaken(
+  sql: postgres.Sql,
+  namespace: string,
+  record: PrincipalRecord,
+): postgres.PendingQuery<postgres.Row[]> {
+  return sql`
+    SELECT 1 FROM automation_runtime_principals
+    WHERE namespace = ${namespace}
+      AND (principal_id = ${record.principalId} OR bearer_digest = ${record.bearerDigest})`;
 }
 
 /** The principals part of the PostgreSQL store. */
@@ -218,7 +271,7 @@ export class PostgresPrincipals implements PrincipalStore {
       if (completion === undefined) {
         const inserted = await sql`
           WITH inserted AS (
-            ${this.#insert(sql, record)}
+            ${principalInsert(sql, ns, record)}
             ON CONFLICT DO NOTHING
             RETURNING 1
           )${auditAfter(sql, ns, audit, "inserted")}
@@ -229,7 +282,7 @@ export class PostgresPrincipals implements PrincipalStore {
         WITH claim AS (
           ${heldClaim(sql, ns, completion)}
         ), inserted AS (
-          ${this.#insert(sql, record)}
+          ${principalInsert(sql, ns, record)}
           WHERE EXISTS (SELECT 1 FROM claim)
           ON CONFLICT DO NOTHING
           RETURNING 1
@@ -251,30 +304,6 @@ export class PostgresPrincipals implements PrincipalStore {
   }
 
   /**
-   * The `INSERT … SELECT` of one principal row, shared by every statement that creates a
-   * principal; callers append their `WHERE`, `ON CONFLICT` and `RETURNING`.
-   */
-  #insert(sql: postgres.Sql, record: PrincipalRecord): postgres.PendingQuery<postgres.Row[]> {
-    const policy = resourcePolicyOf(record);
-    return sql`
-      INSERT INTO automation_runtime_principals
-        (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
-         created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata,
-         resource_policy)
-      SELECT ${this.#ns}, ${record.principalId}, ${record.bearerDigest},
-             ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
-             ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
-             ${record.agentIds ? sql.array([...record.agentIds]) : null}::text[],
-             ${record.maxActiveRuns ?? null}::integer, ${record.name ?? null}::text,
-             ${
-      record.metadata === undefined
-        ? null
-        : sql.json(record.metadata as unknown as postgres.JSONValue)
-    }::jsonb,
-             ${policy === null ? null : sql.json(policy)}::jsonb`;
-  }
-
-  /**
    * A recorded creation as ONE statement (no pinned connection). It reads the key's record and
    * whether the id or digest is taken; writes the finished idempotency record only when the key
    * is unused and neither is taken; and inserts the principal only when the record was written.
@@ -289,43 +318,30 @@ export class PostgresPrincipals implements PrincipalStore {
     audit: AuditEntryInput | undefined,
   ): Promise<RecordedCreateResult> {
     const ns = this.#ns;
-    return this.#pool.run(async (sql) => {
-      for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
-        let row: RecordedCreateRow;
-        try {
-          [row] = await sql<RecordedCreateRow[]>`
+    return this.#pool.run((sql) =>
+      recordedWrite(
+        recording,
+        async () => {
+          const [row] = await sql<RecordedCreateRow[]>`
             WITH prior AS (
               ${priorRecord(sql, ns, recording.scope)}
             ), taken AS (
-              SELECT 1 FROM automation_runtime_principals
-              WHERE namespace = ${ns}
-                AND (principal_id = ${record.principalId}
-                     OR bearer_digest = ${record.bearerDigest})
+              ${principalTaken(sql, ns, record)}
             ), recorded AS (
               ${recordedUnless(sql, ns, recording, "taken")}
             ), inserted AS (
-              ${this.#insert(sql, record)}
+              ${principalInsert(sql, ns, record)}
               WHERE EXISTS (SELECT 1 FROM recorded)
               RETURNING 1
             )${auditAfter(sql, ns, audit, "inserted")}
             SELECT (SELECT count(*) FROM inserted)::int AS created,
                    (SELECT count(*) FROM taken)::int AS taken,
-                   prior.request_digest, prior.completed, prior.lease_until, prior.expires_at,
-                   prior.response_status, prior.response_body, prior.begun
-            FROM (SELECT 1) AS one LEFT JOIN prior ON true`;
-        } catch (error) {
-          // A creation of the same id or digest committed meanwhile: look again.
-          if (isUniqueViolation(error)) continue;
-          throw error;
-        }
-        if (row.created > 0) return "created";
-        const used = usedState(row, recording.requestDigest, recording.now);
-        if (used !== null) return used;
-        if (row.taken > 0) return "exists";
-        // Another statement wrote the key after this one's snapshot: look again.
-      }
-      return { state: "inFlight" };
-    });
+                   ${priorSelected(sql)}`;
+          return row;
+        },
+        (row) => row.taken > 0 ? "exists" : null,
+      )
+    );
   }
 
   /**

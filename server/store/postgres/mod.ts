@@ -4,8 +4,9 @@
  * each, over one connection pool:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_runs.ts`, `_audit.ts`,
- *   `_events.ts`, `_answers.ts`: each part's statements over its own tables (a part that writes
- *   another's rows in one statement uses the SQL fragments that part's file exports);
+ *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`: each part's statements over its own
+ *   tables (a part that writes another's rows in one statement uses the SQL fragments that
+ *   part's file exports);
  * - `_pool.ts`: every connection (the pool, its replacement when wedged, `LISTEN`) and every
  *   statement's error mapping (`_errors.ts`), with `_driver_guard.ts` against the driver's
  *   known crashes;
@@ -32,6 +33,7 @@ import { PostgresRuns } from "./_runs.ts";
 import { PostgresAudit } from "./_audit.ts";
 import { PostgresEvents } from "./_events.ts";
 import { PostgresAnswers } from "./_answers.ts";
+import { PostgresTrustPolicies } from "./_trust_policies.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./_pool.ts";
 export { SchemaVersionError } from "./_migrate.ts";
@@ -92,6 +94,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     audit: new PostgresAudit(pool, namespace),
     events: new PostgresEvents(pool, namespace),
     answers: new PostgresAnswers(pool, namespace, options.now ?? Date.now),
+    trustPolicies: new PostgresTrustPolicies(pool, namespace),
     close: (): Promise<void> => pool.close(),
   });
 }
