@@ -63,6 +63,8 @@ export type ErrorCode =
   | "toolUseNotFound"
   | "alreadyAnswered"
   | "webhookVerificationFailed"
+  | "trustPolicyExists"
+  | "policyMismatch"
   | "internal";
 
 /** Every stable error code the service answers with, its default status and layer. */
@@ -100,6 +102,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     toolUseNotFound: { status: 404, layer: "authority" },
     alreadyAnswered: { status: 409, layer: "authority" },
     webhookVerificationFailed: { status: 401, layer: "auth" },
+    trustPolicyExists: { status: 409, layer: "authority" },
+    policyMismatch: { status: 403, layer: "authority" },
     internal: { status: 500, layer: "internal" },
   },
 );

@@ -94,7 +94,8 @@ export {
   type IdempotencyOptions,
   type IdempotencyRuleOptions,
 } from "./rules/idempotency.ts";
-export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./routes/principals.ts";
+export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./issuance.ts";
+export type { TokenExchangeOptions } from "./oidc/exchange.ts";
 export {
   type KvStoreOptions,
   openKvStore,

@@ -48,6 +48,14 @@ export interface RouteDefinition {
   readonly path: string;
   /** Which rules apply. */
   readonly kind: RouteKind;
+  /**
+   * Who may call a shared route: `bearer` (the default) runs the authentication rule, so every
+   * caller is a principal; `none` leaves that one step out, for the one route whose body carries
+   * its own credential (`POST /v1/token-exchange`). Such a route has no capability, its in-flight
+   * quota is shared by every anonymous caller, and its refusals are not recorded under their
+   * idempotency key (an anonymous caller must not make the store write): see `rules/order.ts`.
+   */
+  readonly authentication?: "bearer" | "none";
   /** Capability the caller needs (shared routes). */
   readonly capability?: Capability;
   /** A mutating request that requires an `idempotency-key` and is replayed by it. */
@@ -59,6 +67,8 @@ export interface RouteDefinition {
   readonly idempotency?: IdempotencyMode;
   /** Schema of the JSON body; when set, the content-type, body and JSON rules run. */
   readonly body?: BodySchema;
+  /** A body limit of its own, in bytes, below the server's (`maxBodyBytes`). */
+  readonly maxBodyBytes?: number;
   /** Answers the request. */
   handle(context: RequestContext): Response | Promise<Response>;
   /** Rebuilds a recorded response on replay (default: the recorded status and body as JSON). */

@@ -34,6 +34,9 @@ import { openApiRoutes } from "./routes/openapi.ts";
 import { runRoutes } from "./routes/runs.ts";
 import { answerRoutes } from "./routes/answers.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import { trustPolicyRoutes } from "./routes/trust_policies.ts";
+import { tokenExchangeRoutes } from "./routes/token_exchange.ts";
+import type { TokenExchangeOptions } from "./oidc/exchange.ts";
 import { ToolAnswers } from "./runs/answers.ts";
 import { runEventRoutes } from "./routes/run_events.ts";
 import { RunEventHub } from "./runs/events.ts";
@@ -56,7 +59,7 @@ import { duplicatesRule } from "./rules/duplicates.ts";
 import { Idempotency, idempotencyKeyRule } from "./rules/idempotency.ts";
 import { interfaceVersionRule } from "./rules/interface_version.ts";
 import { jsonRule } from "./rules/json.ts";
-import { inRuleOrder } from "./rules/order.ts";
+import { inRuleOrder, stepsOf } from "./rules/order.ts";
 import { DEFAULT_IN_FLIGHT_QUOTA, InFlightQuota, quotaRule } from "./rules/quota.ts";
 import { routeRule } from "./rules/route.ts";
 import type { RuntimeServices } from "./services.ts";
@@ -139,6 +142,12 @@ export interface RuntimeServerOptions {
     /** Deliveries read and verified at once (default 16); one more answers 429. */
     maxUnverified?: number;
   };
+  /**
+   * The token exchange (`POST /v1/token-exchange`) and the trust policies it reads: whether
+   * loopback `http:` issuers are allowed (tests and local use only), the rate limits, the fetch
+   * of issuers' keys.
+   */
+  tokenExchange?: TokenExchangeOptions;
   /**
    * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s by
    * another replica once its holder is gone). Shorter: faster takeover, more store writes.
@@ -273,20 +282,33 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
    * rules (`rules/order.ts`, which the MCP tool calls follow too), then its handler.
    */
   function chainFor(route: RouteDefinition): Chain<RequestContext> {
+    const anonymous = route.authentication === "none";
+    if (anonymous && route.capability !== undefined) {
+      throw new Error(`Route ${route.method} ${route.path} has a capability but no authentication`);
+    }
+    const body = route.maxBodyBytes === undefined
+      ? shared.body
+      : bodyRule({ maxBytes: Math.min(route.maxBodyBytes, maxBodyBytes) });
     const rules = route.kind !== "shared" ? [] : inRuleOrder<RequestContext>({
-      duplicates: shared.duplicates,
-      authenticate: shared.authenticate,
-      interfaceVersion: shared.interfaceVersion,
-      correlation: shared.correlation,
-      deadline: shared.deadline,
+      ...stepsOf(route, {
+        duplicates: shared.duplicates,
+        authenticate: shared.authenticate,
+        interfaceVersion: shared.interfaceVersion,
+        correlation: shared.correlation,
+        deadline: shared.deadline,
+        quota: shared.quota,
+      }),
       capability: route.capability === undefined ? undefined : capabilityRule(route.capability),
-      quota: shared.quota,
       idempotencyKey: route.idempotent ? shared.idempotencyKey : undefined,
       contentType: route.body === undefined ? undefined : shared.contentType,
-      body: route.body === undefined ? undefined : shared.body,
+      body: route.body === undefined ? undefined : body,
       json: route.body === undefined ? undefined : jsonRule(route.body),
       idempotency: route.idempotent
-        ? idempotency.rule({ mode: route.idempotency, replay: route.replay?.bind(route) })
+        ? idempotency.rule({
+          mode: route.idempotency,
+          replay: route.replay?.bind(route),
+          recordRefusals: !anonymous,
+        })
         : undefined,
     });
     rules.push((context) => route.handle(context));
@@ -359,6 +381,10 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     }),
     ...runEventRoutes({ gateway: runs, hub: events, store }),
     ...auditRoutes(services),
+    ...trustPolicyRoutes(services, {
+      allowLoopbackHttp: options.tokenExchange?.allowLoopbackHttp === true,
+    }),
+    ...tokenExchangeRoutes(services, options.tokenExchange),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];
@@ -473,6 +499,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store.principals.purgeRetired({ now: at, retentionMs }),
       store.authority.purgeRetired({ now: at, retentionMs }),
       purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
+      store.trustPolicies.purgeTokenUses(at),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),

@@ -30,6 +30,10 @@ import {
 } from "./runs/events.ts";
 import { DEFAULT_SERVICE_MAX_ACTIVE_RUNS, PROVIDER_VARIABLES } from "./runs/mod.ts";
 import { DEFAULT_RUN_LEASE_MS } from "./runs/tail.ts";
+import {
+  DEFAULT_EXCHANGES_PER_MINUTE,
+  DEFAULT_EXCHANGES_PER_MINUTE_TOTAL,
+} from "./oidc/rate_limit.ts";
 import { DEFAULT_RETENTION_MS, type RuntimeServerOptions } from "./server.ts";
 
 const DAY_MS = 86_400_000;
@@ -158,6 +162,30 @@ const HOSTNAME: SettingParser<string> = {
   parse(text: string, name: string): string {
     if (text.trim() === "") throw new Error(`${name} must not be empty`);
     return text;
+  },
+};
+
+/**
+ * A yes-or-no setting: `true`, `1` or `yes` turn it on, `false`, `0` or `no` off (any case). An
+ * empty text counts as unset.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { BOOLEAN_SETTING } from "./settings.ts";
+ * assert.equal(BOOLEAN_SETTING.parse("TRUE", "--flag"), true);
+ * assert.equal(BOOLEAN_SETTING.parse("0", "--flag"), false);
+ * assert.throws(() => BOOLEAN_SETTING.parse("on", "--flag"), /--flag must be true or false/);
+ * ```
+ */
+export const BOOLEAN_SETTING: SettingParser<boolean> = {
+  accepts: "true or false",
+  parse(text: string, name: string): boolean | undefined {
+    const value = text.trim().toLowerCase();
+    if (value === "") return undefined;
+    if (value === "true" || value === "1" || value === "yes") return true;
+    if (value === "false" || value === "0" || value === "no") return false;
+    throw new Error(`${name} must be true or false`);
   },
 };
 
@@ -353,6 +381,34 @@ export const SERVE_SETTINGS = Object.freeze({
     help: "browser origins allowed to call `/v1/*` across origins: comma-separated exact origins",
     deploy: true,
   }),
+  oidcAllowLoopbackHttp: setting({
+    flag: "oidc-allow-loopback-http",
+    placeholder: "BOOL",
+    env: "AUTOMATION_RUNTIME_OIDC_ALLOW_LOOPBACK_HTTP",
+    parser: BOOLEAN_SETTING,
+    default: false,
+    help: "let trust policies name OIDC issuers served over plain http on 127.0.0.1, [::1] or " +
+      "localhost: for tests and local use only, never in production",
+  }),
+  exchangesPerMinute: setting({
+    flag: "exchanges-per-minute",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_EXCHANGES_PER_MINUTE",
+    parser: integerSetting({ min: 1, max: 1_000_000 }),
+    default: DEFAULT_EXCHANGES_PER_MINUTE,
+    help: "token exchanges one trust policy admits per minute on this replica, then 429",
+    deploy: true,
+  }),
+  exchangesPerMinuteTotal: setting({
+    flag: "exchanges-per-minute-total",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_EXCHANGES_PER_MINUTE_TOTAL",
+    parser: integerSetting({ min: 1, max: 1_000_000 }),
+    default: DEFAULT_EXCHANGES_PER_MINUTE_TOTAL,
+    help: "token exchange attempts this replica admits per minute over every policy (unknown " +
+      "names included), then 429",
+    deploy: true,
+  }),
   retentionDays: setting({
     flag: "retention-days",
     placeholder: "N",
@@ -491,6 +547,7 @@ export type SettingsServerOptions =
       | "maxEventStreamsPerPrincipal"
       | "webhookIntake"
       | "runLeaseMs"
+      | "tokenExchange"
     >
   >
   & Pick<RuntimeServerOptions, "cors" | "retentionMs">;
@@ -525,6 +582,11 @@ export function serverOptionsOf(settings: ServeSettings): SettingsServerOptions 
       maxUnverified: settings.webhookMaxUnverified,
     },
     runLeaseMs: settings.runLeaseMs,
+    tokenExchange: {
+      allowLoopbackHttp: settings.oidcAllowLoopbackHttp,
+      perPolicyPerMinute: settings.exchangesPerMinute,
+      totalPerMinute: settings.exchangesPerMinuteTotal,
+    },
     cors: settings.corsOrigins === undefined ? undefined : { allowedOrigins: settings.corsOrigins },
     retentionMs: settings.retentionDays * DAY_MS,
   };

@@ -7,21 +7,13 @@
  * @module
  */
 
-/** Every reason an ID token can be refused for, in the order verification meets them. */
-export const OIDC_REFUSAL_REASONS = [
-  "malformed",
-  "unsupportedAlgorithm",
-  "issuerNotAllowed",
-  "issuerUnreachable",
-  "issuerInvalid",
-  "unknownKey",
-  "badSignature",
-  "issuerMismatch",
-  "audienceMismatch",
-  "missingClaim",
-  "expired",
-  "notYetValid",
-] as const;
+import { ID_TOKEN_REFUSALS } from "../../wire/mod.ts";
+
+/**
+ * Every reason an ID token can be refused for, in the order verification meets them: the wire
+ * contract's `ID_TOKEN_REFUSALS`, which the token exchange answers in `details.reason`.
+ */
+export const OIDC_REFUSAL_REASONS: typeof ID_TOKEN_REFUSALS = ID_TOKEN_REFUSALS;
 
 /**
  * A stable reason code of {@linkcode OidcVerificationError}:

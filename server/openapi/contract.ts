@@ -51,6 +51,8 @@ const SHARED: readonly ErrorCode[] = [
   "resourceExhausted",
   "storeUnavailable",
 ];
+/** The codes of the authentication rule. */
+const BEARER: readonly ErrorCode[] = ["authenticationFailed", "tokenExpired"];
 const BODY: readonly ErrorCode[] = [
   "unsupportedMediaType",
   "payloadTooLarge",
@@ -76,7 +78,11 @@ const MCP: readonly ErrorCode[] = [
 export function errorCodesOf(route: RouteDefinition, declaration: RouteDeclaration): ErrorCode[] {
   const codes = new Set<ErrorCode>(ALWAYS);
   if (route.kind === "shared") {
-    for (const code of SHARED) codes.add(code);
+    for (const code of SHARED) {
+      // A route without a bearer answers the authentication codes only as its handler declares.
+      if (route.authentication === "none" && BEARER.includes(code)) continue;
+      codes.add(code);
+    }
     if (route.capability !== undefined) codes.add("missingCapability");
     if (route.body !== undefined) { for (const code of BODY) codes.add(code); }
     if (route.idempotent) { for (const code of IDEMPOTENT) codes.add(code); }

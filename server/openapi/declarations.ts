@@ -24,6 +24,8 @@ import {
   runSchema,
   runtimeInfoSchema,
   toolConfirmationSchema,
+  trustPolicyPageSchema,
+  trustPolicySchema,
 } from "./schemas.ts";
 
 /** One successful answer of a route. */
@@ -295,6 +297,47 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     ],
     answers: { 200: { description: "A page.", schema: auditPageSchema } },
     errors: ["invalidRequest"],
+  },
+  "POST /v1/trust-policies": {
+    summary: "Create a trust policy for the token exchange",
+    description: "Which OIDC issuer, audience and claims a CI job's ID token must have, and " +
+      "what the principal it is exchanged for gets. Layer `authority` 422s are the grant " +
+      "rules: capabilities and run policy within the caller's, never authority:admin; the " +
+      "issuer an https URL.",
+    tag: "trust-policies",
+    answers: { 201: { description: "Created.", schema: trustPolicySchema } },
+    errors: ["trustPolicyExists"],
+  },
+  "GET /v1/trust-policies": {
+    summary: "List trust policies by name, a page at a time",
+    tag: "trust-policies",
+    query: [limit(500, 100), cursor],
+    answers: { 200: { description: "A page, by name.", schema: trustPolicyPageSchema } },
+    errors: ["invalidRequest"],
+  },
+  "DELETE /v1/trust-policies/:name": {
+    summary: "Delete a trust policy",
+    description: "No exchange under it issues anything from now on, on every replica; " +
+      "principals it issued keep their expiry.",
+    tag: "trust-policies",
+    answers: { 204: { description: "Deleted." } },
+    errors: ["notFound"],
+  },
+  "POST /v1/token-exchange": {
+    summary: "Exchange a CI job's OIDC ID token for a principal",
+    description: "No bearer: the body carries the credential (RFC 8693 style). The answer is " +
+      "a principal as `POST /v1/principals` answers it, with its one-time bearer. A refused " +
+      "token is 401 `authenticationFailed` with `details.reason`; claims the policy does not " +
+      "match are 403 `policyMismatch` with `details.claim`; 429 past the rate limits.",
+    tag: "trust-policies",
+    answers: {
+      201: {
+        description: "Exchanged.",
+        schema: principalIssuedSchema,
+        headers: ["cache-control"],
+      },
+    },
+    errors: ["authenticationFailed", "policyMismatch"],
   },
   "POST /v1/mcp": {
     summary: "MCP: one JSON-RPC message",

@@ -155,7 +155,7 @@ function operation(contract: RouteContract): Json {
     summary: declaration.summary,
     ...(declaration.description !== undefined ? { description: declaration.description } : {}),
     tags: [declaration.tag],
-    security: route.kind === "public" ? [] : [{ bearer: [] }],
+    security: route.kind === "public" || route.authentication === "none" ? [] : [{ bearer: [] }],
     ...(route.capability !== undefined ? { "x-capability": route.capability } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
   };

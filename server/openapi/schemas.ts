@@ -25,6 +25,9 @@ import {
   TOOL_CONFIRMATION_RESULTS,
   TOOL_REQUEST_KINDS,
   type ToolConfirmation,
+  TRUST_POLICY_NAME,
+  type TrustPolicy,
+  type TrustPolicyPage,
 } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 import { principalPolicyAnswerShape } from "../schemas/principals.ts";
@@ -110,6 +113,25 @@ export const runPageSchema = z.strictObject({
   nextCursor: z.string().nullable(),
 }) satisfies z.ZodType<RunPage>;
 
+/** A trust policy, as `POST` and `GET /v1/trust-policies` answer it. */
+export const trustPolicySchema = z.strictObject({
+  name: z.string().regex(TRUST_POLICY_NAME),
+  issuer: z.string().describe("the OIDC issuer (its tokens' iss)"),
+  audience: z.string(),
+  claims: z.record(z.string(), z.string()).describe("claim name to exact value or * glob"),
+  capabilities: z.array(capability).min(1),
+  ...principalPolicyAnswerShape(),
+  ttlSeconds: z.int().min(1),
+  creatorId: uuid,
+  createdAt: timestamp,
+}) satisfies z.ZodType<TrustPolicy>;
+
+/** `GET /v1/trust-policies`. */
+export const trustPolicyPageSchema = z.strictObject({
+  trustPolicies: z.array(trustPolicySchema),
+  nextCursor: z.string().nullable().describe("pass back as `cursor`; null after the last page"),
+}) satisfies z.ZodType<TrustPolicyPage>;
+
 /** `GET /v1/audit`. */
 export const auditPageSchema = z.strictObject({
   entries: z.array(z.strictObject({
@@ -122,6 +144,13 @@ export const auditPageSchema = z.strictObject({
       "the subject's name, on principal.issued and principal.revoked when it has one",
     ),
     runId: z.string().optional(),
+    trustPolicy: z.string().optional(),
+    token: z.strictObject({
+      issuer: z.string(),
+      subject: z.string(),
+      jwtId: z.string(),
+      claims: z.record(z.string(), z.string()),
+    }).optional().describe("token.exchanged: the ID token's iss, sub, jti and matched claims"),
     correlationId: z.string(),
     outcome: z.string().describe("`ok`, or a stable error code"),
   })),
@@ -184,7 +213,9 @@ export function errorSchema(codes: readonly ErrorCode[]): z.ZodType {
       correlationId: z.string(),
     }).describe(
       "Further camelCase fields by code: header, supportedVersions, requiredCapability, " +
-        "details, maxBytes, allowedMethods, providerErrorType, providerStatus",
+        "details (a list of { path, message } on invalidRequest; { reason, claim? } on a " +
+        "refused token exchange; { claim } on policyMismatch), maxBytes, allowedMethods, " +
+        "providerErrorType, providerStatus",
     ),
   });
 }
@@ -202,6 +233,8 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   ToolConfirmation: toolConfirmationSchema,
   CustomToolResult: customToolResultSchema,
   AuditPage: auditPageSchema,
+  TrustPolicy: trustPolicySchema,
+  TrustPolicyPage: trustPolicyPageSchema,
   OpenApiDocument: openApiSchema,
   JsonRpcMessage: jsonRpcSchema,
 };

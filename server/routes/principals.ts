@@ -8,37 +8,39 @@
  * null after the last page. A bad `limit` or `cursor` (or any other query parameter) is 422
  * `invalidRequest`.
  *
- * A bearer is never stored: it is derived as HMAC-SHA256(bootstrap authority key, principal id
- * and a stored random nonce), and only its SHA-256 digest is kept. The recorded idempotent answer
- * of a 201 leaves the bearer out; a replay derives it again, so the caller gets the identical body.
+ * Issuance itself (the record, its bearer, the answer and its replay) is `issuance.ts`'s, shared
+ * with the token exchange: a bearer is never stored, and the recorded idempotent answer of a 201
+ * leaves the bearer out; a replay derives it again, so the caller gets the identical body.
  *
  * @module
  */
-import { hmacSha256, sha256Hex, toBase64Url } from "../digest.ts";
 import type { RequestContext } from "../context.ts";
+import { toBase64Url } from "../digest.ts";
 import { InterfaceError } from "../errors.ts";
+import {
+  capabilityGrantProblems,
+  issuedAnswer,
+  labelsOf,
+  MAX_PRINCIPAL_TTL_MS,
+  newPrincipal,
+  replayIssued,
+} from "../issuance.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RuntimeServices } from "../services.ts";
-import type {
-  CreatePrincipalResult,
-  PrincipalPosition,
-  PrincipalRecord,
-  StoredResponse,
-} from "../store/types.ts";
+import type { CreatePrincipalResult, PrincipalPosition } from "../store/types.ts";
 import type { CreatePrincipalBody } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, policyAnswer, runPolicyOf } from "../runs/policy.ts";
 
+export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "../issuance.ts";
+
 /** Principals in one page of `GET /v1/principals` unless `limit` says otherwise. */
 export const DEFAULT_PAGE_SIZE = 100;
 /** Most principals in one page of `GET /v1/principals`. */
 export const MAX_PAGE_SIZE = 500;
-
-/** Longest lifetime of an issued principal: 90 days, in ms. */
-export const MAX_PRINCIPAL_TTL_MS = 90 * 86_400_000;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -51,61 +53,12 @@ export const createPrincipalSchema: LazyBodySchema = lazyBodySchema(async () =>
   (await import("../schemas/principals.ts")).createPrincipalBody
 );
 
-/**
- * Derives the bearer of a principal from the bootstrap authority key and its nonce:
- * `art_` + base64url(HMAC-SHA256(key, principal id, nonce)), 32 bytes.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { derivePrincipalBearer } from "./principals.ts";
- * const key = crypto.getRandomValues(new Uint8Array(32));
- * const bearer = derivePrincipalBearer(key, crypto.randomUUID(), "nonce");
- * assert.equal(bearer.startsWith("art_"), true);
- * assert.equal(bearer.length, 47);
- * ```
- */
-export function derivePrincipalBearer(
-  authorityKey: Uint8Array,
-  principalId: string,
-  nonce: string,
-): string {
-  const mac = toBase64Url(
-    hmacSha256(
-      authorityKey,
-      `automation-runtime/principal-bearer/v1\n${principalId}\n${nonce}`,
-      MAC,
-    ),
-  );
-  return `art_${mac}`;
-}
-
-/** Responses that carry a bearer must not be cached. */
-const NO_STORE = { "cache-control": "no-store" };
-
-const NONCE_BYTES = new Uint8Array(16);
-const MAC = new Uint8Array(32);
-
-function randomNonce(): string {
-  return toBase64Url(crypto.getRandomValues(NONCE_BYTES));
-}
-
 function checkGrant(
   body: CreatePrincipalBody,
   caller: NonNullable<RequestContext["principal"]>,
   now: number,
 ): ValidationDetail[] {
-  const details: ValidationDetail[] = [];
-  if (body.capabilities.includes("authority:admin")) {
-    details.push({ path: "capabilities", message: "Must not include authority:admin" });
-  }
-  const missing = body.capabilities.filter((name) => !caller.capabilities.includes(name));
-  if (missing.length > 0) {
-    details.push({
-      path: "capabilities",
-      message: `Must be a subset of the caller's capabilities; not held: ${missing.join(", ")}`,
-    });
-  }
+  const details = capabilityGrantProblems(body.capabilities, caller.capabilities);
   const expiresAt = parseRfc3339(body.expiresAt)!;
   if (expiresAt <= now) {
     details.push({ path: "expiresAt", message: "Must be in the future" });
@@ -116,16 +69,6 @@ function checkGrant(
     details.push({ path: "expiresAt", message: "Must not be after the caller's own expiry" });
   }
   return details;
-}
-
-/** A principal's name and metadata, where it has them, for a record or an answer. */
-function labelsOf(
-  source: { name?: string; metadata?: Readonly<Record<string, string>> },
-): { name?: string; metadata?: Record<string, string> } {
-  return {
-    ...(source.name !== undefined ? { name: source.name } : {}),
-    ...(source.metadata !== undefined ? { metadata: { ...source.metadata } } : {}),
-  };
 }
 
 function principalExists(): InterfaceError {
@@ -205,31 +148,15 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       throw invalidRequest(details, { layer: "authority" });
     }
     if (body.principalId === bootstrap.principalId) throw principalExists();
-    // The policy is stored as it is answered: each list that limits the principal, its limit.
-    const granted = policyAnswer(policy);
-    // Stored and answered in one canonical form: UTC with milliseconds.
-    const expiresAt = new Date(parseRfc3339(body.expiresAt)!).toISOString();
-    const nonce = randomNonce();
-    const bearer = derivePrincipalBearer(bootstrap.authorityKey, body.principalId, nonce);
-    const record: PrincipalRecord = {
+    const { record, bearer, principal: publicBody } = newPrincipal(bootstrap.authorityKey, {
       principalId: body.principalId,
-      bearerDigest: sha256Hex(bearer),
       capabilities: body.capabilities,
-      expiresAt,
+      expiresAt: parseRfc3339(body.expiresAt)!,
       issuerId: caller.principalId,
-      createdAt: new Date(now).toISOString(),
-      revokedAt: null,
-      nonce,
-      ...granted,
-      ...labelsOf(body),
-    };
-    const publicBody = {
-      principalId: body.principalId,
-      ...labelsOf(body),
-      capabilities: body.capabilities,
-      expiresAt,
-      ...granted,
-    };
+      now,
+      policy,
+      labels: body,
+    });
     const key = context.idempotency;
     // Written with the principal, in the same atomic step: an issuance is never unaudited.
     const issued = auditEntry(context, {
@@ -262,16 +189,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     }
     if (result === "exists") throw principalExists();
     key?.recorded();
-    return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
-  }
-
-  async function replayCreate(stored: StoredResponse, context: RequestContext): Promise<Response> {
-    if (stored.status !== 201) return context.json(stored.body, stored.status);
-    const publicBody = JSON.parse(stored.body) as Omit<CreatePrincipalBody, "bearer">;
-    const record = await store.principals.get(publicBody.principalId);
-    if (record === null) throw new Error("Recorded principal is missing from the store");
-    const bearer = derivePrincipalBearer(bootstrap.authorityKey, record.principalId, record.nonce);
-    return context.json(JSON.stringify({ ...publicBody, bearer }), 201, NO_STORE);
+    return issuedAnswer(context, publicBody, bearer);
   }
 
   async function revoke(context: RequestContext): Promise<Response> {
@@ -335,7 +253,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       idempotency: "atomic",
       body: createPrincipalSchema,
       handle: create,
-      replay: replayCreate,
+      replay: replayIssued(store, bootstrap),
     },
     {
       method: "GET",

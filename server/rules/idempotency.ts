@@ -24,6 +24,9 @@
  * write found the key used and wrote nothing: its answer is what the key holds). A handler that
  * writes no record itself ignores it, and the rule records whatever the handler answered.
  *
+ * A route any caller may reach without a bearer records only its successes
+ * ({@linkcode IdempotencyRuleOptions.recordRefusals}).
+ *
  * The state shared by the requests of one server (the `atomic` keys running in this process)
  * lives on its {@linkcode Idempotency} instance, one per server (`RuntimeServices.idempotency`).
  *
@@ -92,6 +95,14 @@ export interface IdempotencyRuleOptions {
   mode?: IdempotencyMode;
   /** Rebuilds a recorded answer (default: its status and body as JSON). */
   replay?: (stored: StoredResponse, context: RequestContext) => Response | Promise<Response>;
+  /**
+   * Record the handler's 4xx answers too (default true). False for a route any caller may reach
+   * without a bearer (the token exchange): a refusal is then only looked up against the key (a
+   * retry of a request that succeeded gets its recorded answer) and never written, so no
+   * anonymous request makes the store write; a 429 is answered as it is, without even a read.
+   * Only with the `atomic` mode.
+   */
+  recordRefusals?: boolean;
 }
 
 /**
@@ -365,6 +376,10 @@ export class Idempotency {
     const ttlMs = this.#ttlMs;
     const running = this.#running;
     const replay = options.replay ?? defaultReplay;
+    const recordRefusals = options.recordRefusals ?? true;
+    if (!recordRefusals && options.mode !== "atomic") {
+      throw new Error("An idempotency rule that records no refusal must be atomic");
+    }
 
     /** The `atomic` mode: one store write, made by the handler together with its effect. */
     async function atomic(
@@ -385,6 +400,14 @@ export class Idempotency {
         context.idempotency = record;
         const response = await next();
         if (record.settled || response.status >= 500) return response;
+        if (!recordRefusals) {
+          // An anonymous refusal: answered as it is unless the key holds another answer.
+          if (response.status === 429) return response;
+          const held = await store.idempotency.lookup(scope, requestDigest, context.receivedAt);
+          if (held === null) return response;
+          await response.body?.cancel();
+          return await answerUsed(held, replay, context);
+        }
         // The handler answered without a store write of its own (a refusal): record that
         // answer under a claim now, unless another request used the key meanwhile.
         const claim = await store.idempotency.claim({ ...key, now: context.receivedAt });

@@ -8,7 +8,7 @@
  */
 import type { RequestContext } from "../context.ts";
 import type { RuntimeLogger } from "../log.ts";
-import type { AuditAction, AuditEntryInput, Store } from "../store/types.ts";
+import type { AuditAction, AuditEntryInput, ExchangedToken, Store } from "../store/types.ts";
 import type { RunCall } from "./call.ts";
 
 /** What one audit call records beside the call's own actor and correlation id. */
@@ -21,6 +21,10 @@ export interface AuditFacts {
   subjectName?: string;
   /** The run it concerned. */
   runId?: string;
+  /** The trust policy it concerned. */
+  trustPolicy?: string;
+  /** On `token.exchanged`: the ID token's issuer, subject, `jti` and matched claims. */
+  token?: ExchangedToken;
   /** `ok` or a stable error code. */
   outcome: string;
 }
@@ -41,6 +45,28 @@ export function auditEntry(
 ): AuditEntryInput | undefined {
   const actorId = context.principal?.principalId;
   if (actorId === undefined) return undefined;
+  return entryOf(actorId, context.responseCorrelationId, context.receivedAt, facts);
+}
+
+/**
+ * The audit entry of an unauthenticated request in `context` whose actor is known only once it
+ * succeeded (the token exchange: the principal it issued, acting for its CI job).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RequestContext } from "../context.ts";
+ * import { actorAuditEntry } from "./audit.ts";
+ * const context = new RequestContext(new Request("http://localhost/v1/token-exchange"), 0);
+ * const entry = actorAuditEntry(context, "p", { action: "token.exchanged", outcome: "ok" });
+ * assert.equal(entry.actorId, "p");
+ * ```
+ */
+export function actorAuditEntry(
+  context: RequestContext,
+  actorId: string,
+  facts: AuditFacts,
+): AuditEntryInput {
   return entryOf(actorId, context.responseCorrelationId, context.receivedAt, facts);
 }
 
@@ -80,6 +106,8 @@ function entryOf(
     ...(facts.subjectId !== undefined ? { subjectId: facts.subjectId } : {}),
     ...(facts.subjectName !== undefined ? { subjectName: facts.subjectName } : {}),
     ...(facts.runId !== undefined ? { runId: facts.runId } : {}),
+    ...(facts.trustPolicy !== undefined ? { trustPolicy: facts.trustPolicy } : {}),
+    ...(facts.token !== undefined ? { token: facts.token } : {}),
     correlationId,
     outcome: facts.outcome,
   };

@@ -13,7 +13,13 @@
  *
  * @module
  */
-export { capability, createPrincipalBody } from "./principals.ts";
+export { capability, createPrincipalBody, grantedCapabilities } from "./principals.ts";
+export {
+  createTrustPolicyBody,
+  MAX_AUDIENCE_LENGTH,
+  tokenExchangeBody,
+  trustPolicyName,
+} from "./trust_policies.ts";
 export {
   customToolResultBody,
   MAX_ID_LENGTH,

@@ -154,16 +154,22 @@ export function principalPolicyAnswerShape() {
   } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
 }
 
+/**
+ * The capabilities an issuance grants: known ones, at least one, no repeats (the authority rules
+ * come after). Shared by `POST /v1/principals` and `POST /v1/trust-policies`.
+ */
+export const grantedCapabilities: z.ZodType<Capability[]> = z.array(capability)
+  .min(1, "Must name at least one capability")
+  .refine((list) => new Set(list).size === list.length, "Must not repeat a capability")
+  .describe("Capabilities to grant: a subset of the caller's, never authority:admin");
+
 /** Body of `POST /v1/principals`. */
 export const createPrincipalBody = z.strictObject({
   principalId: z.string().regex(
     /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
     "Must be a lower-case UUID",
   ).describe("Lower-case UUID of the new principal, chosen by the caller"),
-  capabilities: z.array(capability)
-    .min(1, "Must name at least one capability")
-    .refine((list) => new Set(list).size === list.length, "Must not repeat a capability")
-    .describe("Capabilities to grant: a subset of the caller's, never authority:admin"),
+  capabilities: grantedCapabilities,
   expiresAt: z.string().refine(
     (value) => parseRfc3339(value) !== null,
     "Must be an RFC 3339 timestamp",
