@@ -1,7 +1,7 @@
 /**
- * What the client commands (`principal`, `run`, `audit`) share: the SDK client built from the
- * environment, the bearer's resolution, the `--idempotency-key` check and the one-line
- * description of a service error.
+ * What the client commands (`principal`, `run`, `audit`, `token`) share: the SDK client built
+ * from the environment, the service URL, the bearer's resolution, the `--idempotency-key` check
+ * and the one-line description of a service error.
  *
  * The bearer comes only from `AUTOMATION_RUNTIME_TOKEN` or, when that is unset, from the secret
  * file (`RUNTIME_BOOTSTRAP_ENV`, else the default path); never from an argument. The URL comes
@@ -55,6 +55,20 @@ export function idempotencyKeyFlag(command: string, value: string | undefined): 
  * ```
  */
 export async function clientFromEnvironment(): Promise<RuntimeServiceClient> {
+  return new RuntimeServiceClient({ baseUrl: serviceUrl(), token: await resolveToken() });
+}
+
+/**
+ * The service URL: `AUTOMATION_RUNTIME_URL`, else {@linkcode DEFAULT_URL}; an `http(s)` URL
+ * without credentials, query or fragment, else an error naming the variable.
+ *
+ * @example
+ * ```ts ignore
+ * import { serviceUrl } from "./_client.ts";
+ * const url = serviceUrl();
+ * ```
+ */
+export function serviceUrl(): URL {
   const baseUrl = Deno.env.get(URL_VARIABLE) || DEFAULT_URL;
   let url: URL;
   try {
@@ -68,7 +82,7 @@ export async function clientFromEnvironment(): Promise<RuntimeServiceClient> {
   if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
     throw new Error(`${URL_VARIABLE} must not carry credentials, a query or a fragment`);
   }
-  return new RuntimeServiceClient({ baseUrl: url, token: await resolveToken() });
+  return url;
 }
 
 async function resolveToken(): Promise<string> {
@@ -95,7 +109,8 @@ async function resolveToken(): Promise<string> {
 
 /**
  * One line describing a service error: its message, then the HTTP status, the code, the
- * provider's status and error type (on `providerError`), when to retry, and the correlation id.
+ * provider's status and error type (on `providerError`), a refused token exchange's reason and
+ * claim, when to retry, and the correlation id.
  *
  * @example
  * ```ts
@@ -124,6 +139,13 @@ export function describeServiceError(error: RuntimeServiceError): Error {
     const status = error.providerStatus === undefined ? "" : ` HTTP ${error.providerStatus}`;
     const type = error.providerErrorType === undefined ? "" : ` ${error.providerErrorType}`;
     parts.push(`provider${status}${type}`);
+  }
+  const refusal = error.details.details;
+  if (refusal !== null && typeof refusal === "object" && !Array.isArray(refusal)) {
+    // A refused token exchange: the reason code, and the claim named (never a value).
+    const { reason, claim } = refusal as Record<string, unknown>;
+    if (typeof reason === "string") parts.push(`reason ${reason}`);
+    if (typeof claim === "string") parts.push(`claim ${claim}`);
   }
   const answeredBy = error.details.answeredBy;
   if (typeof answeredBy === "string") {

@@ -11,7 +11,7 @@ import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
 import { printOut, reportError } from "./_output.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ACTION = /^[a-z]+(?:\.[a-z_]+)+$/;
+const ACTION = /^[a-z][A-Za-z]*(?:\.[a-z_]+)+$/;
 
 /**
  * Runs `audit` with the arguments after the word `audit` and returns the exit code: 0 on

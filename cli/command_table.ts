@@ -130,6 +130,11 @@ export const ENVIRONMENT: readonly VariableSpec[] = Object.freeze([
     help: "traces to an OTLP collector, read by Deno ([observability](observability.md))",
   },
   {
+    name: "ACTIONS_ID_TOKEN_REQUEST_URL, ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    help: "set by GitHub Actions for a job with `permissions: id-token: write`: where " +
+      "`token exchange --audience` asks for the job's OIDC ID token, and its bearer",
+  },
+  {
     name: "PG*",
     help: "`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE` and the other `PG*` " +
       "variables: a PostgreSQL store's connection ([PostgreSQL](postgres.md#permission-flags))",
@@ -632,6 +637,43 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
       ],
       environment: CLIENT_ENVIRONMENT,
       exitCodes: CLIENT_EXITS,
+    },
+    {
+      name: "token exchange",
+      positionals: [],
+      summary: "Trade a CI job's OIDC ID token for a short-lived principal",
+      description: "Exchanges the job's OIDC ID token for a principal under the trust policy " +
+        "named by `--policy` (the exchange needs no bearer: the token is the credential) and " +
+        "prints one line on stdout for the job's shell to evaluate, which sets " +
+        "`AUTOMATION_RUNTIME_TOKEN` to the principal's bearer. The principal's id and expiry go " +
+        "to stderr. The ID token comes from `--token-file`, from GitHub Actions (`--audience`), " +
+        "or else from standard input; never from an argument, which the process list shows. " +
+        "See [CI with no stored secret](ci.md).",
+      flags: [
+        {
+          name: "policy",
+          placeholder: "NAME",
+          help: "the trust policy to exchange under",
+          required: true,
+        },
+        { name: "token-file", placeholder: "FILE", help: "read the ID token from FILE" },
+        {
+          name: "audience",
+          placeholder: "AUD",
+          help: "in GitHub Actions: ask for an ID token for AUD (the policy's audience) with " +
+            "`ACTIONS_ID_TOKEN_REQUEST_URL` and `ACTIONS_ID_TOKEN_REQUEST_TOKEN`",
+        },
+        IDEMPOTENCY_KEY,
+      ],
+      environment: [URL_VARIABLE, "ACTIONS_ID_TOKEN_REQUEST_URL, ACTIONS_ID_TOKEN_REQUEST_TOKEN"],
+      exitCodes: [
+        { code: 0, when: "exchanged: the export line is on stdout" },
+        {
+          code: 1,
+          when: "no ID token could be had, or the service refused it (its reason on stderr)",
+        },
+        { code: 2, when: "usage error" },
+      ],
     },
     {
       name: "call",

@@ -57,6 +57,8 @@ export async function main(args: string[]): Promise<number> {
         return await (await import("./audit.ts")).auditCommand(rest);
       case "call":
         return await (await import("./call.ts")).callCommand(rest);
+      case "token":
+        return await (await import("./token.ts")).tokenCommand(rest);
       default:
         throw new UsageError("", `Unknown command ${command.slice(0, 40)}`);
     }

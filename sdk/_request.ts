@@ -135,3 +135,27 @@ export function queryOf(params: Record<string, string | number | undefined>): st
   const text = query.toString();
   return text === "" ? "" : `?${text}`;
 }
+
+/**
+ * An environment variable when the runtime has an environment: Deno's (`Deno.env`) or Node's
+ * (`process.env`); a browser has neither. A permission refusal counts as absent, as does "".
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { environmentValue } from "./_request.ts";
+ * assert.equal(environmentValue("AUTOMATION_RUNTIME_SURELY_UNSET_VARIABLE"), undefined);
+ * ```
+ */
+export function environmentValue(name: string): string | undefined {
+  const runtime = globalThis as {
+    Deno?: { env?: { get?(name: string): string | undefined } };
+    process?: { env?: Record<string, string | undefined> };
+  };
+  try {
+    const value = runtime.Deno?.env?.get?.(name) ?? runtime.process?.env?.[name];
+    return value === "" ? undefined : value;
+  } catch {
+    return undefined;
+  }
+}

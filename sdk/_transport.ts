@@ -1,7 +1,8 @@
 /**
  * The SDK's one request path: the shared headers, the deadline, retries, idempotency keys and
  * the service's clock, for every call of {@linkcode RuntimeServiceClient} and its resource
- * groups, and for the SSE streams they open. Web standards only.
+ * groups, for the SSE streams they open, and for the one call made without a bearer
+ * (`exchangeToken`). Web standards only.
  *
  * @module
  */
@@ -18,14 +19,63 @@ export const MAX_DEADLINE_MS = 300_000;
 export interface TransportOptions {
   /** Base URL of the service (checked). */
   baseUrl: URL;
-  /** The caller's bearer (checked). */
-  token: string;
+  /** The caller's bearer (checked), or null for calls made without one (the token exchange). */
+  token: string | null;
   /** The fetch to use. */
   fetch: typeof fetch;
   /** Default deadline of a call in ms. */
   deadlineMs: number;
   /** Retries of a call after the first attempt. */
   maxRetries: number;
+}
+
+/**
+ * The base URL of a service: an `http:` or `https:` URL without credentials, query or fragment,
+ * else a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkBaseUrl } from "./_transport.ts";
+ * assert.equal(checkBaseUrl("http://127.0.0.1:7777").port, "7777");
+ * assert.throws(() => checkBaseUrl("https://user:secret@runtime.example"), TypeError);
+ * ```
+ */
+export function checkBaseUrl(baseUrl: string | URL): URL {
+  if (baseUrl === undefined || baseUrl === null || baseUrl === "") {
+    throw new TypeError("RuntimeServiceClient needs a baseUrl");
+  }
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError("baseUrl is not a valid URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError("baseUrl must be an http or https URL");
+  }
+  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
+    throw new TypeError("baseUrl must not carry credentials, a query or a fragment");
+  }
+  return url;
+}
+
+/**
+ * The retries of a call after its first attempt, 0 to 10, else a `RangeError`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkMaxRetries } from "./_transport.ts";
+ * assert.equal(checkMaxRetries(2), 2);
+ * assert.throws(() => checkMaxRetries(11), RangeError);
+ * ```
+ */
+export function checkMaxRetries(maxRetries: number): number {
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+    throw new RangeError("maxRetries must be an integer from 0 to 10");
+  }
+  return maxRetries;
 }
 
 /**
@@ -63,6 +113,12 @@ export class Transport {
     this.#options = options;
   }
 
+  /** The bearer of an authenticated call; a transport without one refuses to send it. */
+  #bearer(): string {
+    if (this.#options.token === null) throw new TypeError("This call needs a bearer token");
+    return this.#options.token;
+  }
+
   /** The service's clock minus this machine's, in ms, as learned so far. */
   get clockOffsetMs(): number {
     return this.#clock.offsetMs;
@@ -94,7 +150,7 @@ export class Transport {
       "x-interface-version": RUNTIME_INTERFACE_VERSION,
       "x-correlation-id": correlationId,
     });
-    if (spec.authenticated) headers.set("authorization", `Bearer ${this.#options.token}`);
+    if (spec.authenticated) headers.set("authorization", `Bearer ${this.#bearer()}`);
     if (spec.idempotencyKey !== undefined) headers.set("idempotency-key", spec.idempotencyKey);
     let payload: string | undefined;
     if (spec.body !== undefined) {
@@ -177,7 +233,7 @@ export class Transport {
     const deadline = Date.now() + deadlineMs;
     const headers = new Headers({
       accept: "text/event-stream",
-      authorization: `Bearer ${this.#options.token}`,
+      authorization: `Bearer ${this.#bearer()}`,
       "x-interface-version": RUNTIME_INTERFACE_VERSION,
       "x-correlation-id": correlationId,
     });

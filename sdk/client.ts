@@ -3,16 +3,18 @@
  * only (fetch, AbortSignal, WebCrypto), so it runs in Deno, Node 20+ and browsers.
  *
  * One file because it is one concept: the client's single request path (shared headers,
- * deadline, retries, idempotency keys) and the principal calls built directly on it; runs and audit
- * live in their own files.
+ * deadline, retries, idempotency keys) and the principal calls built directly on it; runs, audit
+ * and trust policies live in their own files, and so does the one call made without a bearer
+ * (`token_exchange.ts`).
  *
  * @module
  */
 import { AuditApi } from "./audit.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import { RunsApi } from "./runs.ts";
-import { idempotencyKeyOf } from "./_request.ts";
-import { checkDeadline, Transport } from "./_transport.ts";
+import { environmentValue, idempotencyKeyOf } from "./_request.ts";
+import { checkBaseUrl, checkDeadline, checkMaxRetries, Transport } from "./_transport.ts";
+import { TrustPoliciesApi } from "./trust_policies.ts";
 import {
   type CallOptions,
   type CreatePrincipalParams,
@@ -54,23 +56,6 @@ export interface RuntimeServiceClientOptions {
 
 const TOKEN_VARIABLE = "AUTOMATION_RUNTIME_TOKEN";
 const URL_VARIABLE = "AUTOMATION_RUNTIME_URL";
-
-/**
- * An environment variable when the runtime has an environment: Deno's (`Deno.env`) or Node's
- * (`process.env`); a browser has neither. A permission refusal counts as absent, as does "".
- */
-function environmentValue(name: string): string | undefined {
-  const runtime = globalThis as {
-    Deno?: { env?: { get?(name: string): string | undefined } };
-    process?: { env?: Record<string, string | undefined> };
-  };
-  try {
-    const value = runtime.Deno?.env?.get?.(name) ?? runtime.process?.env?.[name];
-    return value === "" ? undefined : value;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Client of the runtime service. Every call sets `authorization`, `x-interface-version`
@@ -121,6 +106,13 @@ export class RuntimeServiceClient {
   );
   /** The audit log, for `authority:admin` callers (see {@linkcode AuditApi}). */
   readonly audit: AuditApi = new AuditApi((spec) => this.#transport.request(spec));
+  /**
+   * Trust policies for CI jobs' OIDC token exchange, for `authority:admin` callers (see
+   * {@linkcode TrustPoliciesApi}); the exchange itself needs no client: `exchangeToken`.
+   */
+  readonly trustPolicies: TrustPoliciesApi = new TrustPoliciesApi((spec) =>
+    this.#transport.request(spec)
+  );
 
   /**
    * Creates a client. Throws a `TypeError` when `baseUrl` or `token` is missing or malformed and a
@@ -156,10 +148,7 @@ export class RuntimeServiceClient {
       throw new TypeError("The token must be printable ASCII without spaces");
     }
     const deadlineMs = checkDeadline(options.deadlineMs ?? 60_000);
-    const maxRetries = options.maxRetries ?? 2;
-    if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
-      throw new RangeError("maxRetries must be an integer from 0 to 10");
-    }
+    const maxRetries = checkMaxRetries(options.maxRetries ?? 2);
     this.#transport = new Transport({
       baseUrl: url,
       token,
@@ -489,23 +478,4 @@ export class RuntimeServiceClient {
   get clockOffsetMs(): number {
     return this.#transport.clockOffsetMs;
   }
-}
-
-function checkBaseUrl(baseUrl: string | URL): URL {
-  if (baseUrl === undefined || baseUrl === null || baseUrl === "") {
-    throw new TypeError("RuntimeServiceClient needs a baseUrl");
-  }
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError("baseUrl is not a valid URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError("baseUrl must be an http or https URL");
-  }
-  if (url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
-    throw new TypeError("baseUrl must not carry credentials, a query or a fragment");
-  }
-  return url;
 }

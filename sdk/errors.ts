@@ -1,6 +1,6 @@
 /**
  * The SDK's error family: one class, {@linkcode RuntimeServiceError}, with the service's stable
- * `code`. The codes of the runs gateway, besides the shared ones:
+ * `code`. The codes of the runs gateway and the token exchange, besides the shared ones:
  *
  * | status | `code` | fields on the error |
  * |---|---|---|
@@ -13,6 +13,10 @@
  * | 429 | `runQuotaExceeded` | `retryAfterMs` (not retried: it lasts until one of your runs ends) |
  * | 422 | `invalidRequest` | `details` |
  * | 409 | `idempotencyUnsettled` | – (an earlier attempt with the key may have reached the provider and never finished: not retried, never repeated) |
+ * | 401 | `authenticationFailed` (exchange) | `details.reason`: why the ID token was refused |
+ * | 403 | `policyMismatch` | `details.claim`: the first claim the trust policy did not match |
+ * | 409 | `trustPolicyExists` | – |
+ * | 0 | `idTokenUnavailable` (layer `client`) | – (no CI ID token could be fetched) |
  *
  * @module
  */

@@ -5,8 +5,11 @@
  * mutating calls. Safe calls are retried on connection errors, 408, 409 `idempotencyInFlight`,
  * 429 and 503 (not `runQuotaExceeded` or `providerNotConfigured`, which last), honouring
  * `Retry-After`; failures reject with {@linkcode RuntimeServiceError}. Runs are under
- * `client.runs` ({@linkcode RunsApi}), the audit log under `client.audit` ({@linkcode AuditApi});
- * {@linkcode createRuntimeServiceProviderModule} runs run-contract code through the service.
+ * `client.runs` ({@linkcode RunsApi}), the audit log under `client.audit` ({@linkcode AuditApi}),
+ * trust policies under `client.trustPolicies` ({@linkcode TrustPoliciesApi});
+ * {@linkcode exchangeToken} trades a CI job's OIDC ID token for a principal, with no stored
+ * secret; {@linkcode createRuntimeServiceProviderModule} runs run-contract code through the
+ * service.
  *
  * @example Issue, list and revoke a principal
  * ```ts
@@ -88,6 +91,15 @@ export { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client
 export { RunsApi } from "./runs.ts";
 export type { OpenStream, RunEventsOptions } from "./run_events.ts";
 export { AuditApi } from "./audit.ts";
+export { TrustPoliciesApi } from "./trust_policies.ts";
+export {
+  exchangeToken,
+  type ExchangeTokenOptions,
+  GITHUB_ID_TOKEN_TOKEN_VARIABLE,
+  GITHUB_ID_TOKEN_URL_VARIABLE,
+  type GitHubActionsIdTokenOptions,
+  requestGitHubActionsIdToken,
+} from "./token_exchange.ts";
 export {
   createRuntimeServiceProviderModule,
   RUNTIME_SERVICE_PROVIDER_KIND,
