@@ -21,6 +21,7 @@ const PART_METHODS: readonly string[] = [
   "idempotency.complete",
   "idempotency.release",
   "idempotency.abandon",
+  "idempotency.lookup",
   "idempotency.purgeExpired",
   "authority.claim",
   "authority.readState",
@@ -49,6 +50,13 @@ const PART_METHODS: readonly string[] = [
   "answers.list",
   "answers.recordWebhookDelivery",
   "answers.purge",
+  "trustPolicies.create",
+  "trustPolicies.get",
+  "trustPolicies.page",
+  "trustPolicies.delete",
+  "trustPolicies.exchange",
+  "trustPolicies.isTokenUsed",
+  "trustPolicies.purgeTokenUses",
 ];
 
 Deno.test("wrapStore wraps every part method once, and only those; kind and close stay the store's", async () => {
