@@ -1,7 +1,8 @@
 /**
- * `automation-runtime run pending|approve|respond`: the tool requests of a run, with the SDK.
- * Each command prints the service's answer as JSON on stdout; `runCommand` in `run.ts`
- * dispatches to them and turns failures into one line on stderr.
+ * `automation-runtime run pending|approve|respond`: the tool requests of a run (or of every run:
+ * the inbox), with the SDK. Each command prints the service's answer as JSON on stdout;
+ * `run pending --follow` then prints the activity feed a JSON object a line. `runCommand` in
+ * `run.ts` dispatches to them and turns failures into one line on stderr.
  *
  * @module
  */
@@ -37,13 +38,35 @@ function idsOf(parsed: ParsedArgs, count: 1 | 2): string[] {
   return ids;
 }
 
-/** `run pending ID`. */
+/** `run pending [ID] [--follow]`. */
 export async function pendingCommand(args: string[]): Promise<number> {
   const parsed = parseArgs(args, argSpecOf("run pending"));
   if (parsed.help) return help("pending");
-  const [runId] = idsOf(parsed, 1);
+  const follow = parsed.booleans.has("follow");
+  if (parsed.positionals.length > 0) {
+    if (follow) throw new UsageError("run", "--follow follows the inbox: give no run ID");
+    const [runId] = idsOf(parsed, 1);
+    const client = await clientFromEnvironment();
+    printJson({ pending: await client.runs.pending(runId) });
+    return 0;
+  }
   const client = await clientFromEnvironment();
-  printJson({ pending: await client.runs.pending(runId) });
+  const first = await client.runs.inbox();
+  const pending = [...first.pending];
+  for (let cursor = first.nextCursor; cursor !== null;) {
+    const page = await client.runs.inbox({ cursor });
+    pending.push(...page.pending);
+    cursor = page.nextCursor;
+  }
+  const inbox = { pending, activitySeq: first.activitySeq };
+  if (!follow) {
+    printJson(inbox);
+    return 0;
+  }
+  printOut(JSON.stringify(inbox));
+  for await (const change of client.runs.activity({ after: first.activitySeq })) {
+    printOut(JSON.stringify(change));
+  }
   return 0;
 }
 

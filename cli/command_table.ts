@@ -579,12 +579,30 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
     },
     {
       name: "run pending",
-      positionals: ["ID"],
-      summary: "List a run's tool requests waiting for an answer",
-      description: 'Prints the run\'s tool requests waiting for an answer: `{"pending": [...]}`.',
-      flags: [],
+      positionals: ["[ID]"],
+      summary: "List tool requests waiting: a run's, or every run's (the inbox)",
+      description: "With a run ID, prints that run's tool requests waiting for an answer: " +
+        '`{"pending": [...]}`. Without one, prints the inbox, every request waiting in the runs ' +
+        "you may read (approvers and admins: every run), each with its run's title, agent and " +
+        "owner and `deniedAt`, and the `activitySeq` to follow the feed from. `--follow` (no ID) " +
+        "prints the inbox on one line, then each change of the activity feed (a run created or " +
+        "changing state, a request pending or answered) a JSON object a line, until interrupted.",
+      flags: [
+        {
+          name: "follow",
+          help: "without an ID: print the inbox, then follow the activity feed from it",
+        },
+      ],
       environment: CLIENT_ENVIRONMENT,
-      exitCodes: CLIENT_EXITS,
+      exitCodes: [
+        ...CLIENT_EXITS.slice(0, 1),
+        {
+          code: 1,
+          when: "the service refused or could not be reached; with `--follow`: the feed was " +
+            "refused (a revoked or expired principal)",
+        },
+        ...CLIENT_EXITS.slice(2),
+      ],
     },
     {
       name: "run approve",

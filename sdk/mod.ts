@@ -90,6 +90,7 @@
 export { RuntimeServiceClient, type RuntimeServiceClientOptions } from "./client.ts";
 export { RunsApi } from "./runs.ts";
 export type { OpenStream, RunEventsOptions } from "./run_events.ts";
+export type { ActivityOptions } from "./activity.ts";
 export { AuditApi } from "./audit.ts";
 export { TrustPoliciesApi } from "./trust_policies.ts";
 export {

@@ -48,13 +48,40 @@ export type OpenStream = (
  */
 let sseReader: Promise<typeof import("../client/sse.ts")> | undefined;
 
+/** The SSE reader, loaded on the first stream (see above); the activity feed reads with it too. */
+export function sseReaderOf(): Promise<typeof import("../client/sse.ts")> {
+  return sseReader ??= import("../client/sse.ts");
+}
+
 const TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const RETRIED = new Set(["connectionFailed", "shuttingDown", "storeUnavailable"]);
 
-function retryable(error: unknown): boolean {
+/**
+ * Whether opening or reading a stream failed in a way worth a reconnection: a connection error,
+ * 429, 502, 503 (and the service draining or its store away); anything else lasts.
+ */
+export function retryableStreamError(error: unknown): boolean {
   if (!(error instanceof RuntimeServiceError)) return error instanceof TypeError;
   return RETRIED.has(error.code) || error.status === 429 || error.status === 503 ||
     error.status === 502;
+}
+
+/**
+ * Opens a stream through `open`: the stream, or null after a failure worth a reconnection (the
+ * caller waits, then tries again); a failure that lasts, or an aborted `signal`, rejects.
+ */
+export async function openRetryable(
+  open: OpenStream,
+  path: string,
+  lastEventId: string,
+  options: CallOptions,
+): Promise<ReadableStream<Uint8Array> | null> {
+  try {
+    return await open(path, lastEventId, options);
+  } catch (error) {
+    if (options.signal?.aborted || !retryableStreamError(error)) throw error;
+    return null;
+  }
 }
 
 /** Reads one JSON page of a run's events. */
@@ -117,16 +144,12 @@ export async function* iterateRunEvents(
     ...(signal !== undefined ? { signal } : {}),
     ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
   };
-  sseReader ??= import("../client/sse.ts");
-  const { readSse } = await sseReader;
+  const { readSse } = await sseReaderOf();
   let attempt = 0;
   for (;;) {
     signal?.throwIfAborted();
-    let body: ReadableStream<Uint8Array>;
-    try {
-      body = await open(`/v1/runs/${segment}/events`, String(after), call);
-    } catch (error) {
-      if (signal?.aborted || !retryable(error)) throw error;
+    const body = await openRetryable(open, `/v1/runs/${segment}/events`, String(after), call);
+    if (body === null) {
       await sleep(backoffDelay(attempt++), signal);
       continue;
     }
@@ -150,7 +173,7 @@ export async function* iterateRunEvents(
     if (!progressed) {
       const page = await readRunEventPage(send, runId, { after, limit: 1 }, call).catch(
         (error) => {
-          if (signal?.aborted || !retryable(error)) throw error;
+          if (signal?.aborted || !retryableStreamError(error)) throw error;
           return null;
         },
       );

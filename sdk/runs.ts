@@ -14,6 +14,10 @@
  * | {@linkcode RunsApi.respondCustomTool} | `POST /v1/runs/{runId}/custom-tool-results` | 200 `CustomToolAnswer` | `session:write` |
  * | {@linkcode RunsApi.events} | `GET /v1/runs/{runId}/events` (SSE) | async iterator of {@linkcode RunEvent} | `session:read` |
  * | {@linkcode RunsApi.eventPage} | `GET /v1/runs/{runId}/events` (JSON) | 200 {@linkcode RunEventPage} | `session:read` |
+ * | {@linkcode RunsApi.inbox} | `GET /v1/pending` | 200 `InboxPage` | `session:read` |
+ * | {@linkcode RunsApi.inboxAll} | `GET /v1/pending`, every page | async iterator of `InboxItem` | `session:read` |
+ * | {@linkcode RunsApi.activity} | `GET /v1/activity` (SSE) | async iterator of `ActivityEvent` | `session:read` |
+ * | {@linkcode RunsApi.activityPage} | `GET /v1/activity` (JSON) | 200 `ActivityEventPage` | `session:read` |
  *
  * Retries: reads are retried as every read is. `start`, `cancel` and `send` always carry an
  * `idempotency-key` (yours, or a random UUID generated once per call), so the service
@@ -25,7 +29,8 @@
  * later process (a rerun script) safe as well.
  *
  * One file because it is one concept: `client.runs`, every call of the runs API in one place
- * (event streaming and tool requests are delegated to `run_events.ts` and `tool_requests.ts`).
+ * (event streaming, tool requests and the cross-run views are delegated to `run_events.ts`,
+ * `tool_requests.ts` and `activity.ts`).
  *
  * @module
  */
@@ -61,6 +66,19 @@ import {
   readRunEventPage,
   type RunEventsOptions,
 } from "./run_events.ts";
+import type {
+  ActivityEvent,
+  ActivityEventPage,
+  InboxItem,
+  InboxPage,
+  InboxQuery,
+} from "../wire/mod.ts";
+import {
+  type ActivityOptions,
+  iterateActivity,
+  readActivityPage,
+  readInboxPage,
+} from "./activity.ts";
 
 /**
  * The runs of the runtime service, as `client.runs` of a `RuntimeServiceClient`. Failures
@@ -181,6 +199,136 @@ export class RunsApi {
     options: CallOptions = {},
   ): Promise<RunEventPage> {
     return readRunEventPage(this.#send, runId, params, options);
+  }
+
+  /**
+   * One page of the cross-run inbox (`GET /v1/pending`, `session:read`): every tool request
+   * waiting for an answer in the runs the caller may read (approvers and admins: every run), each
+   * with its run's title, agent and owner and `deniedAt`, when the service answers it by itself.
+   * A page covers up to `limit` runs (1 to 100, default 50); `activitySeq` is where to follow
+   * {@linkcode RunsApi.activity} from.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () =>
+   *     Promise.resolve(Response.json({
+   *       pending: [{
+   *         runId: "sesn_5", toolUseId: "sevt_1", kind: "confirmation", name: "bash",
+   *         input: { command: "ls" }, requestedAt: "2026-07-23T00:00:00Z",
+   *         deniedAt: "2026-07-23T00:10:00Z", agentId: "agent_1", principalId: "p",
+   *       }],
+   *       nextCursor: null,
+   *       activitySeq: 42,
+   *     })),
+   * });
+   * const page = await client.runs.inbox();
+   * assert.equal(page.pending[0].deniedAt, "2026-07-23T00:10:00Z");
+   * assert.equal(page.activitySeq, 42);
+   * ```
+   */
+  inbox(params: InboxQuery = {}, options: CallOptions = {}): Promise<InboxPage> {
+    return readInboxPage(this.#send, params, options);
+  }
+
+  /**
+   * Every pending tool request of the inbox, page after page (`limit` runs a page).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const item = (runId: string) => ({
+   *   runId, toolUseId: `${runId}_t`, kind: "custom_tool", name: "lookup", input: {},
+   *   requestedAt: "t", deniedAt: "t", agentId: "a", principalId: "p",
+   * });
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: (input) => {
+   *     const cursor = new URL(String(input)).searchParams.get("cursor");
+   *     return Promise.resolve(Response.json(cursor === null
+   *       ? { pending: [item("r2")], nextCursor: "c", activitySeq: 9 }
+   *       : { pending: [item("r1")], nextCursor: null, activitySeq: 9 }));
+   *   },
+   * });
+   * const runs: string[] = [];
+   * for await (const request of client.runs.inboxAll({ limit: 1 })) runs.push(request.runId);
+   * assert.deepEqual(runs, ["r2", "r1"]);
+   * ```
+   */
+  async *inboxAll(
+    params: Omit<InboxQuery, "cursor"> = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<InboxItem, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.inbox({ ...params, ...(cursor ? { cursor } : {}) }, options);
+      yield* page.pending;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * The activity feed (`GET /v1/activity` as SSE, `session:read`): the changes of the runs the
+   * caller may read (`run.created`, `run.state`, `tool.pending`, `tool.answered`), in order, from
+   * after `after` (absent: from now on). It reconnects by itself when a stream breaks or a
+   * replica drains, resuming after the last seq it yielded, so no change is skipped or repeated;
+   * it never ends by itself (abort `signal`). A revoked principal's iteration rejects with 401.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const frame =
+   *   'id: 8\nevent: tool.answered\ndata: {"seq":8,"at":"t","type":"tool.answered",' +
+   *   '"runId":"sesn_1","principalId":"p","toolUseId":"sevt_1","kind":"confirmation",' +
+   *   '"result":"allow","answeredBy":"a"}\n\n';
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () => Promise.resolve(new Response("retry: 2000\n\n" + frame, {
+   *     headers: { "content-type": "text/event-stream" },
+   *   })),
+   * });
+   * const stop = new AbortController();
+   * for await (const change of client.runs.activity({ after: 7, signal: stop.signal })) {
+   *   assert.equal(change.type, "tool.answered");
+   *   break;
+   * }
+   * ```
+   */
+  activity(options: ActivityOptions = {}): AsyncGenerator<ActivityEvent, void, undefined> {
+    const open = this.#open;
+    if (open === undefined) throw new TypeError("This RunsApi was built without a stream opener");
+    return iterateActivity(this.#send, open, options);
+  }
+
+  /**
+   * One JSON page of the activity feed (`GET /v1/activity`, `session:read`): up to `limit`
+   * (1 to 500, default 100) changes after `after` (default 0), with `nextAfter`.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_x",
+   *   fetch: () => Promise.resolve(Response.json({ events: [], nextAfter: 12 })),
+   * });
+   * assert.equal((await client.runs.activityPage({ after: 12 })).nextAfter, 12);
+   * ```
+   */
+  activityPage(
+    params: { after?: number; limit?: number } = {},
+    options: CallOptions = {},
+  ): Promise<ActivityEventPage> {
+    return readActivityPage(this.#send, params, options);
   }
 
   /**

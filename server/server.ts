@@ -39,9 +39,18 @@ import { tokenExchangeRoutes } from "./routes/token_exchange.ts";
 import type { TokenExchangeOptions } from "./oidc/exchange.ts";
 import { ToolAnswers } from "./runs/answers.ts";
 import { runEventRoutes } from "./routes/run_events.ts";
-import { RunEventHub } from "./runs/events.ts";
+import {
+  DEFAULT_MAX_EVENT_STREAMS,
+  DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL,
+  RunEventHub,
+} from "./runs/events.ts";
+import { OpenStreams } from "./runs/open_streams.ts";
+import { ActivityFeed } from "./runs/activity_feed.ts";
+import { activityRoutes } from "./routes/activity.ts";
+import { inboxRoutes } from "./routes/inbox.ts";
 import { RunTails } from "./runs/tail.ts";
 import { RUN_EVENT_RETENTION_MS } from "./store/run_event_types.ts";
+import { ACTIVITY_RETENTION_MS } from "./store/activity.ts";
 import {
   createGatewayProviderClient,
   hasProviderCredential,
@@ -339,13 +348,16 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     claimStaleMs: hooks?.claimStaleMs,
   });
   if (runs.enabled) answers.start();
-  const events = new RunEventHub({
-    store,
+  // One set of open streams, one pair of limits: run event streams and the activity feed.
+  const streams = new OpenStreams({
     authenticator,
     now,
-    maxStreams: options.maxEventStreams,
-    maxStreamsPerPrincipal: options.maxEventStreamsPerPrincipal,
+    maxStreams: options.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+    maxStreamsPerPrincipal: options.maxEventStreamsPerPrincipal ??
+      DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL,
   });
+  const events = new RunEventHub({ store, authenticator, now, streams });
+  const activityFeed = new ActivityFeed({ store, authenticator, now, streams });
   const tails = runs.enabled
     ? new RunTails({
       store,
@@ -355,6 +367,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       now,
       leaseMs: options.runLeaseMs,
       onAppend: (runId, entries) => events.publish(runId, entries),
+      pendingTimeoutMs: answers.pendingTimeoutMs,
     })
     : null;
   tails?.start();
@@ -380,6 +393,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       ...(options.webhookIntake !== undefined ? { limits: options.webhookIntake } : {}),
     }),
     ...runEventRoutes({ gateway: runs, hub: events, store }),
+    ...inboxRoutes({ gateway: runs, store, pendingTimeoutMs: answers.pendingTimeoutMs }),
+    ...activityRoutes({ gateway: runs, feed: activityFeed }),
     ...auditRoutes(services),
     ...trustPolicyRoutes(services, {
       allowLoopbackHttp: options.tokenExchange?.allowLoopbackHttp === true,
@@ -500,6 +515,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store.authority.purgeRetired({ now: at, retentionMs }),
       purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
       store.trustPolicies.purgeTokenUses(at),
+      store.activity.purge(new Date(at - ACTIVITY_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),
@@ -515,6 +531,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     drain(): Promise<void> {
       // Open event streams end with the drain (subscribers reconnect to another replica).
       events.close();
+      activityFeed.close();
       if (drained === null) {
         drained = Promise.withResolvers<void>();
         if (inFlight === 0) drained.resolve();
@@ -525,6 +542,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       await answers.stop();
       await mcp.close();
       events.close();
+      activityFeed.close();
       await tails?.close();
       closed = true;
       if (cleaning !== null) await cleaning;

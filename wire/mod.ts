@@ -12,8 +12,9 @@
  * | `principals.ts` | capabilities, principals, `POST` and `GET /v1/principals` |
  * | `runs.ts` | the public run record, run pages, the start and message bodies |
  * | `run_events.ts` | a run's event log entries and their JSON page |
- * | `tool_requests.ts` | pending tool requests, their answer bodies and recorded answers |
+ * | `tool_requests.ts` | pending tool requests (of a run, and the cross-run inbox), their answer bodies and recorded answers |
  * | `trust_policies.ts` | trust policies, the token exchange's body and refusal reasons |
+ * | `activity.ts` | the activity feed: changes across runs |
  * | `audit.ts` | audit actions, entries and pages |
  *
  * A run's states, input and usage are the run contract's (`client/contract.ts`), which every
@@ -57,3 +58,4 @@ export * from "./run_events.ts";
 export * from "./tool_requests.ts";
 export * from "./trust_policies.ts";
 export * from "./audit.ts";
+export * from "./activity.ts";

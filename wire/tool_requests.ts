@@ -3,6 +3,8 @@
  * the recorded answers.
  *
  * - `GET /v1/runs/{runId}/pending` answers a {@linkcode PendingToolRequestList};
+ * - `GET /v1/pending` (every run the caller may read) answers an {@linkcode InboxPage} of
+ *   {@linkcode InboxItem}s;
  * - `POST /v1/runs/{runId}/tool-confirmations` takes a {@linkcode ConfirmToolBody} and answers a
  *   {@linkcode ToolConfirmation};
  * - `POST /v1/runs/{runId}/custom-tool-results` takes a {@linkcode RespondCustomToolBody} and
@@ -51,6 +53,57 @@ export interface PendingToolRequest {
 export interface PendingToolRequestList {
   /** The run's tool requests waiting for an answer, in the order they were made. */
   pending: PendingToolRequest[];
+}
+
+/**
+ * A pending tool request in the cross-run inbox (`GET /v1/pending`): the request, when the
+ * runtime will answer it by itself, and what the run is.
+ */
+export interface InboxItem extends PendingToolRequest {
+  /** The run waiting. */
+  runId: string;
+  /**
+   * RFC 3339 time the runtime answers the request by itself if no one does: a confirmation is
+   * denied, a custom tool answered with an error result (the fail-closed default).
+   */
+  deniedAt: string;
+  /**
+   * Whether `input` was cut: a tool input longer than 16 KiB of JSON is kept as the text of its
+   * first 16 KiB (the whole input is in the run's event log, a `tool.call` event with this id).
+   */
+  inputTruncated?: boolean;
+  /** The run's title, when it was given one. */
+  title?: string;
+  /** The agent the run runs. */
+  agentId: string;
+  /** The principal that started the run. */
+  principalId: string;
+  /** That principal's name, when it has one. */
+  principalName?: string;
+}
+
+/** The query of `GET /v1/pending`. */
+export interface InboxQuery {
+  /** Runs per page, 1 to 100 (service default 50); each run brings all its pending requests. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** One page of `GET /v1/pending`. */
+export interface InboxPage {
+  /**
+   * The pending requests of the page's runs (runs newest first, each run's requests in the
+   * order they were made).
+   */
+  pending: InboxItem[];
+  /** The cursor of the next page, or null on the last page. */
+  nextCursor: string | null;
+  /**
+   * The activity log's last seq when the page was read: follow `GET /v1/activity` after it
+   * (`?after=` or `Last-Event-ID`) to miss no change made since.
+   */
+  activitySeq: number;
 }
 
 /** The body of `POST /v1/runs/{runId}/tool-confirmations`. */

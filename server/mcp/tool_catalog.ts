@@ -20,6 +20,8 @@
  * | `run_pending` | `GET /v1/runs/{runId}/pending` | `runId` |
  * | `run_confirm_tool` | `POST /v1/runs/{runId}/tool-confirmations` | `runId`, the body, `idempotencyKey?` |
  * | `run_respond_custom_tool` | `POST /v1/runs/{runId}/custom-tool-results` | `runId`, the body, `idempotencyKey?` |
+ * | `pending_list` | `GET /v1/pending` | `limit?`, `cursor?` |
+ * | `activity_list` | `GET /v1/activity` (JSON page) | `after?`, `limit?` |
  * | `audit_list` | `GET /v1/audit` | `limit?`, `cursor?`, `principalId?`, `action?` |
  *
  * Body arguments are the route's own body schema (`server/schemas/`), so the tool's JSON Schema
@@ -335,6 +337,38 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
     body: customToolResultBody,
     idempotent: true,
     annotations: mutating(false, true),
+  },
+  {
+    name: "pending_list",
+    title: "List pending tool requests across runs",
+    description: "The inbox: every tool request waiting for an answer in the runs the caller " +
+      "may read (approvers and admins: every run), with its input, deniedAt (when the runtime " +
+      "denies it by itself), and the run's title, agent and owner; answer with " +
+      "run_confirm_tool or run_respond_custom_tool. A page covers up to limit runs; pass " +
+      "nextCursor back as cursor (as GET /v1/pending).",
+    method: "GET",
+    path: "/v1/pending",
+    query: z.strictObject({ limit: pageLimit(100, 50), cursor }),
+    idempotent: false,
+    annotations: readOnly(),
+  },
+  {
+    name: "activity_list",
+    title: "Read the activity feed",
+    description: "The changes of the runs the caller may read after seq `after` (default 0), " +
+      "oldest first: run.created, run.state, tool.pending and tool.answered (with who " +
+      "answered). Pass nextAfter back as after for the next page; GET /v1/pending's " +
+      "activitySeq is where changes since that inbox page start (as GET /v1/activity).",
+    method: "GET",
+    path: "/v1/activity",
+    query: z.strictObject({
+      after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional()
+        .describe("Return changes after this seq (default 0)"),
+      limit: pageLimit(500, 100),
+    }),
+    idempotent: false,
+    annotations: readOnly(),
+    accept: "application/json",
   },
   {
     name: "audit_list",

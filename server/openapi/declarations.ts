@@ -11,9 +11,11 @@ import type { z } from "zod";
 import { RUN_STATES } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 import {
+  activityPageSchema,
   auditPageSchema,
   customToolResultSchema,
   healthSchema,
+  inboxSchema,
   jsonRpcSchema,
   openApiSchema,
   pendingSchema,
@@ -233,6 +235,42 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     tag: "runs",
     answers: { 200: { description: "Pending requests.", schema: pendingSchema } },
     errors: [...PROVIDER_ERRORS, "runNotFound"],
+  },
+  "GET /v1/pending": {
+    summary: "The cross-run inbox: every pending tool request the caller may see",
+    description: "Approvers and admins: every run's; others: their own runs'. Served from the " +
+      "store (no provider call). A page covers up to `limit` runs waiting in `requires_action`, " +
+      "newest first, each with all its pending requests; `activitySeq` is where to follow " +
+      "`GET /v1/activity` from.",
+    tag: "runs",
+    query: [limit(100, 50), cursor],
+    answers: { 200: { description: "A page of the inbox.", schema: inboxSchema } },
+    errors: ["providerNotConfigured", "invalidRequest"],
+  },
+  "GET /v1/activity": {
+    summary: "The activity feed: changes of the runs the caller may see",
+    description: "`Accept: text/event-stream`: `retry`, then `id: <seq>`, `event: <type>`, " +
+      "`data: <JSON>` per change (`run.created`, `run.state`, `tool.pending`, " +
+      "`tool.answered`); `Last-Event-ID` or `after` resumes after that seq, else it starts " +
+      "from now. Counts against the event stream limits. `Accept: application/json`: a page " +
+      "after `after`.",
+    tag: "runs",
+    query: [
+      {
+        name: "after",
+        description: "Changes after this seq (stream default: from now; page default: 0).",
+        schema: { type: "integer", minimum: 0 },
+      },
+      limit(500, 100),
+    ],
+    answers: {
+      200: {
+        description: "The changes.",
+        schema: activityPageSchema,
+        contentType: "text/event-stream",
+      },
+    },
+    errors: ["providerNotConfigured", "invalidRequest", "resourceExhausted"],
   },
   "POST /v1/runs/:runId/tool-confirmations": {
     summary: "Allow or deny a tool call",

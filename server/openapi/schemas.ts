@@ -9,11 +9,13 @@
  */
 import { z } from "zod";
 import {
+  ACTIVITY_TYPES,
   AUDIT_ACTIONS,
   type AuditPage,
   CAPABILITIES,
   type CustomToolAnswer,
   type HealthStatus,
+  type InboxPage,
   type IssuedPrincipal,
   type PendingToolRequestList,
   type PrincipalPage,
@@ -182,6 +184,45 @@ export const pendingSchema = z.strictObject({
   })),
 }) satisfies z.ZodType<PendingToolRequestList>;
 
+/** `GET /v1/pending`: the cross-run inbox. */
+export const inboxSchema = z.strictObject({
+  pending: z.array(z.strictObject({
+    runId: z.string(),
+    toolUseId: z.string(),
+    kind: z.enum(TOOL_REQUEST_KINDS),
+    name: z.string(),
+    input: z.unknown(),
+    inputTruncated: z.boolean().optional().describe(
+      "the input was longer than 16 KiB of JSON: `input` is the text of its first 16 KiB",
+    ),
+    requestedAt: timestamp,
+    deniedAt: timestamp.describe("when the runtime answers it by itself (fail closed)"),
+    title: z.string().optional(),
+    agentId: z.string(),
+    principalId: z.string().describe("the principal that started the run"),
+    principalName: z.string().optional().describe("its name, when it has one"),
+  })),
+  nextCursor: z.string().nullable(),
+  activitySeq: z.int().min(0).describe(
+    "the activity log's seq when the page was read: follow GET /v1/activity after it",
+  ),
+}) satisfies z.ZodType<InboxPage>;
+
+/** One activity event (by `type`): see `wire/activity.ts`. */
+export const activityEventSchema = z.looseObject({
+  seq: z.int().min(1),
+  at: timestamp,
+  type: z.enum(ACTIVITY_TYPES),
+  runId: z.string(),
+  principalId: z.string().describe("the principal that owns the run"),
+});
+
+/** The JSON page of `GET /v1/activity`. */
+export const activityPageSchema = z.strictObject({
+  events: z.array(activityEventSchema),
+  nextAfter: z.int().min(0).describe("pass back as `after`"),
+});
+
 /** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
 export const toolConfirmationSchema = z.strictObject({
   toolUseId: z.string(),
@@ -230,6 +271,8 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   RunPage: runPageSchema,
   RunEventPage: runEventPageSchema,
   Pending: pendingSchema,
+  Inbox: inboxSchema,
+  ActivityPage: activityPageSchema,
   ToolConfirmation: toolConfirmationSchema,
   CustomToolResult: customToolResultSchema,
   AuditPage: auditPageSchema,

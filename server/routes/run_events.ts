@@ -34,10 +34,13 @@ export const DEFAULT_EVENT_PAGE = 100;
 
 const SEQ = /^(0|[1-9][0-9]{0,14})$/;
 
-function parseQuery(query: string): { after?: number; limit: number } {
+function parseQuery(
+  query: string,
+  bounds: { max: number; fallback: number },
+): { after?: number; limit: number } {
   const params = new URLSearchParams(query);
   const details: ValidationDetail[] = [];
-  const out: { after?: number; limit: number } = { limit: DEFAULT_EVENT_PAGE };
+  const out: { after?: number; limit: number } = { limit: bounds.fallback };
   for (const name of ["after", "limit"]) {
     const all = params.getAll(name);
     if (all.length === 0) continue;
@@ -47,10 +50,10 @@ function parseQuery(query: string): { after?: number; limit: number } {
     }
     const value = Number(all[0]);
     if (name === "after") out.after = value;
-    else if (value < 1 || value > MAX_EVENT_PAGE) {
+    else if (value < 1 || value > bounds.max) {
       details.push({
         path: "limit",
-        message: `Must be a whole number from 1 to ${MAX_EVENT_PAGE}`,
+        message: `Must be a whole number from 1 to ${bounds.max}`,
       });
     } else out.limit = value;
   }
@@ -58,8 +61,68 @@ function parseQuery(query: string): { after?: number; limit: number } {
   return out;
 }
 
-function wantsStream(accept: string | null): boolean {
+/**
+ * Where an SSE request resumes and how large a JSON page is: `Last-Event-ID` (a whole number,
+ * else 400 `invalidHeader`) wins over `?after=`; `?limit=` from 1 to `max` (default `fallback`);
+ * anything malformed in the query is 422 `invalidRequest`. `after` is absent when neither says.
+ * The run event route and the activity route read their resume points here.
+ *
+ * @example
+ * ```ts ignore
+ * const { after, limit } = resumePoint(context, { max: 500, fallback: 100 });
+ * ```
+ */
+export function resumePoint(
+  context: RequestContext,
+  bounds: { max: number; fallback: number },
+): { after?: number; limit: number } {
+  const query = parseQuery(context.query, bounds);
+  const lastEventId = context.request.headers.get("last-event-id");
+  if (lastEventId === null) return query;
+  const trimmed = lastEventId.trim();
+  if (!SEQ.test(trimmed)) {
+    throw new InterfaceError("invalidHeader", "Last-Event-ID must be a whole number (a seq)", {
+      extra: { header: "last-event-id" },
+    });
+  }
+  return { after: Number(trimmed), limit: query.limit };
+}
+
+/**
+ * Whether a request asks for an SSE stream (`Accept` names `text/event-stream`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { wantsStream } from "./run_events.ts";
+ * assert.equal(wantsStream("text/event-stream"), true);
+ * assert.equal(wantsStream("application/json"), false);
+ * ```
+ */
+export function wantsStream(accept: string | null): boolean {
   return accept !== null && accept.toLowerCase().includes("text/event-stream");
+}
+
+/**
+ * The 200 of an SSE answer: the body with its content type, no caching, and no proxy buffering.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sseResponse } from "./run_events.ts";
+ * const response = sseResponse("retry: 2000\n\n");
+ * assert.equal(response.headers.get("content-type"), "text/event-stream; charset=utf-8");
+ * ```
+ */
+export function sseResponse(body: BodyInit): Response {
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    },
+  });
 }
 
 /** Options of {@linkcode runEventRoutes}. */
@@ -85,18 +148,8 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
   const { gateway, hub, store } = options;
   async function events(context: RequestContext): Promise<Response> {
     const request = context.request;
-    const query = parseQuery(context.query);
-    const lastEventId = request.headers.get("last-event-id");
-    let after = query.after ?? 0;
-    if (lastEventId !== null) {
-      const trimmed = lastEventId.trim();
-      if (!SEQ.test(trimmed)) {
-        throw new InterfaceError("invalidHeader", "Last-Event-ID must be a whole number (a seq)", {
-          extra: { header: "last-event-id" },
-        });
-      }
-      after = Number(trimmed);
-    }
+    const query = resumePoint(context, { max: MAX_EVENT_PAGE, fallback: DEFAULT_EVENT_PAGE });
+    const after = query.after ?? 0;
     const record = await gateway.readableRun(runCallOf(context), context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
       const page = await readEventPage({
@@ -118,14 +171,7 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
       principalId: context.principal!.principalId,
       record,
     });
-    return new Response(body, {
-      status: 200,
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-      },
-    });
+    return sseResponse(body);
   }
 
   return [{

@@ -14,7 +14,8 @@
  *    an answer: release, 404.
  * 4. Send the answer to the provider (`user.tool_confirmation` / `user.custom_tool_result`). A
  *    failed send releases the claim and answers 502 or 503, so the caller may retry.
- * 5. Record the answer (`answeredBy`, `answeredAt`, `result`) and append an audit entry.
+ * 5. Record the answer (`answeredBy`, `answeredAt`, `result`) with its `tool.answered` activity
+ *    entry in the same store write, and append an audit entry.
  *
  * The fail-closed sweeper: every replica walks the runs in `requires_action` now and then; a
  * request pending longer than the pending timeout (default 10 min) is denied (confirmation) or
@@ -28,6 +29,7 @@ import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type {
+  ActivityInput,
   AuditAction,
   Store,
   ToolAnswerRecord,
@@ -92,12 +94,40 @@ export interface ToolAnswersOptions {
 /** One answer about to go through steps 1 to 5. */
 interface AnswerJob {
   runId: string;
+  /** The principal that owns the run (its activity entries name it). */
+  ownerId: string;
   toolUseId: string;
   kind: ToolRequestKind;
   principalId: string;
+  /** The answering principal's name, when it has one. */
+  principalName?: string;
   result: ToolAnswerResult;
   signal: AbortSignal;
   send(client: ProviderManagedAgentClient, signal: AbortSignal): Promise<unknown>;
+}
+
+/** The `tool.answered` activity entry of an answer recorded as `final`. */
+function answeredActivity(
+  job: Pick<
+    AnswerJob,
+    "runId" | "ownerId" | "toolUseId" | "kind" | "principalId" | "principalName"
+  >,
+  final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+): ActivityInput[] {
+  return [{
+    type: "tool.answered",
+    at: final.answeredAt,
+    runId: job.runId,
+    principalId: job.ownerId,
+    toolUseId: job.toolUseId,
+    kind: job.kind,
+    result: final.result,
+    answeredBy: final.principalId,
+    ...(job.principalName !== undefined && final.principalId === job.principalId
+      ? { answeredByName: job.principalName }
+      : {}),
+    key: `answered:${job.toolUseId}`,
+  }];
 }
 
 function toolUseNotFound(): InterfaceError {
@@ -167,12 +197,14 @@ export class ToolAnswers {
   async confirm(call: RunCall, runId: string, body: ConfirmToolBody): Promise<ToolAnswer> {
     const caller = call.principal;
     await this.#gateway.providerClient();
-    await this.#gateway.visibleRun(caller, runId, "read");
+    const record = await this.#gateway.visibleRun(caller, runId, "read");
     return await this.#audited(call, "tool.confirmed", runId, {
       runId,
+      ownerId: record.principalId,
       toolUseId: body.toolUseId,
       kind: "confirmation",
       principalId: caller.principalId,
+      ...(caller.name !== undefined ? { principalName: caller.name } : {}),
       result: body.result,
       signal: deadlineSignal(call, this.#now),
       send: (client, signal) =>
@@ -190,12 +222,14 @@ export class ToolAnswers {
   async respond(call: RunCall, runId: string, body: RespondCustomToolBody): Promise<ToolAnswer> {
     const caller = call.principal;
     await this.#gateway.providerClient();
-    await this.#gateway.visibleRun(caller, runId, "write");
+    const record = await this.#gateway.visibleRun(caller, runId, "write");
     return await this.#audited(call, "tool.responded", runId, {
       runId,
+      ownerId: record.principalId,
       toolUseId: body.toolUseId,
       kind: "custom_tool",
       principalId: caller.principalId,
+      ...(caller.name !== undefined ? { principalName: caller.name } : {}),
       result: body.isError === true ? "error" : "ok",
       signal: deadlineSignal(call, this.#now),
       send: (client, signal) =>
@@ -264,7 +298,7 @@ export class ToolAnswers {
             result: shown,
             answeredAt: this.#isoNow(),
           };
-          await this.#store.answers.complete(job.runId, job.toolUseId, token, final);
+          await this.#complete(job, token, final);
           throw alreadyAnswered(final);
         }
         if (!found.open.has(job.toolUseId)) throw toolUseNotFound();
@@ -283,7 +317,7 @@ export class ToolAnswers {
     const final = { principalId: job.principalId, result: job.result, answeredAt };
     // False only when a sweeper took the claim back meanwhile: it then found this very answer
     // in the provider's history and recorded it.
-    await this.#store.answers.complete(job.runId, job.toolUseId, token, final);
+    await this.#complete(job, token, final);
     // The run moves on at the provider: record its state now (a failure leaves it to the next
     // read), and wake its tail.
     await this.#gateway.refreshRun(job.runId, { timeoutMs: 5_000 }).catch(() => null);
@@ -294,6 +328,24 @@ export class ToolAnswers {
       answeredBy: job.principalId,
       answeredAt,
     };
+  }
+
+  /**
+   * Step 5's store write: the claim held by `token` becomes the answer `final`, with its
+   * `tool.answered` activity entry. False when the token no longer holds the claim.
+   */
+  #complete(
+    job: Parameters<typeof answeredActivity>[0],
+    token: string,
+    final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+  ): Promise<boolean> {
+    return this.#store.answers.complete(
+      job.runId,
+      job.toolUseId,
+      token,
+      final,
+      answeredActivity(job, final),
+    );
   }
 
   /** Starts the periodic fail-closed pass; the timer never keeps the process alive. */
@@ -348,7 +400,7 @@ export class ToolAnswers {
       });
       for (const run of page.runs) {
         if (this.#stopped) return;
-        await this.#sweepRun(client, run.runId, now).catch((error) => {
+        await this.#sweepRun(client, run.runId, run.principalId, now).catch((error) => {
           this.#logger.error("pending sweep of a run failed", {
             runId: run.runId,
             errorName: error instanceof Error ? error.name : typeof error,
@@ -359,7 +411,12 @@ export class ToolAnswers {
     } while (cursor !== undefined && !this.#stopped);
   }
 
-  async #sweepRun(client: ProviderManagedAgentClient, runId: string, now: number): Promise<void> {
+  async #sweepRun(
+    client: ProviderManagedAgentClient,
+    runId: string,
+    ownerId: string,
+    now: number,
+  ): Promise<void> {
     const signal = AbortSignal.timeout(SWEEP_CALL_MS);
     const found = await readToolRequests(client, runId, signal);
     const records = new Map(
@@ -370,9 +427,9 @@ export class ToolAnswers {
       const record = records.get(request.toolUseId);
       const overdue = Date.parse(request.requestedAt) + this.pendingTimeoutMs <= now;
       if (overdue && (record === undefined || this.#stale(record, now))) {
-        await this.#failClosed(runId, request, signal);
+        await this.#failClosed(runId, ownerId, request, signal);
       } else if (record !== undefined && this.#stale(record, now)) {
-        await this.#takeBack(client, runId, record, signal);
+        await this.#takeBack(client, runId, ownerId, record, signal);
       }
     }
     // Nothing waits any more: the recorded state is old; read it so the next pass skips the run.
@@ -386,6 +443,7 @@ export class ToolAnswers {
   /** The fail-closed answer of a request past the pending timeout (steps 1 to 5). */
   async #failClosed(
     runId: string,
+    ownerId: string,
     request: PendingToolRequest,
     signal: AbortSignal,
   ): Promise<void> {
@@ -395,6 +453,7 @@ export class ToolAnswers {
     try {
       await this.#answer({
         runId,
+        ownerId,
         toolUseId: request.toolUseId,
         kind: request.kind,
         principalId: FAIL_CLOSED_ACTOR,
@@ -426,6 +485,7 @@ export class ToolAnswers {
   async #takeBack(
     client: ProviderManagedAgentClient,
     runId: string,
+    ownerId: string,
     stale: ToolAnswerRecord,
     signal: AbortSignal,
   ): Promise<void> {
@@ -443,11 +503,12 @@ export class ToolAnswers {
       const found = await readToolRequests(client, runId, signal);
       const shown = found.answered.get(stale.toolUseId);
       if (shown !== undefined) {
-        await this.#store.answers.complete(runId, stale.toolUseId, claim.token, {
+        const final = {
           principalId: stale.principalId,
           result: shown,
           answeredAt: this.#isoNow(),
-        });
+        };
+        await this.#complete({ ...stale, ownerId }, claim.token, final);
         return;
       }
     } catch (error) {

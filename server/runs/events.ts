@@ -82,6 +82,11 @@ export interface RunEventHubOptions {
   /** Open streams one principal may hold on this replica (default 16). */
   maxStreamsPerPrincipal?: number;
   /**
+   * The open streams this replica counts against the limits, shared with the activity feed;
+   * given, its own limits apply and `maxStreams` and `maxStreamsPerPrincipal` are not read.
+   */
+  streams?: OpenStreams;
+  /**
    * Idle time after which a stream gets a comment line, in ms (default {@linkcode HEARTBEAT_MS});
    * idle streams look at it once a poll (every second).
    */
@@ -128,8 +133,6 @@ export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Arra
 export class RunEventHub {
   readonly #store: Store;
   readonly #now: () => number;
-  readonly #maxStreams: number;
-  readonly #maxPerPrincipal: number;
   readonly #heartbeatMs: number;
   readonly #windowBytes: number | undefined;
   readonly #lingerMs: number;
@@ -147,15 +150,18 @@ export class RunEventHub {
   constructor(options: RunEventHubOptions) {
     this.#store = options.store;
     this.#now = options.now ?? Date.now;
-    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
-    this.#maxPerPrincipal = options.maxStreamsPerPrincipal ??
-      DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL;
     this.#heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.#windowBytes = options.windowBytes;
     this.#lingerMs = options.linger?.ms ?? LINGER_MS;
     this.#maxLingering = options.linger?.maxFeeds ?? MAX_LINGERING_FEEDS;
     this.#maxLingeringBytes = options.linger?.maxBytes ?? MAX_LINGERING_BYTES;
-    this.#streams = new OpenStreams({ authenticator: options.authenticator, now: this.#now });
+    this.#streams = options.streams ?? new OpenStreams({
+      authenticator: options.authenticator,
+      now: this.#now,
+      maxStreams: options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+      maxStreamsPerPrincipal: options.maxStreamsPerPrincipal ??
+        DEFAULT_MAX_EVENT_STREAMS_PER_PRINCIPAL,
+    });
   }
 
   /** Open streams on this replica. */
@@ -206,24 +212,7 @@ export class RunEventHub {
         }
       }
       this.#refuseWhenClosed();
-      const principalId = options.principalId;
-      if (
-        principalId !== undefined && this.#streams.countOf(principalId) >= this.#maxPerPrincipal
-      ) {
-        throw new InterfaceError(
-          "resourceExhausted",
-          "This principal has as many open event streams on this replica as it may; " +
-            "close one first",
-          { headers: { "retry-after": "1" }, extra: { limit: "maxEventStreamsPerPrincipal" } },
-        );
-      }
-      if (this.#streams.size >= this.#maxStreams) {
-        throw new InterfaceError(
-          "resourceExhausted",
-          "This replica has as many open event streams as it allows",
-          { status: 503, headers: { "retry-after": "1" }, extra: { limit: "maxEventStreams" } },
-        );
-      }
+      this.#streams.admit(options.principalId);
     } catch (error) {
       this.#leave(feed);
       throw error;

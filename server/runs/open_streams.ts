@@ -1,9 +1,11 @@
 /**
- * The open streams of this replica: how many there are, in all and per principal (what the event
- * hub holds against `--max-event-streams` and `--max-event-streams-per-principal`), their
- * principals re-checked twice a second, and all of them ended at once when the replica drains or
- * closes. The run event hub keeps one set for its SSE streams; the MCP endpoint one for the
- * sessions' GET streams, which end within a second of a revocation the same way.
+ * The open streams of this replica: how many there are, in all and per principal, held against
+ * their limits (`--max-event-streams`, 503 past it, and `--max-event-streams-per-principal`, 429
+ * past it: {@linkcode OpenStreams.admit}), their principals re-checked twice a second, and all of
+ * them ended at once when the replica drains or closes. The run event hub and the activity feed
+ * share one set for their SSE streams, so a run's events and the activity feed count against the
+ * same limits; the MCP endpoint keeps one for the sessions' GET streams, which end within a
+ * second of a revocation the same way.
  *
  * A re-check authenticates each distinct credential once, at the injected clock's time (the
  * authenticator shares one authority read between them, so a revocation on any replica ends the
@@ -15,6 +17,7 @@
  * @module
  */
 import type { Authenticator } from "../authenticator.ts";
+import { InterfaceError } from "../errors.ts";
 
 /** How often open streams re-check their principal, in ms: a revocation ends them within 1 s. */
 export const PRINCIPAL_CHECK_MS = 500;
@@ -37,6 +40,10 @@ export interface OpenStreamsOptions {
   now: () => number;
   /** Time between re-checks, in ms (default {@linkcode PRINCIPAL_CHECK_MS}). */
   checkMs?: number;
+  /** Streams {@linkcode OpenStreams.admit} lets open on this replica (default: no limit). */
+  maxStreams?: number;
+  /** Streams {@linkcode OpenStreams.admit} lets one principal open (default: no limit). */
+  maxStreamsPerPrincipal?: number;
 }
 
 /** The open event streams of this replica. */
@@ -44,6 +51,8 @@ export class OpenStreams {
   readonly #authenticator: Authenticator;
   readonly #now: () => number;
   readonly #checkMs: number;
+  readonly #maxStreams: number;
+  readonly #maxPerPrincipal: number;
   readonly #streams = new Set<OpenStream>();
   /** Open streams by principal, for the streams that name one. */
   readonly #perPrincipal = new Map<string, number>();
@@ -55,6 +64,30 @@ export class OpenStreams {
     this.#authenticator = options.authenticator;
     this.#now = options.now;
     this.#checkMs = options.checkMs ?? PRINCIPAL_CHECK_MS;
+    this.#maxStreams = options.maxStreams ?? Number.POSITIVE_INFINITY;
+    this.#maxPerPrincipal = options.maxStreamsPerPrincipal ?? Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Refuses a new stream past the limits: 429 `resourceExhausted` when `principalId` holds as
+   * many as it may, 503 `resourceExhausted` when the replica does (both with `Retry-After: 1`).
+   */
+  admit(principalId: string | undefined): void {
+    if (principalId !== undefined && this.countOf(principalId) >= this.#maxPerPrincipal) {
+      throw new InterfaceError(
+        "resourceExhausted",
+        "This principal has as many open event streams on this replica as it may; " +
+          "close one first",
+        { headers: { "retry-after": "1" }, extra: { limit: "maxEventStreamsPerPrincipal" } },
+      );
+    }
+    if (this.#streams.size >= this.#maxStreams) {
+      throw new InterfaceError(
+        "resourceExhausted",
+        "This replica has as many open event streams as it allows",
+        { status: 503, headers: { "retry-after": "1" }, extra: { limit: "maxEventStreams" } },
+      );
+    }
   }
 
   /** Streams open now. */

@@ -1,9 +1,10 @@
 /**
- * Where pending tool requests come from: {@linkcode deriveToolRequests} reads a run's session
+ * Where pending tool requests come from: a {@linkcode ToolRequestTracker} is fed a run's session
  * events in order and tells which tool requests exist, which are still open and which were
- * answered; {@linkcode readToolRequests} feeds it the provider's session history through the
- * client library. This is the one place that derivation lives: once runs have an event log in
- * the store, the same function can be fed from the log instead of the provider.
+ * answered; {@linkcode deriveToolRequests} feeds it a list of raw events, and
+ * {@linkcode readToolRequests} the provider's session history through the client library. A
+ * run's tail (`tail.ts`) feeds one the events it reads, to record the requests that wait in the
+ * activity log (the inbox's source). This is the one place that derivation lives.
  *
  * The rules, in event order:
  *
@@ -21,10 +22,16 @@
  */
 import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import {
+  type ManagedAgentSessionEvent,
   parseSessionEvent,
   sessionEventNeedsConfirmation,
 } from "../../client/managed_agents/events.ts";
-import type { ToolAnswerRecord, ToolAnswerResult } from "../store/types.ts";
+import {
+  type ActivityInput,
+  boundedInput,
+  type ToolAnswerRecord,
+  type ToolAnswerResult,
+} from "../store/types.ts";
 import type { PendingToolRequest } from "../../wire/mod.ts";
 
 /** `requestedAt` of a request whose processing time the provider did not say: the epoch. */
@@ -38,6 +45,97 @@ export interface ToolRequests {
   open: Set<string>;
   /** Answers the history shows, by tool-use id. */
   answered: Map<string, ToolAnswerResult>;
+}
+
+/**
+ * A run's tool requests, derived from its session events as they are fed (rules 1 to 3 of the
+ * module doc). With `keepClosed: false` a request that closed is forgotten (its id stays in
+ * `answered` when it was answered), so a tracker fed a long history holds only what waits.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseSessionEvent } from "../../client/managed_agents/events.ts";
+ * import { ToolRequestTracker } from "./pending.ts";
+ * const tracker = new ToolRequestTracker({ keepClosed: false });
+ * for (const raw of [
+ *   { type: "agent.custom_tool_use", id: "sevt_1", name: "lookup", input: {} },
+ *   { type: "agent.custom_tool_use", id: "sevt_2", name: "lookup", input: {} },
+ *   { type: "user.custom_tool_result", custom_tool_use_id: "sevt_1" },
+ * ]) tracker.feed(parseSessionEvent(raw)!);
+ * assert.deepEqual(tracker.pending().map((request) => request.toolUseId), ["sevt_2"]);
+ * assert.equal(tracker.requests.has("sevt_1"), false);
+ * ```
+ */
+export class ToolRequestTracker implements ToolRequests {
+  /** Every tool request seen (only the open ones with `keepClosed: false`), by tool-use id. */
+  readonly requests: Map<string, PendingToolRequest> = new Map();
+  /** Ids of the requests still waiting for an answer, in request order. */
+  readonly open: Set<string> = new Set();
+  /** Answers the history shows, by tool-use id. */
+  readonly answered: Map<string, ToolAnswerResult> = new Map();
+  readonly #keepClosed: boolean;
+
+  /** An empty tracker; `keepClosed` (default true) keeps closed requests in `requests`. */
+  constructor(options: { keepClosed?: boolean } = {}) {
+    this.#keepClosed = options.keepClosed ?? true;
+  }
+
+  /** The requests still open, in request order. */
+  pending(): PendingToolRequest[] {
+    return [...this.open].map((id) => this.requests.get(id)!);
+  }
+
+  /** Takes one session event into account. */
+  feed(event: ManagedAgentSessionEvent): void {
+    const { requests, open, answered } = this;
+    if (sessionEventNeedsConfirmation(event) || event.kind === "custom_tool_use") {
+      if (event.id === undefined || event.id === "" || requests.has(event.id)) return;
+      if (answered.has(event.id)) {
+        if (this.#keepClosed) requests.set(event.id, requestOf(event));
+        return;
+      }
+      requests.set(event.id, requestOf(event));
+      open.add(event.id);
+    } else if (event.type === "user.tool_confirmation") {
+      const id = event.raw.tool_use_id;
+      if (typeof id !== "string") return;
+      answered.set(id, event.raw.result === "allow" ? "allow" : "deny");
+      this.#close(id);
+    } else if (event.type === "user.custom_tool_result") {
+      const id = event.raw.custom_tool_use_id;
+      if (typeof id !== "string") return;
+      answered.set(id, event.raw.is_error === true ? "error" : "ok");
+      this.#close(id);
+    } else if (event.kind === "status" && event.type !== "session.thread_status_idle") {
+      if (event.status === "idle") {
+        const reason = event.stopReason;
+        const blocking = reason?.type === "requires_action" && Array.isArray(reason.event_ids)
+          ? new Set(reason.event_ids as unknown[])
+          : new Set<unknown>();
+        for (const id of [...open]) if (!blocking.has(id)) this.#close(id);
+      } else if (event.status === "terminated" || event.status === "deleted") {
+        for (const id of [...open]) this.#close(id);
+      }
+    }
+  }
+
+  #close(id: string): void {
+    this.open.delete(id);
+    if (!this.#keepClosed) this.requests.delete(id);
+  }
+}
+
+function requestOf(
+  event: ManagedAgentSessionEvent & { id?: string; name: string; input?: unknown },
+): PendingToolRequest {
+  return {
+    toolUseId: event.id!,
+    kind: event.kind === "custom_tool_use" ? "custom_tool" : "confirmation",
+    name: event.name,
+    input: event.input ?? {},
+    requestedAt: event.processedAt ?? UNKNOWN_TIME,
+  };
 }
 
 /**
@@ -59,45 +157,12 @@ export interface ToolRequests {
  * ```
  */
 export function deriveToolRequests(events: readonly unknown[]): ToolRequests {
-  const requests = new Map<string, PendingToolRequest>();
-  const open = new Set<string>();
-  const answered = new Map<string, ToolAnswerResult>();
+  const tracker = new ToolRequestTracker();
   for (const raw of events) {
     const event = parseSessionEvent(raw);
-    if (event === null) continue;
-    if (sessionEventNeedsConfirmation(event) || event.kind === "custom_tool_use") {
-      if (event.id === "" || requests.has(event.id)) continue;
-      requests.set(event.id, {
-        toolUseId: event.id,
-        kind: event.kind === "custom_tool_use" ? "custom_tool" : "confirmation",
-        name: event.name,
-        input: event.input ?? {},
-        requestedAt: event.processedAt ?? UNKNOWN_TIME,
-      });
-      if (!answered.has(event.id)) open.add(event.id);
-    } else if (event.type === "user.tool_confirmation") {
-      const id = event.raw.tool_use_id;
-      if (typeof id !== "string") continue;
-      answered.set(id, event.raw.result === "allow" ? "allow" : "deny");
-      open.delete(id);
-    } else if (event.type === "user.custom_tool_result") {
-      const id = event.raw.custom_tool_use_id;
-      if (typeof id !== "string") continue;
-      answered.set(id, event.raw.is_error === true ? "error" : "ok");
-      open.delete(id);
-    } else if (event.kind === "status" && event.type !== "session.thread_status_idle") {
-      if (event.status === "idle") {
-        const reason = event.stopReason;
-        const blocking = reason?.type === "requires_action" && Array.isArray(reason.event_ids)
-          ? new Set(reason.event_ids as unknown[])
-          : new Set<unknown>();
-        for (const id of [...open]) if (!blocking.has(id)) open.delete(id);
-      } else if (event.status === "terminated" || event.status === "deleted") {
-        open.clear();
-      }
-    }
+    if (event !== null) tracker.feed(event);
   }
-  return { requests, open, answered };
+  return tracker;
 }
 
 /**
@@ -142,4 +207,56 @@ export function pendingOf(
     if (!answered.has(id)) pending.push(found.requests.get(id)!);
   }
   return pending;
+}
+
+/**
+ * When the runtime answers a request by itself (the fail-closed default): `pendingTimeoutMs`
+ * after it was made.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deniedAtOf } from "./pending.ts";
+ * assert.equal(deniedAtOf("2026-01-01T00:00:00.000Z", 600_000), "2026-01-01T00:10:00.000Z");
+ * ```
+ */
+export function deniedAtOf(requestedAt: string, pendingTimeoutMs: number): string {
+  const at = Date.parse(requestedAt);
+  return new Date((Number.isNaN(at) ? 0 : at) + pendingTimeoutMs).toISOString();
+}
+
+/**
+ * The `tool.pending` activity entries of a run's open requests (their key dedupes them, so
+ * announcing a request twice records it once). Each keeps its input up to 16 KiB of JSON.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { pendingActivity } from "./pending.ts";
+ * const [entry] = pendingActivity({ runId: "sesn_1", principalId: "p" }, [{
+ *   toolUseId: "sevt_1", kind: "confirmation", name: "bash", input: { command: "ls" },
+ *   requestedAt: "2026-01-01T00:00:00.000Z",
+ * }], { pendingTimeoutMs: 60_000, at: "2026-01-01T00:00:01.000Z" });
+ * assert.equal(entry.type, "tool.pending");
+ * assert.equal(entry.key, "pending:sevt_1");
+ * ```
+ */
+export function pendingActivity(
+  run: { runId: string; principalId: string },
+  requests: readonly PendingToolRequest[],
+  options: { pendingTimeoutMs: number; at: string },
+): ActivityInput[] {
+  return requests.map((request) => ({
+    type: "tool.pending",
+    at: options.at,
+    runId: run.runId,
+    principalId: run.principalId,
+    toolUseId: request.toolUseId,
+    kind: request.kind,
+    name: request.name,
+    requestedAt: request.requestedAt,
+    deniedAt: deniedAtOf(request.requestedAt, options.pendingTimeoutMs),
+    ...boundedInput(request.input),
+    key: `pending:${request.toolUseId}`,
+  }));
 }

@@ -17,8 +17,9 @@
  *    and send the kickoff message within the call's deadline (the client's own retries and
  *    timeouts apply inside it), leaving no orphan session behind when either fails
  *    (`_open_session.ts`);
- * 5. record the run, turning the reservation into the run's slot and completing the idempotency
- *    claim with the answer in the same store write, and wake the run's tail (`RunActivity`).
+ * 5. record the run, turning the reservation into the run's slot, completing the idempotency
+ *    claim with the answer and appending its `run.created` activity entry in the same store
+ *    write, and wake the run's tail (`RunActivity`).
  *
  * A failure after step 3 releases the reservation. Replays of the same idempotency key never
  * reach this code: the idempotency rule answers them with the recorded run. Past step 4 a key is
@@ -358,7 +359,16 @@ export class RunGateway {
       expiresAt: key.expiresAt,
     };
     try {
-      await this.#store.runs.create(record, slotId, completion);
+      await this.#store.runs.create(record, slotId, completion, [{
+        type: "run.created",
+        at: record.createdAt,
+        runId: record.runId,
+        principalId: record.principalId,
+        state: record.state,
+        agentId: record.agentId,
+        ...(record.title !== undefined ? { title: record.title } : {}),
+        key: "created",
+      }]);
     } catch (error) {
       await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
       // No record, no run: the session goes too, and then the key may be used again.

@@ -20,9 +20,14 @@
  *    which is written at most once per {@linkcode RECORD_DELAY_MS}, right after an append, and
  *    once the log has been quiet that long: each streamed event then costs the store one commit,
  *    not two;
- * 5. stops once the latest turn ended (its last significant event is terminal): the lease is
+ * 5. records the tool requests that wait for an answer (a `ToolRequestTracker` of `pending.ts`
+ *    is fed every event): a batch that moves the run to `requires_action` writes their
+ *    `tool.pending` activity entries in the same store write as the run record, and a tail that
+ *    finds the run waiting after re-listing its history announces them again (their keys make
+ *    that a no-op when they are recorded already: a takeover never loses one);
+ * 6. stops once the latest turn ended (its last significant event is terminal): the lease is
  *    released; a follow-up message wakes the run again;
- * 6. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1;
+ * 7. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1;
  *    a session the provider no longer knows (`provider_failure.ts`) ends the run as `failed`.
  *
  * Runs reach a tail three ways: the gateway notifies {@linkcode RunActivity} (start, message,
@@ -42,8 +47,11 @@ import {
   type RunEventInput,
   type Store,
 } from "../store/types.ts";
+import type { PendingToolRequest } from "../../wire/mod.ts";
 import type { RunActivity } from "./activity.ts";
 import { changeRun } from "./_change_run.ts";
+import { pendingActivity, ToolRequestTracker } from "./pending.ts";
+import { DEFAULT_PENDING_TIMEOUT_MS } from "./answers.ts";
 import { isSessionGone } from "./provider_failure.ts";
 import { afterEntries } from "./run_state.ts";
 
@@ -73,6 +81,8 @@ export interface RunTailsOptions {
    * it, which come after the run record shows them (step 4).
    */
   onAppend?: (runId: string, entries: readonly RunEventEntry[]) => void;
+  /** The pending timeout (for the `deniedAt` of `tool.pending` entries; default 10 min). */
+  pendingTimeoutMs?: number;
 }
 
 /**
@@ -85,6 +95,8 @@ export const RECORD_DELAY_MS = 250;
 const APPEND_BATCH = 100;
 /** Active runs looked at per scan, per state. */
 const SCAN_LIMIT = 1_000;
+/** `tool.pending` entries carried by one run record write; more are appended after it. */
+const PENDING_PER_WRITE = 16;
 
 interface Tail {
   controller: AbortController;
@@ -112,6 +124,7 @@ export class RunTails {
   readonly #renewMs: number;
   readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
   readonly #now: () => number;
+  readonly #pendingTimeoutMs: number;
   /** This replica's lease holder id. */
   readonly holder: string = crypto.randomUUID();
   readonly #tails = new Map<string, Tail>();
@@ -130,6 +143,7 @@ export class RunTails {
     this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
     this.#onAppend = options.onAppend ?? (() => {});
     this.#now = options.now;
+    this.#pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
     this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
   }
 
@@ -228,7 +242,7 @@ export class RunTails {
     });
   }
 
-  /** Steps 1 to 6 of the module doc, while the lease holds. */
+  /** Steps 1 to 7 of the module doc, while the lease holds. */
   async #follow(runId: string, tail: Tail): Promise<void> {
     const signal = tail.controller.signal;
     const renew = setInterval(() => {
@@ -264,7 +278,7 @@ export class RunTails {
     }
   }
 
-  /** One connection: steps 1 to 5. Returns true when the run's turn ended. */
+  /** One connection: steps 1 to 6. Returns true when the run's turn ended. */
   async #connect(
     runId: string,
     client: ProviderManagedAgentClient,
@@ -275,16 +289,19 @@ export class RunTails {
     const stream = await client.openEventStream(runId, signal, { deltas: true });
     try {
       const mapper = new mapping.TailMapper(runId, this.#now);
+      // The tool requests waiting (step 5); closed ones are forgotten.
+      const requests = new ToolRequestTracker({ keepClosed: false });
       const pending: RunEventInput[] = [];
       // The turn of each pending entry (the user messages fed before it).
       const turns = new Map<string, number>();
       const feed = (event: Parameters<typeof mapper.feed>[0]) => {
         const from = pending.length;
+        requests.feed(event);
         mapper.feed(event, pending);
         for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
       };
       const flush = async () => {
-        await this.#append(runId, tail, pending.splice(0), turns);
+        await this.#append(runId, tail, pending.splice(0), turns, requests);
         turns.clear();
       };
       for await (const raw of client.iterateEvents(runId, { signal, limit: 100 })) {
@@ -293,6 +310,7 @@ export class RunTails {
         if (pending.length >= APPEND_BATCH) await flush();
       }
       await flush();
+      if (mapper.position === "waiting") await this.#announce(runId, requests.pending());
       if (mapper.position === "ended" && !tail.poked) return true;
       for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
         for (const event of batch) feed(event);
@@ -305,12 +323,27 @@ export class RunTails {
     }
   }
 
+  /**
+   * Records the `tool.pending` entries of a waiting run's open requests on their own (step 5:
+   * after a takeover, the entries the previous tail wrote are skipped by their keys).
+   */
+  async #announce(runId: string, requests: readonly PendingToolRequest[]): Promise<void> {
+    if (requests.length === 0) return;
+    const record = await this.#store.runs.get(runId);
+    if (record === null) return;
+    const at = new Date(this.#now()).toISOString();
+    await this.#store.activity.append(
+      pendingActivity(record, requests, { pendingTimeoutMs: this.#pendingTimeoutMs, at }),
+    );
+  }
+
   /** Appends and brings the run record up to date (step 4). */
   async #append(
     runId: string,
     tail: Tail,
     events: RunEventInput[],
     turns: ReadonlyMap<string, number> = new Map(),
+    requests?: ToolRequestTracker,
   ): Promise<void> {
     if (events.length === 0) return;
     const appended = await this.#store.events.append(runId, events);
@@ -335,8 +368,13 @@ export class RunTails {
     // What comes before the state change does not wait for the record: a message that arrives
     // with its turn's end in one read reaches subscribers a record write (one more commit) sooner.
     if (changing > 0) this.#onAppend(runId, appended.slice(0, changing));
+    // A batch that says the run waits records what it waits for with the record (step 5).
+    const waiting = requests !== undefined &&
+      appended.some((entry) =>
+        entry.event.type === "run.status" && entry.event.state === "requires_action"
+      );
     try {
-      await this.#writeRecord(runId, tail, appended, turns);
+      await this.#writeRecord(runId, tail, appended, turns, waiting ? requests!.pending() : []);
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended.
@@ -360,6 +398,7 @@ export class RunTails {
     tail: Tail,
     appended: readonly RunEventEntry[],
     turns: ReadonlyMap<string, number> = new Map(),
+    waiting: readonly PendingToolRequest[] = [],
   ): Promise<void> {
     clearTimeout(tail.recordTimer);
     tail.recordTimer = undefined;
@@ -375,16 +414,20 @@ export class RunTails {
         turnsOf = new Map(turns).set(unrecorded.entry.sourceId, unrecorded.turn);
       }
     }
-    const write = tail.recording.then(() => this.#record(runId, entries, turnsOf));
+    const write = tail.recording.then(() => this.#record(runId, entries, turnsOf, waiting));
     tail.recording = write.catch(() => {});
     return write;
   }
 
-  /** Writes what appended entries say into the run record (step 4). */
+  /**
+   * Writes what appended entries say into the run record (step 4), with the `tool.pending`
+   * entries of `waiting` (step 5).
+   */
   async #record(
     runId: string,
     appended: readonly RunEventEntry[],
     turns: ReadonlyMap<string, number>,
+    waiting: readonly PendingToolRequest[] = [],
   ): Promise<void> {
     const turnOf = (entry: RunEventEntry) => turns.get(entry.sourceId);
     let newest = 0;
@@ -402,12 +445,21 @@ export class RunTails {
       }
       // Written only over the record it was derived from (see `_change_run.ts`).
       const at = new Date(this.#now()).toISOString();
+      const activity = pendingActivity(record, waiting, {
+        pendingTimeoutMs: this.#pendingTimeoutMs,
+        at,
+      });
       await changeRun(
         this.#store,
         runId,
         (current) => afterEntries(current, appended, { at, turnOfEntry: turnOf }),
         record,
+        activity.slice(0, PENDING_PER_WRITE),
       );
+      // Past what one write carries (a store write has a size limit): on their own, after it.
+      if (activity.length > PENDING_PER_WRITE) {
+        await this.#store.activity.append(activity.slice(PENDING_PER_WRITE));
+      }
       return;
     }
   }

@@ -19,15 +19,9 @@
  * @module
  */
 
-import type { ToolRequestKind } from "../../wire/mod.ts";
+import type { ToolAnswerResult, ToolRequestKind } from "../../wire/mod.ts";
 
-export type { ToolRequestKind } from "../../wire/mod.ts";
-
-/**
- * The answer given: `allow` or `deny` for a confirmation; `ok` or `error` for a custom tool
- * result (`isError`).
- */
-export type ToolAnswerResult = "allow" | "deny" | "ok" | "error";
+export type { ToolAnswerResult, ToolRequestKind } from "../../wire/mod.ts";
 
 /** One tool answer as stored. */
 export interface ToolAnswerRecord {

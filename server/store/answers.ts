@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ActivityInput } from "./activity.ts";
 import type {
   ToolAnswerClaim,
   ToolAnswerClaimParams,
@@ -19,13 +20,15 @@ export interface AnswerStore {
   /**
    * Records the claimed answer as given (step 3), with the answerer and answer of `final`
    * (which may differ from the claim's when a recovered claim's answer is found in the
-   * provider's history). Returns false when the token no longer holds the claim.
+   * provider's history). Returns false when the token no longer holds the claim. `activity`
+   * (the `tool.answered` entry) is appended to the activity log in the same atomic step.
    */
   complete(
     runId: string,
     toolUseId: string,
     token: string,
     final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+    activity?: readonly ActivityInput[],
   ): Promise<boolean>;
   /** Deletes a claim held by `token` (a failed send); a no-op otherwise. */
   release(runId: string, toolUseId: string, token: string): Promise<void>;

@@ -11,6 +11,7 @@
  * @module
  */
 import type { IdempotencyCompletion } from "./idempotency.ts";
+import type { ActivityInput } from "./activity.ts";
 import type {
   RunListQuery,
   RunSlotReservation,
@@ -37,11 +38,13 @@ export interface RunStore {
    * start's idempotency claim with its answer, so a start is never recorded without its answer
    * (a retry with the key finds the run, whatever happens after this write). When `completion`'s
    * token no longer owns the claim nothing is written and it throws `IdempotencyLeaseLostError`.
+   * `activity` is appended to the activity log in the same step.
    */
   create(
     record: StoredRunRecord,
     slotId: string,
     completion?: IdempotencyCompletion,
+    activity?: readonly ActivityInput[],
   ): Promise<void>;
   /** Reads one run. */
   get(runId: string): Promise<StoredRunRecord | null>;
@@ -50,9 +53,14 @@ export interface RunStore {
    * an active one keeps (or takes) it. With `expected` (the record as the caller read it) it is a
    * compare-and-set: it writes only while the stored record still equals `expected`, and returns
    * false, having written nothing, when another writer changed it (or it is gone). Without
-   * `expected` the last writer wins, and it returns true.
+   * `expected` the last writer wins, and it returns true. `activity` is appended to the activity
+   * log in the same step (skipping inputs whose key the run's log holds), only when it writes.
    */
-  update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean>;
+  update(
+    record: StoredRunRecord,
+    expected?: StoredRunRecord,
+    activity?: readonly ActivityInput[],
+  ): Promise<boolean>;
   /**
    * Lists runs newest first (by `createdAt`, then run id). A state-filtered list reads only the
    * runs in that state (each backend indexes runs by state). A cursor that is not a `nextCursor`

@@ -7,7 +7,7 @@
  *
  * Each part's interface, and the records only it uses, is in its own file: `principals.ts`,
  * `idempotency.ts`, `authority.ts`, `runs.ts`, `audit.ts`, `events.ts`, `answers.ts`,
- * `trust_policies.ts`. The
+ * `trust_policies.ts`, `activity.ts`. The
  * records several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
  * `run_event_types.ts`. This module re-exports them all.
  *
@@ -26,6 +26,7 @@ import type { AuditStore } from "./audit.ts";
 import type { RunEventStore } from "./events.ts";
 import type { AnswerStore } from "./answers.ts";
 import type { TrustPolicyStore } from "./trust_policies.ts";
+import type { ActivityStore } from "./activity.ts";
 
 export * from "./principals.ts";
 export * from "./idempotency.ts";
@@ -35,6 +36,7 @@ export * from "./audit.ts";
 export * from "./events.ts";
 export * from "./answers.ts";
 export * from "./trust_policies.ts";
+export * from "./activity.ts";
 export * from "./run_types.ts";
 export * from "./answer_types.ts";
 export * from "./run_event_types.ts";
@@ -57,6 +59,8 @@ export interface StoreParts {
   readonly answers: AnswerStore;
   /** Trust policies, and the ID tokens exchanged under them. */
   readonly trustPolicies: TrustPolicyStore;
+  /** The activity log: changes across runs, for the activity feed and the inbox. */
+  readonly activity: ActivityStore;
 }
 
 /** The name of one part of a store. */
@@ -83,6 +87,7 @@ export const STORE_PARTS: readonly StorePartName[] = Object.freeze(
     "events",
     "answers",
     "trustPolicies",
+    "activity",
   ] as const,
 );
 

@@ -19,7 +19,7 @@ Deno.test("the program's help lists every command and subcommand of the table", 
       COMMANDS.map((spec) => [spec.name, ...spec.positionals].join(" ")),
     );
     // The subcommands a user once missed, and the ones since.
-    for (const name of ["run pending ID", "run approve ID TOOL_USE_ID", "run respond", "call"]) {
+    for (const name of ["run pending [ID]", "run approve ID TOOL_USE_ID", "run respond", "call"]) {
       assert.ok(result.stdout.includes(name), name);
     }
     for (const line of result.stdout.split("\n")) assert.ok(line.length <= 100, line);

@@ -1,6 +1,6 @@
 /**
- * Test helpers for run event streams: open a run's SSE stream on an in-process server and read
- * its frames (with `retry` and comment lines kept), or read it whole.
+ * Test helpers for event streams: open a run's SSE stream (or the activity feed) on an in-process
+ * server and read its frames (with `retry` and comment lines kept), or read it whole.
  *
  * @module
  */
@@ -119,4 +119,19 @@ export async function openEvents(
     }),
   );
   return new EventReader(response);
+}
+
+/** Opens `GET /v1/activity` as SSE. */
+export async function openActivity(
+  answer: Answerer,
+  base: string,
+  bearer: string,
+  options: { lastEventId?: string; after?: number } = {},
+): Promise<EventReader> {
+  const headers = sharedHeaders(bearer, {
+    accept: "text/event-stream",
+    ...(options.lastEventId !== undefined ? { "last-event-id": options.lastEventId } : {}),
+  });
+  const query = options.after !== undefined ? `?after=${options.after}` : "";
+  return new EventReader(await answer(new Request(`${base}/v1/activity${query}`, { headers })));
 }

@@ -130,3 +130,64 @@ Deno.test("sdk: streamRun of the runtime-service module hands every event to onE
     await gateway.close();
   }
 });
+
+Deno.test("sdk: runs.activity follows changes from now, resumes after a cut without gap or repeat; runs.inbox lists the waiting request", async () => {
+  const gateway = await startGateway();
+  const http = serve(gateway);
+  try {
+    gateway.fake.managedAgents!.script = () => [
+      {
+        type: "agent.tool_use",
+        name: "bash",
+        input: { command: "ls" },
+        evaluated_permission: "ask",
+      },
+    ];
+    const writer = await gateway.issue(["session:read", "session:write"]);
+    const approver = await gateway.issue(["session:read", "session:approve"]);
+    const client = new RuntimeServiceClient({ baseUrl: http.url, token: approver.bearer });
+    const own = new RuntimeServiceClient({ baseUrl: http.url, token: writer.bearer });
+    const before = await own.runs.start({ input: "before" });
+    // Wait until the first run's changes are in: the feed starts after them.
+    for (;;) {
+      if ((await client.runs.inbox()).pending.length === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const stop = new AbortController();
+    const seen: { seq: number; type: string; runId: string }[] = [];
+    const following = (async () => {
+      try {
+        for await (const change of client.runs.activity({ signal: stop.signal })) {
+          seen.push({ seq: change.seq, type: change.type, runId: change.runId });
+          if (seen.filter((c) => c.type === "tool.pending").length === 1) http.cut();
+          if (change.type === "tool.answered") stop.abort();
+        }
+      } catch (error) {
+        if (!stop.signal.aborted) throw error;
+      }
+    })();
+    // Give the iterator its start (it reads the inbox's activitySeq, then opens the stream).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const after = await own.runs.start({ input: "after", title: "second" });
+    let waiting;
+    for (;;) {
+      waiting = (await client.runs.inbox()).pending.find((item) => item.runId === after.runId);
+      if (waiting !== undefined) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(waiting.title, "second");
+    assert.equal(waiting.principalId, writer.principalId);
+    await client.runs.confirmTool(after.runId, { toolUseId: waiting.toolUseId, result: "allow" });
+    await following;
+    assert.ok(seen.every((change) => change.runId === after.runId), "nothing from before");
+    assert.deepEqual(seen.map((c) => c.seq), seen.map((_, i) => seen[0].seq + i));
+    assert.equal(seen[0].type, "run.created");
+    assert.ok(seen.some((c) => c.type === "tool.pending"));
+    assert.notEqual(before.runId, after.runId);
+    const page = await client.runs.activityPage({ after: seen[0].seq - 1, limit: 1 });
+    assert.equal(page.events[0].seq, seen[0].seq);
+  } finally {
+    await http.close();
+    await gateway.close();
+  }
+});

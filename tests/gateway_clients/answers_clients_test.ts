@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { RuntimeServiceClient, RuntimeServiceError } from "../../sdk/mod.ts";
-import { makeTempHome } from "../support/cli.ts";
+import { CLI_PERMISSIONS, makeTempHome, REPO_ROOT } from "../support/cli.ts";
 import { type Gateway, startGateway } from "../gateway/_harness.ts";
 import { runCliWithInput } from "./_cli.ts";
 
@@ -155,6 +155,91 @@ Deno.test("cli: run pending, run approve and run respond print JSON and exit 0, 
     const help = await runCliWithInput(["run", "respond", "--help"], { env });
     assert.equal(help.code, 0);
     assert.match(help.stdout, /content blocks/);
+  } finally {
+    await temp.cleanup();
+    await served.close();
+  }
+});
+
+Deno.test("cli: run pending without an ID lists the inbox; --follow then prints each change until the principal is revoked", async () => {
+  const served = await serve();
+  const temp = await makeTempHome();
+  try {
+    const owner = await served.gateway.issue(["session:read", "session:write"]);
+    const mine = await served.gateway.request("POST", "/v1/runs", {
+      bearer: owner.bearer,
+      body: { input: "mine", title: "owned" },
+    });
+    assert.equal(mine.status, 201, mine.text);
+    const env = { ...temp.env, AUTOMATION_RUNTIME_URL: served.url };
+    // The admin's inbox holds every run's requests; the owner's only its own.
+    let inbox: Json;
+    for (;;) {
+      const listed = await runCliWithInput(["run", "pending"], {
+        env: { ...env, AUTOMATION_RUNTIME_TOKEN: served.gateway.admin },
+      });
+      assert.equal(listed.code, 0, listed.stderr);
+      inbox = JSON.parse(listed.stdout);
+      if (inbox.pending.length === 4) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(typeof inbox.activitySeq, "number");
+    assert.deepEqual(
+      new Set(inbox.pending.map((p: Json) => p.runId)),
+      new Set([served.runId, mine.json.runId]),
+    );
+    const usage = await runCliWithInput(["run", "pending", served.runId, "--follow"], {
+      env: { ...env, AUTOMATION_RUNTIME_TOKEN: served.gateway.admin },
+    });
+    assert.equal(usage.code, 2);
+
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...CLI_PERMISSIONS, `${REPO_ROOT}cli/main.ts`, "run", "pending", "--follow"],
+      cwd: REPO_ROOT,
+      env: { ...env, AUTOMATION_RUNTIME_TOKEN: owner.bearer },
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    const nextLine = async (): Promise<Json> => {
+      while (!buffered.includes("\n")) {
+        const { done, value } = await reader.read();
+        if (done) throw new Error("the command ended");
+        buffered += value;
+      }
+      const end = buffered.indexOf("\n");
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 1);
+      return JSON.parse(line);
+    };
+    const first = await nextLine();
+    assert.ok(first.pending.every((p: Json) => p.runId === mine.json.runId));
+    assert.equal(first.pending.length, 2);
+    const ask = first.pending.find((p: Json) => p.kind === "confirmation");
+    const answer = await served.gateway.request(
+      "POST",
+      `/v1/runs/${mine.json.runId}/tool-confirmations`,
+      {
+        body: { toolUseId: ask.toolUseId, result: "allow" },
+      },
+    );
+    assert.equal(answer.status, 200, answer.text);
+    let change = await nextLine();
+    while (change.type !== "tool.answered") change = await nextLine();
+    assert.equal(change.toolUseId, ask.toolUseId);
+    assert.equal(change.answeredBy, served.gateway.adminId);
+    const revoked = await served.gateway.request("DELETE", `/v1/principals/${owner.principalId}`);
+    assert.equal(revoked.status, 204);
+    reader.releaseLock();
+    await child.stdout.cancel().catch(() => {});
+    const status = await child.status;
+    const stderr = new TextDecoder().decode(await new Response(child.stderr).arrayBuffer());
+    assert.equal(status.code, 1, stderr);
+    assert.equal(stderr.trim().split("\n").length, 1, stderr);
+    assert.match(stderr, /authenticationFailed|revoked/, stderr);
   } finally {
     await temp.cleanup();
     await served.close();

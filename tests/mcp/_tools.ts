@@ -6,7 +6,15 @@
  */
 
 const BY_CAPABILITY: Readonly<Record<string, readonly string[]>> = {
-  "session:read": ["runtime_info", "run_list", "run_get", "run_events", "run_pending"],
+  "session:read": [
+    "runtime_info",
+    "run_list",
+    "run_get",
+    "run_events",
+    "run_pending",
+    "pending_list",
+    "activity_list",
+  ],
   "session:write": ["run_start", "run_cancel", "run_send", "run_respond_custom_tool"],
   "session:approve": ["run_confirm_tool"],
   "authority:admin": ["principals_list", "principal_issue", "principal_revoke", "audit_list"],
@@ -26,6 +34,8 @@ const ORDER = [
   "run_pending",
   "run_confirm_tool",
   "run_respond_custom_tool",
+  "pending_list",
+  "activity_list",
   "audit_list",
 ];
 

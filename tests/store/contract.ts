@@ -3,7 +3,7 @@
  * {@linkcode runStoreContract} once; it registers the cases of every part (or of the parts named
  * in `parts`), each in its own file: `_principal_contract.ts`, `_idempotency_contract.ts`,
  * `_authority_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`, `_event_contract.ts`,
- * `_answer_contract.ts` and `_trust_policy_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
+ * `_answer_contract.ts`, `_trust_policy_contract.ts` and `_activity_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
  * see each other's records even on a shared database.
  *
  * @module
@@ -18,6 +18,7 @@ import { runAuditContract } from "./_audit_contract.ts";
 import { runEventContract } from "./_event_contract.ts";
 import { runAnswerContract } from "./_answer_contract.ts";
 import { runTrustPolicyContract } from "./_trust_policy_contract.ts";
+import { runActivityContract } from "./_activity_contract.ts";
 
 export { testPrincipal } from "./_fixtures.ts";
 
@@ -47,6 +48,7 @@ const PART_CONTRACTS: Record<
   events: runEventContract,
   answers: runAnswerContract,
   trustPolicies: runTrustPolicyContract,
+  activity: runActivityContract,
 };
 
 /**

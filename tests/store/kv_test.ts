@@ -4,6 +4,7 @@ import type { AuditEntryInput, StoredRunRecord } from "../../server/store/run_ty
 import { auditNumbering } from "../../server/store/kv/_audit.ts";
 import { KvCommits } from "../../server/store/kv/_commit.ts";
 import { KvRuns } from "../../server/store/kv/_runs.ts";
+import { KvActivityLog } from "../../server/store/kv/_activity.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
 import { testRun } from "./_fixtures.ts";
 
@@ -236,7 +237,8 @@ Deno.test("kv store: a state-filtered run list reads the runs in that state, not
   const raw = await Deno.openKv(":memory:");
   const counting = countingKv(raw);
   const root = ["automation-runtime", "ns"];
-  const runs = new KvRuns(new KvCommits(counting.kv, auditNumbering(root)), root, Date.now);
+  const commits = new KvCommits(counting.kv, auditNumbering(root));
+  const runs = new KvRuns(commits, root, Date.now, new KvActivityLog(commits, root));
   try {
     const principalId = crypto.randomUUID();
     const running: string[] = [];

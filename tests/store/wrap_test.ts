@@ -57,6 +57,12 @@ const PART_METHODS: readonly string[] = [
   "trustPolicies.exchange",
   "trustPolicies.isTokenUsed",
   "trustPolicies.purgeTokenUses",
+  "activity.append",
+  "activity.list",
+  "activity.listRun",
+  "activity.head",
+  "activity.watch",
+  "activity.purge",
 ];
 
 Deno.test("wrapStore wraps every part method once, and only those; kind and close stay the store's", async () => {

@@ -7,7 +7,8 @@
  * - `["webhook-delivery", id]` → ms of the delivery (expires after the retention)
  *
  * Every step is one atomic operation checked against the versionstamp it read, so two replicas
- * claiming at once cannot both win. KV's own expiry drops old records.
+ * claiming at once cannot both win. KV's own expiry drops old records. A completion appends its
+ * activity entry (`tool.answered`) in its own operation, through {@linkcode KvActivityLog}.
  *
  * @module
  */
@@ -19,18 +20,22 @@ import {
   type ToolAnswerResult,
 } from "../answer_types.ts";
 import type { AnswerStore } from "../answers.ts";
+import type { ActivityInput } from "../activity.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
+import type { KvActivityLog } from "./_activity.ts";
 
 /** The answers part of the KV store. */
 export class KvAnswers implements AnswerStore {
   readonly #commits: KvCommits;
   readonly #kv: Deno.Kv;
   readonly #root: Deno.KvKey;
+  readonly #activity: KvActivityLog;
 
-  constructor(commits: KvCommits, root: Deno.KvKey) {
+  constructor(commits: KvCommits, root: Deno.KvKey, activity: KvActivityLog) {
     this.#commits = commits;
     this.#kv = commits.kv;
     this.#root = root;
+    this.#activity = activity;
   }
 
   #answerKey(runId: string, toolUseId: string): Deno.KvKey {
@@ -70,18 +75,21 @@ export class KvAnswers implements AnswerStore {
     toolUseId: string,
     token: string,
     final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+    activity?: readonly ActivityInput[],
   ): Promise<boolean> {
     const key = this.#answerKey(runId, toolUseId);
-    return this.#commits.retry(async () => {
-      const current = await this.#kv.get<ToolAnswerRecord>(key);
-      const record = current.value;
-      if (record === null || record.state !== "claimed" || record.token !== token) return false;
-      const answered: ToolAnswerRecord = { ...record, ...final, state: "answered" };
-      const result = await this.#commits.commit(
-        this.#kv.atomic().check(current).set(key, answered, { expireIn: ANSWER_RETENTION_MS }),
-      );
-      return result.ok ? true : AGAIN;
-    });
+    return this.#activity.serial(activity, () =>
+      this.#commits.retry(async () => {
+        const current = await this.#kv.get<ToolAnswerRecord>(key);
+        const record = current.value;
+        if (record === null || record.state !== "claimed" || record.token !== token) return false;
+        const plan = await this.#activity.read(activity);
+        const answered: ToolAnswerRecord = { ...record, ...final, state: "answered" };
+        const operation = this.#kv.atomic().check(current)
+          .set(key, answered, { expireIn: ANSWER_RETENTION_MS });
+        this.#activity.add(operation, plan);
+        return (await this.#commits.commit(operation)).ok ? true : AGAIN;
+      }));
   }
 
   release(runId: string, toolUseId: string, token: string): Promise<void> {

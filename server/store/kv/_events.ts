@@ -27,6 +27,7 @@
 import type { RunEventEntry, RunEventInput, RunLeaseParams } from "../run_event_types.ts";
 import type { RunEventStore } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
+import { watchNumber } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
 
 /** A lease still contended after every attempt is another replica's: not taken. */
@@ -210,24 +211,7 @@ export class KvEvents implements RunEventStore {
   }
 
   watch(runId: string, listener: (last?: number) => void): () => void {
-    const stream = this.#kv.watch<[number]>([this.#key("run-event-head", runId)]);
-    const reader = stream.getReader();
-    let stopped = false;
-    (async () => {
-      try {
-        while (!stopped) {
-          const { done, value } = await reader.read();
-          if (done) return;
-          if (!stopped) listener(value[0].value ?? 0);
-        }
-      } catch {
-        // A closed store or a broken watch: the watchers' poll still covers the run.
-      }
-    })();
-    return () => {
-      stopped = true;
-      reader.cancel().catch(() => {});
-    };
+    return watchNumber(this.#kv, this.#key("run-event-head", runId), listener);
   }
 
   async purge(endedBefore: string): Promise<number> {

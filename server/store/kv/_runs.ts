@@ -26,6 +26,8 @@
  * tail's progress) neither checks them nor waits in the lane.
  *
  * The events part reads which runs ended, for its purge, through {@linkcode runsEndedBefore}.
+ * A creation and an update append the activity entries they are given in their own atomic
+ * operation, through the activity log's accessor ({@linkcode KvActivityLog}).
  *
  * @module
  */
@@ -44,6 +46,8 @@ import type { RunStore } from "../runs.ts";
 import { type IdempotencyCompletion, IdempotencyLeaseLostError } from "../idempotency.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { addCompletion } from "./_idempotency.ts";
+import type { ActivityInput } from "../activity.ts";
+import type { KvActivityLog } from "./_activity.ts";
 
 /** One active-run slot: a reservation (with its lease) or a run's own (`leaseUntil` null). */
 interface SlotEntry {
@@ -198,11 +202,14 @@ export class KvRuns implements RunStore {
   /** Whether a creation looked for it yet (once per handle: a new store writes it then). */
   #checkedOnCreate = false;
 
-  constructor(commits: KvCommits, root: Deno.KvKey, now: () => number) {
+  readonly #activity: KvActivityLog;
+
+  constructor(commits: KvCommits, root: Deno.KvKey, now: () => number, activity: KvActivityLog) {
     this.#commits = commits;
     this.#kv = commits.kv;
     this.#root = root;
     this.#now = now;
+    this.#activity = activity;
   }
 
   #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
@@ -324,38 +331,47 @@ export class KvRuns implements RunStore {
     record: StoredRunRecord,
     slotId: string,
     completion?: IdempotencyCompletion,
+    activity?: readonly ActivityInput[],
   ): Promise<void> {
     const reservationKey = this.#key("run-slot", record.principalId, slotId);
     const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
     const { countKey, allKey } = this.#counterKeys(record.principalId);
     const active = isActive(record);
-    return this.#commits.inLane(SLOT_LANE, () =>
-      this.#commits.retry(async () => {
-        if (!this.#checkedOnCreate) {
-          this.#checkedOnCreate = true;
-          await this.#isIndexed();
-        }
-        const [existing, reservation, runSlot, count, all] = await this.#kv.getMany<
-          [StoredRunRecord, SlotEntry, SlotEntry, number, number]
-        >([this.#key("run", record.runId), reservationKey, runSlotKey, countKey, allKey]);
-        // Slots before and after: the reservation goes, the run's own slot comes when active.
-        const before = (reservation.value !== null ? 1 : 0) + (runSlot.value !== null ? 1 : 0);
-        const delta = (active ? 1 : 0) - before;
-        const operation = this.#kv.atomic().check(existing, reservation, runSlot, count, all);
-        for (const [key, value] of recordKeys(this.#root, record)) operation.set(key, value);
-        if (existing.value !== null) moveStateKeys(operation, this.#root, existing.value, record);
-        operation.delete(reservationKey);
-        setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
-        if (
-          completion !== undefined &&
-          !await addCompletion(this.#kv, operation, this.#root, completion, this.#now())
-        ) {
-          throw new IdempotencyLeaseLostError(
-            "The idempotency claim was taken over before the run was recorded",
-          );
-        }
-        return (await this.#commits.commit(operation)).ok ? undefined : AGAIN;
-      }));
+    return this.#activity.serial(
+      activity,
+      () =>
+        this.#commits.inLane(SLOT_LANE, () =>
+          this.#commits.retry(async () => {
+            const plan = await this.#activity.read(activity);
+            if (!this.#checkedOnCreate) {
+              this.#checkedOnCreate = true;
+              await this.#isIndexed();
+            }
+            const [existing, reservation, runSlot, count, all] = await this.#kv.getMany<
+              [StoredRunRecord, SlotEntry, SlotEntry, number, number]
+            >([this.#key("run", record.runId), reservationKey, runSlotKey, countKey, allKey]);
+            // Slots before and after: the reservation goes, the run's own slot comes when active.
+            const before = (reservation.value !== null ? 1 : 0) + (runSlot.value !== null ? 1 : 0);
+            const delta = (active ? 1 : 0) - before;
+            const operation = this.#kv.atomic().check(existing, reservation, runSlot, count, all);
+            for (const [key, value] of recordKeys(this.#root, record)) operation.set(key, value);
+            if (existing.value !== null) {
+              moveStateKeys(operation, this.#root, existing.value, record);
+            }
+            operation.delete(reservationKey);
+            setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
+            if (
+              completion !== undefined &&
+              !await addCompletion(this.#kv, operation, this.#root, completion, this.#now())
+            ) {
+              throw new IdempotencyLeaseLostError(
+                "The idempotency claim was taken over before the run was recorded",
+              );
+            }
+            this.#activity.add(operation, plan);
+            return (await this.#commits.commit(operation)).ok ? undefined : AGAIN;
+          })),
+    );
   }
 
   async get(runId: string): Promise<StoredRunRecord | null> {
@@ -371,7 +387,20 @@ export class KvRuns implements RunStore {
    * keys move exactly); an update that frees or takes the run's slot moves the counters too, in
    * the slot lane.
    */
-  async update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
+  update(
+    record: StoredRunRecord,
+    expected?: StoredRunRecord,
+    activity?: readonly ActivityInput[],
+  ): Promise<boolean> {
+    // Appending activity entries, it runs in the activity log's lane (then the slot lane).
+    return this.#activity.serial(activity, () => this.#update(record, expected, activity));
+  }
+
+  async #update(
+    record: StoredRunRecord,
+    expected: StoredRunRecord | undefined,
+    activity: readonly ActivityInput[] | undefined,
+  ): Promise<boolean> {
     const runKey = this.#key("run", record.runId);
     const runSlotKey = this.#key("run-slot", record.principalId, record.runId);
     const { countKey, allKey } = this.#counterKeys(record.principalId);
@@ -387,6 +416,7 @@ export class KvRuns implements RunStore {
         if (wanted !== undefined && JSON.stringify(current.value) !== wanted) return false;
         const delta = (active ? 1 : 0) - (runSlot.value !== null ? 1 : 0);
         if (delta !== 0 && !inLane) return TO_LANE;
+        const plan = await this.#activity.read(activity);
         // The record must not change between the read and the commit: its state keys move by it.
         const operation = this.#kv.atomic().check(current, runSlot).set(runKey, record);
         moveStateKeys(operation, this.#root, current.value, record);
@@ -397,6 +427,7 @@ export class KvRuns implements RunStore {
           operation.check(count, all);
           setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
         }
+        this.#activity.add(operation, plan);
         return (await this.#commits.commit(operation)).ok ? true : AGAIN;
       };
     const outside = await this.#commits.retry(step(false));

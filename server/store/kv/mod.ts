@@ -4,9 +4,11 @@
  * file each, over one commit helper:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts` (with `_change_marker.ts`), `_runs.ts`,
- *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`: each part's keys, laid out
+ *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`: each part's keys,
+ *   laid out
  *   and read by its file only (a part that writes another's records in one atomic operation uses
  *   the small accessors that file exports);
+ * - `_watch.ts`: the wake-ups of the events and activity parts (Deno KV's `watch` on a seq key);
  * - `_commit.ts`: every commit, with the busy-file wait, the one retry budget, the error mapping,
  *   the audit log's numbering and the one group-commit queue.
  *
@@ -28,6 +30,7 @@ import { KvRuns } from "./_runs.ts";
 import { KvEvents } from "./_events.ts";
 import { KvAnswers } from "./_answers.ts";
 import { KvTrustPolicies } from "./_trust_policies.ts";
+import { KvActivity, KvActivityLog } from "./_activity.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -67,17 +70,19 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
   const now = options.now ?? Date.now;
   const root = namespaceRoot(options.namespace);
   const commits = new KvCommits(kv, auditNumbering(root));
+  const activity = new KvActivityLog(commits, root);
   let closed = false;
   return Object.freeze({
     kind: "kv",
     principals: new KvPrincipals(commits, root, options.namespace, now),
     idempotency: new KvIdempotency(commits, root, now),
     authority: new KvAuthority(commits, options.namespace, marker),
-    runs: new KvRuns(commits, root, now),
+    runs: new KvRuns(commits, root, now, activity),
     audit: new KvAudit(commits, root),
     events: new KvEvents(commits, root),
-    answers: new KvAnswers(commits, root),
+    answers: new KvAnswers(commits, root, activity),
     trustPolicies: new KvTrustPolicies(commits, root),
+    activity: new KvActivity(commits, root, activity),
     close(): Promise<void> {
       if (!closed) {
         closed = true;

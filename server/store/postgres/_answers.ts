@@ -16,7 +16,9 @@ import {
   type ToolRequestKind,
 } from "../answer_types.ts";
 import type { AnswerStore } from "../answers.ts";
+import type { ActivityInput } from "../activity.ts";
 import { type PostgresPool, RACE_ATTEMPTS } from "./_pool.ts";
+import { appendActivityAfter } from "./_activity.ts";
 
 interface AnswerRow {
   run_id: string;
@@ -111,16 +113,20 @@ export class PostgresAnswers implements AnswerStore {
     toolUseId: string,
     token: string,
     final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
+    activity?: readonly ActivityInput[],
   ): Promise<boolean> {
     return this.#pool.run(async (sql) => {
       const expires = String(this.#now() + ANSWER_RETENTION_MS);
       const rows = await sql`
-        UPDATE automation_runtime_tool_answers
-        SET state = 'answered', principal_id = ${final.principalId}, result = ${final.result},
-            answered_at = ${final.answeredAt}, expires_at = ${expires}
-        WHERE namespace = ${this.#ns} AND run_id = ${runId} AND tool_use_id = ${toolUseId}
-          AND state = 'claimed' AND token = ${token}
-        RETURNING 1`;
+        WITH completed AS (
+          UPDATE automation_runtime_tool_answers
+          SET state = 'answered', principal_id = ${final.principalId}, result = ${final.result},
+              answered_at = ${final.answeredAt}, expires_at = ${expires}
+          WHERE namespace = ${this.#ns} AND run_id = ${runId} AND tool_use_id = ${toolUseId}
+            AND state = 'claimed' AND token = ${token}
+          RETURNING 1
+        )${appendActivityAfter(sql, this.#ns, activity, "completed")}
+        SELECT (SELECT count(*) FROM logged) AS logged FROM completed`;
       return rows.length === 1;
     });
   }

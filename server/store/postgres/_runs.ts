@@ -9,6 +9,8 @@
  * another of them.
  *
  * The events part reads which runs ended, for its purge, through {@linkcode endedRunIds}.
+ * A creation and an update append the activity entries they are given in their own statement,
+ * through the activity part's {@linkcode appendActivityAfter}.
  *
  * @module
  */
@@ -28,6 +30,8 @@ import type { RunStore } from "../runs.ts";
 import { type IdempotencyCompletion, IdempotencyLeaseLostError } from "../idempotency.ts";
 import type { PostgresPool } from "./_pool.ts";
 import { completedAfter, heldClaim } from "./_idempotency.ts";
+import type { ActivityInput } from "../activity.ts";
+import { appendActivityAfter } from "./_activity.ts";
 
 /**
  * The query of the ids of the namespace's runs that ended before `endedBefore` (RFC 3339): the
@@ -90,12 +94,14 @@ export class PostgresRuns implements RunStore {
 
   /**
    * One statement: with `completion`, it locks the idempotency claim first and writes nothing
-   * unless `completion.token` still owns it; then the slots, the run and the completion.
+   * unless `completion.token` still owns it; then the slots, the run, the completion and the
+   * activity entries.
    */
   create(
     record: StoredRunRecord,
     slotId: string,
     completion?: IdempotencyCompletion,
+    activity?: readonly ActivityInput[],
   ): Promise<void> {
     const active = ACTIVE_RUN_STATES.has(record.state);
     const ns = this.#ns;
@@ -125,8 +131,8 @@ export class PostgresRuns implements RunStore {
         completion === undefined
           ? sql``
           : sql`, completed AS (${completedAfter(sql, ns, completion, "inserted")})`
-      }
-        SELECT (SELECT count(*) FROM claim)::int AS owned`;
+      }${appendActivityAfter(sql, ns, activity, "inserted")}
+        SELECT (SELECT count(*) FROM claim)::int AS owned, (SELECT count(*) FROM logged) AS logged`;
       if (row.owned === 0) {
         throw new IdempotencyLeaseLostError(
           "The idempotency claim was taken over before the run was recorded",
@@ -148,7 +154,11 @@ export class PostgresRuns implements RunStore {
    * One statement: the record's update (with `expected`, only while the stored record equals it,
    * by `jsonb` equality), and the slot change only when the update happened.
    */
-  update(record: StoredRunRecord, expected?: StoredRunRecord): Promise<boolean> {
+  update(
+    record: StoredRunRecord,
+    expected?: StoredRunRecord,
+    activity?: readonly ActivityInput[],
+  ): Promise<boolean> {
     const active = ACTIVE_RUN_STATES.has(record.state);
     const json = (value: StoredRunRecord) => value as unknown as postgres.JSONValue;
     return this.#pool.run(async (sql) => {
@@ -169,8 +179,8 @@ export class PostgresRuns implements RunStore {
           SELECT ${this.#ns}, ${record.principalId}, ${record.runId}, NULL
           WHERE ${active} AND EXISTS (SELECT 1 FROM updated)
           ON CONFLICT (namespace, principal_id, slot_id) DO UPDATE SET lease_until = NULL
-        )
-        SELECT 1 FROM updated`;
+        )${appendActivityAfter(sql, this.#ns, activity, "updated")}
+        SELECT (SELECT count(*) FROM logged) AS logged FROM updated`;
       return expected === undefined || rows.count > 0;
     });
   }

@@ -4,7 +4,7 @@
  * each, over one connection pool:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_runs.ts`, `_audit.ts`,
- *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`: each part's statements over its own
+ *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`: each part's statements over its own
  *   tables (a part that writes another's rows in one statement uses the SQL fragments that
  *   part's file exports);
  * - `_pool.ts`: every connection (the pool, its replacement when wedged, `LISTEN`) and every
@@ -34,6 +34,7 @@ import { PostgresAudit } from "./_audit.ts";
 import { PostgresEvents } from "./_events.ts";
 import { PostgresAnswers } from "./_answers.ts";
 import { PostgresTrustPolicies } from "./_trust_policies.ts";
+import { PostgresActivity } from "./_activity.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./_pool.ts";
 export { SchemaVersionError } from "./_migrate.ts";
@@ -95,6 +96,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     events: new PostgresEvents(pool, namespace),
     answers: new PostgresAnswers(pool, namespace, options.now ?? Date.now),
     trustPolicies: new PostgresTrustPolicies(pool, namespace),
+    activity: new PostgresActivity(pool, namespace),
     close: (): Promise<void> => pool.close(),
   });
 }

@@ -18,6 +18,7 @@ import { migration007 } from "./007_bootstrap_generation.ts";
 import { migration008 } from "./008_resource_policy.ts";
 import { migration009 } from "./009_runs_and_effects.ts";
 import { migration010 } from "./010_trust_policies.ts";
+import { migration011 } from "./011_activity.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -36,7 +37,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -50,4 +51,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration008,
   migration009,
   migration010,
+  migration011,
 ]);
