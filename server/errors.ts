@@ -63,6 +63,8 @@ export type ErrorCode =
   | "toolUseNotFound"
   | "alreadyAnswered"
   | "webhookVerificationFailed"
+  | "webhookTargetNotAllowed"
+  | "webhookSubscriptionDisabled"
   | "trustPolicyExists"
   | "policyMismatch"
   | "internal";
@@ -102,6 +104,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     toolUseNotFound: { status: 404, layer: "authority" },
     alreadyAnswered: { status: 409, layer: "authority" },
     webhookVerificationFailed: { status: 401, layer: "auth" },
+    webhookTargetNotAllowed: { status: 422, layer: "authority" },
+    webhookSubscriptionDisabled: { status: 409, layer: "authority" },
     trustPolicyExists: { status: 409, layer: "authority" },
     policyMismatch: { status: 403, layer: "authority" },
     internal: { status: 500, layer: "internal" },

@@ -96,6 +96,7 @@ export {
 } from "./rules/idempotency.ts";
 export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "./issuance.ts";
 export type { TokenExchangeOptions } from "./oidc/exchange.ts";
+export type { NotificationSettings } from "./notifications/mod.ts";
 export {
   type KvStoreOptions,
   openKvStore,

@@ -91,8 +91,14 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
   const metrics = options.metricsPort === undefined
     ? options.metrics
     : options.metrics ?? new RuntimeMetrics();
+  const port = options.port ?? 7777;
+  // Without a public URL, deliveries link to the console at the bound address (a port known
+  // before binding: not port 0).
+  const publicUrl = options.publicUrl ??
+    (port === 0 ? undefined : formatBaseUrl({ hostname, port, transport: "tcp" }));
   const server = createRuntimeServer({
     ...options,
+    ...(publicUrl !== undefined ? { publicUrl } : {}),
     metrics,
     mcp: {
       ...options.mcp,
@@ -104,7 +110,7 @@ export async function serveRuntime(options: ServeRuntimeOptions): Promise<Runnin
   try {
     http = Deno.serve({
       hostname,
-      port: options.port ?? 7777,
+      port,
       onListen: (addr) => listening.resolve(addr),
     }, server.handler);
   } catch (error) {

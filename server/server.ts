@@ -47,6 +47,8 @@ import {
 import { OpenStreams } from "./runs/open_streams.ts";
 import { ActivityFeed } from "./runs/activity_feed.ts";
 import { activityRoutes } from "./routes/activity.ts";
+import { Notifications, type NotificationSettings } from "./notifications/mod.ts";
+import { webhookSubscriptionRoutes } from "./routes/webhook_subscriptions.ts";
 import { inboxRoutes } from "./routes/inbox.ts";
 import { RunTails } from "./runs/tail.ts";
 import { RUN_EVENT_RETENTION_MS } from "./store/run_event_types.ts";
@@ -157,6 +159,16 @@ export interface RuntimeServerOptions {
    * of issuers' keys.
    */
   tokenExchange?: TokenExchangeOptions;
+  /**
+   * Notification webhooks: whether targets may be private addresses (default: refused), and the
+   * bounds (subscriptions per principal, pending deliveries per subscription).
+   */
+  notifications?: NotificationSettings;
+  /**
+   * The URL people reach this service at (such as `https://runtime.example.com`): notification
+   * deliveries link to its console, `<publicUrl>/console/`. Absent: no link.
+   */
+  publicUrl?: string;
   /**
    * Lease of a run's tail in ms (default 15000: renewed every 5 s, taken over within 20 s by
    * another replica once its holder is gone). Shorter: faster takeover, more store writes.
@@ -371,6 +383,16 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     })
     : null;
   tails?.start();
+  const notifications = new Notifications({
+    store,
+    logger,
+    bootstrap,
+    now,
+    ...options.notifications,
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(hooks?.notifications !== undefined ? { seams: hooks.notifications } : {}),
+  });
+  if (runs.enabled) notifications.start();
   metrics?.sampleOnScrape(() => {
     metrics.eventStreams.set(events.openStreams);
     metrics.tailsHeld.set(tails?.size ?? 0);
@@ -395,6 +417,11 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     ...runEventRoutes({ gateway: runs, hub: events, store }),
     ...inboxRoutes({ gateway: runs, store, pendingTimeoutMs: answers.pendingTimeoutMs }),
     ...activityRoutes({ gateway: runs, feed: activityFeed }),
+    ...webhookSubscriptionRoutes({
+      gateway: runs,
+      subscriptions: notifications.subscriptions,
+      store,
+    }),
     ...auditRoutes(services),
     ...trustPolicyRoutes(services, {
       allowLoopbackHttp: options.tokenExchange?.allowLoopbackHttp === true,
@@ -516,6 +543,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
       store.trustPolicies.purgeTokenUses(at),
       store.activity.purge(new Date(at - ACTIVITY_RETENTION_MS).toISOString()),
+      store.notifications.purge(at - ACTIVITY_RETENTION_MS),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),
@@ -540,6 +568,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     },
     async close(): Promise<void> {
       await answers.stop();
+      await notifications.stop();
       await mcp.close();
       events.close();
       activityFeed.close();

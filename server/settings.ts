@@ -35,6 +35,7 @@ import {
   DEFAULT_EXCHANGES_PER_MINUTE_TOTAL,
 } from "./oidc/rate_limit.ts";
 import { DEFAULT_RETENTION_MS, type RuntimeServerOptions } from "./server.ts";
+import { DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL } from "./notifications/subscriptions.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -192,6 +193,25 @@ export const BOOLEAN_SETTING: SettingParser<boolean> = {
 /** A text taken as it is; an empty one counts as unset. */
 const TEXT: SettingParser<string> = {
   parse: (text: string): string | undefined => text === "" ? undefined : text,
+};
+
+/** An `http` or `https` URL without credentials; a blank one counts as unset. */
+const PUBLIC_URL: SettingParser<string> = {
+  accepts: "an http(s) URL",
+  parse(text: string, name: string): string | undefined {
+    const trimmed = text.trim();
+    if (trimmed === "") return undefined;
+    let url: URL;
+    try {
+      url = new URL(trimmed);
+    } catch {
+      throw new Error(`${name} must be an http(s) URL`);
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username !== "") {
+      throw new Error(`${name} must be an http(s) URL without credentials`);
+    }
+    return trimmed.replace(/\/+$/, "");
+  },
 };
 
 /** A text without its surrounding blanks; a blank one counts as unset. */
@@ -381,6 +401,36 @@ export const SERVE_SETTINGS = Object.freeze({
     help: "browser origins allowed to call `/v1/*` across origins: comma-separated exact origins",
     deploy: true,
   }),
+  notificationPrivateTargets: setting({
+    flag: "notification-private-targets",
+    placeholder: "BOOL",
+    env: "AUTOMATION_RUNTIME_NOTIFICATION_PRIVATE_TARGETS",
+    parser: BOOLEAN_SETTING,
+    default: false,
+    help: "let notification webhooks go to loopback, private, link-local and metadata " +
+      "addresses: for tests and local bridges only, never in production",
+    deploy: true,
+  }),
+  maxWebhookSubscriptions: setting({
+    flag: "max-webhook-subscriptions",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_MAX_WEBHOOK_SUBSCRIPTIONS",
+    parser: integerSetting({ min: 1, max: 10_000 }),
+    default: DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+    help: "notification webhook subscriptions one principal may hold, then 429",
+    deploy: true,
+  }),
+  publicUrl: setting({
+    flag: "public-url",
+    placeholder: "URL",
+    env: "AUTOMATION_RUNTIME_PUBLIC_URL",
+    parser: PUBLIC_URL,
+    defaultText: "`http://HOST:PORT` of the bind (none on port 0 or the Deploy-style entry)",
+    deployDefaultText: "none: no link",
+    help: "the URL people reach the service at: notifications link to its console " +
+      "(`<URL>/console/`)",
+    deploy: true,
+  }),
   oidcAllowLoopbackHttp: setting({
     flag: "oidc-allow-loopback-http",
     placeholder: "BOOL",
@@ -548,9 +598,10 @@ export type SettingsServerOptions =
       | "webhookIntake"
       | "runLeaseMs"
       | "tokenExchange"
+      | "notifications"
     >
   >
-  & Pick<RuntimeServerOptions, "cors" | "retentionMs">;
+  & Pick<RuntimeServerOptions, "cors" | "retentionMs" | "publicUrl">;
 
 /**
  * The runtime server options of resolved `serve` settings, as `serve` and the Deploy-style entry
@@ -587,7 +638,12 @@ export function serverOptionsOf(settings: ServeSettings): SettingsServerOptions 
       perPolicyPerMinute: settings.exchangesPerMinute,
       totalPerMinute: settings.exchangesPerMinuteTotal,
     },
+    notifications: {
+      allowPrivateTargets: settings.notificationPrivateTargets,
+      maxSubscriptionsPerPrincipal: settings.maxWebhookSubscriptions,
+    },
     cors: settings.corsOrigins === undefined ? undefined : { allowedOrigins: settings.corsOrigins },
     retentionMs: settings.retentionDays * DAY_MS,
+    ...(settings.publicUrl !== undefined ? { publicUrl: settings.publicUrl } : {}),
   };
 }

@@ -12,6 +12,7 @@
  * @module
  */
 import type { ProviderManagedAgentClient } from "../client/mod.ts";
+import type { ResolveHost } from "./notifications/targets.ts";
 
 /** The test hooks of a runtime server; each is off when absent. */
 export interface RuntimeTestHooks {
@@ -21,6 +22,15 @@ export interface RuntimeTestHooks {
   readonly claimStaleMs?: number;
   /** The provider client to use instead of one built from the provider settings. */
   readonly providerClient?: ProviderManagedAgentClient;
+  /**
+   * Notification seams: the DNS lookup of targets, the delays between delivery attempts (ms),
+   * and the time between the dispatcher's and the sender's passes (ms).
+   */
+  readonly notifications?: {
+    readonly resolve?: ResolveHost;
+    readonly retryDelaysMs?: readonly number[];
+    readonly pollMs?: number;
+  };
 }
 
 const TEST_HOOKS: unique symbol = Symbol("automation-runtime test hooks");

@@ -27,6 +27,10 @@ export const AUDIT_ACTIONS = [
   "trustPolicy.created",
   "trustPolicy.deleted",
   "token.exchanged",
+  "webhook.subscribed",
+  "webhook.unsubscribed",
+  "webhook.secret_rotated",
+  "webhook.disabled",
 ] as const;
 
 /** An action the audit log records: one of {@linkcode AUDIT_ACTIONS}. */
@@ -65,6 +69,8 @@ export interface AuditEntry {
   runId?: string;
   /** The trust policy concerned (created, deleted, or exchanged under), where there is one. */
   trustPolicy?: string;
+  /** The notification subscription concerned (`webhook.subscribed`, …), where there is one. */
+  subscriptionId?: string;
   /** On `token.exchanged`: the ID token's issuer, subject, id and matched claims. */
   token?: ExchangedToken;
   /** Correlation id of the request that acted. */

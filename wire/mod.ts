@@ -15,6 +15,7 @@
  * | `tool_requests.ts` | pending tool requests (of a run, and the cross-run inbox), their answer bodies and recorded answers |
  * | `trust_policies.ts` | trust policies, the token exchange's body and refusal reasons |
  * | `activity.ts` | the activity feed: changes across runs |
+ * | `notifications.ts` | notification webhooks: subscriptions, deliveries, their payload |
  * | `audit.ts` | audit actions, entries and pages |
  *
  * A run's states, input and usage are the run contract's (`client/contract.ts`), which every
@@ -59,3 +60,4 @@ export * from "./tool_requests.ts";
 export * from "./trust_policies.ts";
 export * from "./audit.ts";
 export * from "./activity.ts";
+export * from "./notifications.ts";

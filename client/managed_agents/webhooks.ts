@@ -338,11 +338,44 @@ export interface SignManagedAgentWebhookOptions {
  * assert.equal(event.id, "wevt_1");
  * ```
  */
-export async function signManagedAgentWebhook(
+export function signManagedAgentWebhook(
   rawBody: string | Uint8Array,
   signingSecret: string,
   options: SignManagedAgentWebhookOptions = {},
 ): Promise<ManagedAgentWebhookHeaders> {
+  return signStandardWebhook(rawBody, [signingSecret], options);
+}
+
+/**
+ * Signs a body with every secret in `signingSecrets` by the Standard Webhooks rules: the
+ * `webhook-signature` header lists one `v1,<base64>` per secret, space-separated, so a receiver
+ * that knows any one of them verifies the delivery (a sender rotating its secret signs with
+ * both during the overlap). The runtime's notification webhooks sign with it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { signStandardWebhook, verifyManagedAgentWebhook } from "@automation/runtime/client";
+ * const old = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+ * const current = "whsec_" + btoa("another secret of 32 random bytes");
+ * const body = JSON.stringify({
+ *   type: "event",
+ *   id: "wevt_2",
+ *   created_at: new Date().toISOString(),
+ *   data: { type: "agent.created", id: "agent_1" },
+ * });
+ * const headers = await signStandardWebhook(body, [current, old], { id: "msg_1" });
+ * assert.equal(headers["webhook-signature"].split(" ").length, 2);
+ * assert.equal((await verifyManagedAgentWebhook(body, headers, old)).id, "wevt_2");
+ * assert.equal((await verifyManagedAgentWebhook(body, headers, current)).id, "wevt_2");
+ * ```
+ */
+export async function signStandardWebhook(
+  rawBody: string | Uint8Array,
+  signingSecrets: readonly string[],
+  options: SignManagedAgentWebhookOptions = {},
+): Promise<ManagedAgentWebhookHeaders> {
+  if (signingSecrets.length === 0) throw new TypeError("signingSecrets must not be empty");
   const id = options.id ?? `msg_${crypto.randomUUID().replaceAll("-", "")}`;
   if (id === "" || id.includes(".")) {
     throw new TypeError("id must be a non-empty string without a full stop");
@@ -352,11 +385,14 @@ export async function signManagedAgentWebhook(
     throw new TypeError("timestampSeconds must be a whole number of seconds");
   }
   const timestamp = String(seconds);
-  const signature = await signatureOf(signingSecret, id, timestamp, rawBody);
+  const signatures: string[] = [];
+  for (const secret of signingSecrets) {
+    signatures.push(`v1,${await signatureOf(secret, id, timestamp, rawBody)}`);
+  }
   return {
     "webhook-id": id,
     "webhook-timestamp": timestamp,
-    "webhook-signature": `v1,${signature}`,
+    "webhook-signature": signatures.join(" "),
   };
 }
 

@@ -28,6 +28,11 @@ import {
   toolConfirmationSchema,
   trustPolicyPageSchema,
   trustPolicySchema,
+  webhookDeliveryPageSchema,
+  webhookDeliverySchema,
+  webhookSubscriptionPageSchema,
+  webhookSubscriptionSchema,
+  webhookSubscriptionSecretSchema,
 } from "./schemas.ts";
 
 /** One successful answer of a route. */
@@ -271,6 +276,74 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
       },
     },
     errors: ["providerNotConfigured", "invalidRequest", "resourceExhausted"],
+  },
+  "POST /v1/webhook-subscriptions": {
+    summary: "Subscribe to notification webhooks",
+    description: "Deliveries of the chosen events of the runs the caller may read, signed per " +
+      "Standard Webhooks. The target must resolve to public addresses only (unless `serve` " +
+      "allows private targets): else 422 `webhookTargetNotAllowed`. The answer holds the " +
+      "signing secret, once (and in idempotent replays). At most 10 subscriptions per " +
+      "principal by default: past it, 429 `resourceExhausted`.",
+    tag: "notifications",
+    answers: {
+      201: {
+        description: "Subscribed.",
+        schema: webhookSubscriptionSecretSchema,
+        headers: ["cache-control"],
+      },
+    },
+    errors: ["providerNotConfigured", "webhookTargetNotAllowed", "resourceExhausted"],
+  },
+  "GET /v1/webhook-subscriptions": {
+    summary: "List notification subscriptions",
+    description: "The caller's own (admins: everyone's), oldest first, without secrets.",
+    tag: "notifications",
+    query: [limit(100, 50), cursor],
+    answers: { 200: { description: "A page.", schema: webhookSubscriptionPageSchema } },
+    errors: ["providerNotConfigured", "invalidRequest"],
+  },
+  "GET /v1/webhook-subscriptions/:subscriptionId": {
+    summary: "Read a notification subscription",
+    description: "Another principal's is 404 (admins read every one).",
+    tag: "notifications",
+    answers: { 200: { description: "The subscription.", schema: webhookSubscriptionSchema } },
+    errors: ["providerNotConfigured", "notFound"],
+  },
+  "DELETE /v1/webhook-subscriptions/:subscriptionId": {
+    summary: "Delete a notification subscription",
+    description: "With its deliveries; nothing more is sent.",
+    tag: "notifications",
+    answers: { 204: { description: "Deleted." } },
+    errors: ["providerNotConfigured", "notFound"],
+  },
+  "POST /v1/webhook-subscriptions/:subscriptionId/rotate-secret": {
+    summary: "Rotate a subscription's signing secret",
+    description: "A new secret signs from now on; the one before keeps signing for 24 h " +
+      "(deliveries carry both signatures meanwhile). The answer holds the new secret, once.",
+    tag: "notifications",
+    answers: {
+      200: {
+        description: "Rotated.",
+        schema: webhookSubscriptionSecretSchema,
+        headers: ["cache-control"],
+      },
+    },
+    errors: ["providerNotConfigured", "notFound"],
+  },
+  "GET /v1/webhook-subscriptions/:subscriptionId/deliveries": {
+    summary: "A subscription's deliveries and their attempts",
+    description: "Newest first, each with its attempts (status or error, duration).",
+    tag: "notifications",
+    query: [limit(100, 50), cursor],
+    answers: { 200: { description: "A page.", schema: webhookDeliveryPageSchema } },
+    errors: ["providerNotConfigured", "notFound", "invalidRequest"],
+  },
+  "POST /v1/webhook-subscriptions/:subscriptionId/deliveries/:deliveryId/redeliver": {
+    summary: "Send a delivery again",
+    description: "It becomes pending, due now, with the same webhook-id.",
+    tag: "notifications",
+    answers: { 202: { description: "Pending again.", schema: webhookDeliverySchema } },
+    errors: ["providerNotConfigured", "notFound", "webhookSubscriptionDisabled"],
   },
   "POST /v1/runs/:runId/tool-confirmations": {
     summary: "Allow or deny a tool call",

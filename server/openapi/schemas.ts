@@ -17,6 +17,8 @@ import {
   type HealthStatus,
   type InboxPage,
   type IssuedPrincipal,
+  NOTIFICATION_EVENTS,
+  NOTIFICATION_FORMATS,
   type PendingToolRequestList,
   type PrincipalPage,
   type PrincipalSummary,
@@ -30,6 +32,11 @@ import {
   TRUST_POLICY_NAME,
   type TrustPolicy,
   type TrustPolicyPage,
+  type WebhookDelivery,
+  type WebhookDeliveryPage,
+  type WebhookSubscription,
+  type WebhookSubscriptionPage,
+  type WebhookSubscriptionWithSecret,
 } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 import { principalPolicyAnswerShape } from "../schemas/principals.ts";
@@ -147,6 +154,7 @@ export const auditPageSchema = z.strictObject({
     ),
     runId: z.string().optional(),
     trustPolicy: z.string().optional(),
+    subscriptionId: z.string().optional().describe("on webhook.* entries: the subscription"),
     token: z.strictObject({
       issuer: z.string(),
       subject: z.string(),
@@ -223,6 +231,65 @@ export const activityPageSchema = z.strictObject({
   nextAfter: z.int().min(0).describe("pass back as `after`"),
 });
 
+const subscriptionShape = {
+  subscriptionId: z.string(),
+  principalId: z.string().describe("the owner: it receives events of the runs it may read"),
+  url: z.string(),
+  events: z.array(z.enum(NOTIFICATION_EVENTS)),
+  format: z.enum(NOTIFICATION_FORMATS),
+  description: z.string().optional(),
+  state: z.enum(["active", "disabled"]),
+  consecutiveFailures: z.int().min(0),
+  createdAt: timestamp,
+  disabledAt: timestamp.optional(),
+  secretRotatedAt: timestamp.optional(),
+  previousSecretExpiresAt: timestamp.optional().describe(
+    "when the secret before the last rotation stops signing",
+  ),
+};
+
+/** A notification subscription (never its secret). */
+export const webhookSubscriptionSchema = z.strictObject(subscriptionShape) satisfies z.ZodType<
+  WebhookSubscription
+>;
+
+/** A creation's or a rotation's answer: the subscription with its secret, shown once. */
+export const webhookSubscriptionSecretSchema = z.strictObject({
+  ...subscriptionShape,
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/).describe(
+    "the signing secret: shown in this answer and its idempotent replays only",
+  ),
+}) satisfies z.ZodType<WebhookSubscriptionWithSecret>;
+
+/** `GET /v1/webhook-subscriptions`. */
+export const webhookSubscriptionPageSchema = z.strictObject({
+  subscriptions: z.array(webhookSubscriptionSchema),
+  nextCursor: z.string().nullable(),
+}) satisfies z.ZodType<WebhookSubscriptionPage>;
+
+/** A delivery of a subscription, with its attempts. */
+export const webhookDeliverySchema = z.strictObject({
+  deliveryId: z.string().describe("the webhook-id of every attempt"),
+  subscriptionId: z.string(),
+  eventType: z.enum(NOTIFICATION_EVENTS),
+  runId: z.string(),
+  createdAt: timestamp,
+  state: z.enum(["pending", "delivered", "failed"]),
+  attempts: z.array(z.strictObject({
+    at: timestamp,
+    status: z.int().optional(),
+    error: z.string().optional(),
+    durationMs: z.number().min(0),
+  })),
+  nextAttemptAt: timestamp.optional(),
+}) satisfies z.ZodType<WebhookDelivery>;
+
+/** `GET /v1/webhook-subscriptions/{id}/deliveries`. */
+export const webhookDeliveryPageSchema = z.strictObject({
+  deliveries: z.array(webhookDeliverySchema),
+  nextCursor: z.string().nullable(),
+}) satisfies z.ZodType<WebhookDeliveryPage>;
+
 /** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
 export const toolConfirmationSchema = z.strictObject({
   toolUseId: z.string(),
@@ -273,6 +340,11 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   Pending: pendingSchema,
   Inbox: inboxSchema,
   ActivityPage: activityPageSchema,
+  WebhookSubscription: webhookSubscriptionSchema,
+  WebhookSubscriptionWithSecret: webhookSubscriptionSecretSchema,
+  WebhookSubscriptionPage: webhookSubscriptionPageSchema,
+  WebhookDelivery: webhookDeliverySchema,
+  WebhookDeliveryPage: webhookDeliveryPageSchema,
   ToolConfirmation: toolConfirmationSchema,
   CustomToolResult: customToolResultSchema,
   AuditPage: auditPageSchema,

@@ -33,4 +33,5 @@ export {
   startRunBody,
   toolConfirmationBody,
 } from "./runs.ts";
+export { createWebhookSubscriptionBody, MAX_SUBSCRIPTION_DESCRIPTION } from "./notifications.ts";
 export { isLazyBodySchema, type LazyBodySchema, lazyBodySchema } from "./lazy.ts";

@@ -7,7 +7,7 @@
  *
  * Each part's interface, and the records only it uses, is in its own file: `principals.ts`,
  * `idempotency.ts`, `authority.ts`, `runs.ts`, `audit.ts`, `events.ts`, `answers.ts`,
- * `trust_policies.ts`, `activity.ts`. The
+ * `trust_policies.ts`, `activity.ts`, `notifications.ts`. The
  * records several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
  * `run_event_types.ts`. This module re-exports them all.
  *
@@ -27,6 +27,7 @@ import type { RunEventStore } from "./events.ts";
 import type { AnswerStore } from "./answers.ts";
 import type { TrustPolicyStore } from "./trust_policies.ts";
 import type { ActivityStore } from "./activity.ts";
+import type { NotificationStore } from "./notifications.ts";
 
 export * from "./principals.ts";
 export * from "./idempotency.ts";
@@ -37,6 +38,7 @@ export * from "./events.ts";
 export * from "./answers.ts";
 export * from "./trust_policies.ts";
 export * from "./activity.ts";
+export * from "./notifications.ts";
 export * from "./run_types.ts";
 export * from "./answer_types.ts";
 export * from "./run_event_types.ts";
@@ -61,6 +63,8 @@ export interface StoreParts {
   readonly trustPolicies: TrustPolicyStore;
   /** The activity log: changes across runs, for the activity feed and the inbox. */
   readonly activity: ActivityStore;
+  /** Notification webhooks: subscriptions, their deliveries, the dispatch cursor. */
+  readonly notifications: NotificationStore;
 }
 
 /** The name of one part of a store. */
@@ -73,7 +77,7 @@ export type StorePartName = keyof StoreParts;
  * ```ts
  * import assert from "node:assert/strict";
  * import { STORE_PARTS } from "./types.ts";
- * assert.equal(STORE_PARTS.length, 8);
+ * assert.equal(STORE_PARTS.length, 10);
  * assert.ok(STORE_PARTS.includes("principals"));
  * ```
  */
@@ -88,6 +92,7 @@ export const STORE_PARTS: readonly StorePartName[] = Object.freeze(
     "answers",
     "trustPolicies",
     "activity",
+    "notifications",
   ] as const,
 );
 

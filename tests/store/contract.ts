@@ -3,7 +3,8 @@
  * {@linkcode runStoreContract} once; it registers the cases of every part (or of the parts named
  * in `parts`), each in its own file: `_principal_contract.ts`, `_idempotency_contract.ts`,
  * `_authority_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`, `_event_contract.ts`,
- * `_answer_contract.ts`, `_trust_policy_contract.ts` and `_activity_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
+ * `_answer_contract.ts`, `_trust_policy_contract.ts`, `_activity_contract.ts` and
+ * `_notification_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
  * see each other's records even on a shared database.
  *
  * @module
@@ -19,6 +20,7 @@ import { runEventContract } from "./_event_contract.ts";
 import { runAnswerContract } from "./_answer_contract.ts";
 import { runTrustPolicyContract } from "./_trust_policy_contract.ts";
 import { runActivityContract } from "./_activity_contract.ts";
+import { runNotificationContract } from "./_notification_contract.ts";
 
 export { testPrincipal } from "./_fixtures.ts";
 
@@ -49,6 +51,7 @@ const PART_CONTRACTS: Record<
   answers: runAnswerContract,
   trustPolicies: runTrustPolicyContract,
   activity: runActivityContract,
+  notifications: runNotificationContract,
 };
 
 /**

@@ -63,6 +63,21 @@ const PART_METHODS: readonly string[] = [
   "activity.head",
   "activity.watch",
   "activity.purge",
+  "notifications.createSubscription",
+  "notifications.getSubscription",
+  "notifications.listSubscriptions",
+  "notifications.updateSubscription",
+  "notifications.recordOutcome",
+  "notifications.deleteSubscription",
+  "notifications.enqueue",
+  "notifications.claimDue",
+  "notifications.settle",
+  "notifications.getDelivery",
+  "notifications.listDeliveries",
+  "notifications.redeliver",
+  "notifications.readCursor",
+  "notifications.advanceCursor",
+  "notifications.purge",
 ];
 
 Deno.test("wrapStore wraps every part method once, and only those; kind and close stay the store's", async () => {

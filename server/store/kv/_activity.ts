@@ -41,9 +41,6 @@ const NO_PLAN: ActivityPlan = Object.freeze({
   fresh: Object.freeze([]),
 });
 
-/** Entries deleted per atomic operation by the purge (3 mutations each). */
-const PURGE_BATCH = 100;
-
 /**
  * The activity log's keys and numbering, for every part that appends entries in its own atomic
  * operation (and for the activity part itself).
@@ -63,9 +60,9 @@ export class KvActivityLog {
     this.seqKey = [...root, "activity-seq"];
   }
 
-  /** The key of one entry. */
-  entryKey(seq: number): Deno.KvKey {
-    return [...this.#root, "activity", seq];
+  /** The key of one entry (without `seq`: the prefix of every entry). */
+  entryKey(seq?: number): Deno.KvKey {
+    return seq === undefined ? [...this.#root, "activity"] : [...this.#root, "activity", seq];
   }
 
   #keyOf(input: ActivityInput): Deno.KvKey | null {
@@ -154,7 +151,7 @@ export class KvActivity implements ActivityStore {
 
   async list(params: ActivityListParams): Promise<ActivityPage> {
     try {
-      const prefix = [...this.#root, "activity"];
+      const prefix = this.#log.entryKey();
       const entries: ActivityRecord[] = [];
       let last = params.after;
       const scanLimit = params.principalId === undefined ? params.limit : ACTIVITY_SCAN_LIMIT;
@@ -213,26 +210,20 @@ export class KvActivity implements ActivityStore {
   async purge(before: string): Promise<number> {
     try {
       let deleted = 0;
-      const prefix = [...this.#root, "activity"];
-      let operation = this.#kv.atomic();
-      let pending = 0;
-      for await (const item of this.#kv.list<ActivityRecord>({ prefix })) {
+      const deletes = this.#commits.deletions();
+      for await (const item of this.#kv.list<ActivityRecord>({ prefix: this.#log.entryKey() })) {
         const entry = item.value;
         if (entry.at >= before) break;
-        operation
-          .delete(item.key)
-          .delete([...this.#root, "activity-run", entry.runId, entry.seq]);
-        if (entry.key !== undefined) {
-          operation.delete([...this.#root, "activity-key", entry.runId, entry.key]);
-        }
+        await deletes.delete(
+          item.key,
+          [...this.#root, "activity-run", entry.runId, entry.seq],
+          ...(entry.key !== undefined
+            ? [[...this.#root, "activity-key", entry.runId, entry.key]]
+            : []),
+        );
         deleted++;
-        if (++pending === PURGE_BATCH) {
-          await this.#commits.commit(operation);
-          operation = this.#kv.atomic();
-          pending = 0;
-        }
       }
-      if (pending > 0) await this.#commits.commit(operation);
+      await deletes.flush();
       return deleted;
     } catch (error) {
       throw storeFailure(error);

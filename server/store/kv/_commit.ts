@@ -224,6 +224,45 @@ export class KvCommits {
   }
 
   /**
+   * Bulk deletes, committed a batch at a time (at most 800 keys an operation, inside KV's 1,000
+   * mutations): `delete` keys as they are found, then `flush` the rest. A purge is not one atomic
+   * step; each batch is.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { KvCommits } from "./_commit.ts";
+   * import { auditNumbering } from "./_audit.ts";
+   * const kv = await Deno.openKv(":memory:");
+   * const commits = new KvCommits(kv, auditNumbering(["root"]));
+   * await kv.set(["a"], 1);
+   * const deletes = commits.deletions();
+   * await deletes.delete(["a"]);
+   * await deletes.flush();
+   * assert.equal((await kv.get(["a"])).value, null);
+   * kv.close();
+   * ```
+   */
+  deletions(): { delete(...keys: Deno.KvKey[]): Promise<void>; flush(): Promise<void> } {
+    let operation = this.kv.atomic();
+    let pending = 0;
+    const flush = async () => {
+      if (pending === 0) return;
+      await this.commit(operation);
+      operation = this.kv.atomic();
+      pending = 0;
+    };
+    return {
+      delete: async (...keys: Deno.KvKey[]) => {
+        if (pending + keys.length > 800) await flush();
+        for (const key of keys) operation.delete(key);
+        pending += keys.length;
+      },
+      flush,
+    };
+  }
+
+  /**
    * Runs `attempt` until it returns something other than {@linkcode AGAIN}, at most
    * {@linkcode MAX_ATTEMPTS} times; then answers `exhausted()`, by default a
    * {@linkcode StoreUnavailableError}. Whatever it throws reaches the caller as

@@ -4,7 +4,8 @@
  * file each, over one commit helper:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts` (with `_change_marker.ts`), `_runs.ts`,
- *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`: each part's keys,
+ *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each part's
+ *   keys,
  *   laid out
  *   and read by its file only (a part that writes another's records in one atomic operation uses
  *   the small accessors that file exports);
@@ -31,6 +32,7 @@ import { KvEvents } from "./_events.ts";
 import { KvAnswers } from "./_answers.ts";
 import { KvTrustPolicies } from "./_trust_policies.ts";
 import { KvActivity, KvActivityLog } from "./_activity.ts";
+import { KvNotifications } from "./_notifications.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -83,6 +85,7 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     answers: new KvAnswers(commits, root, activity),
     trustPolicies: new KvTrustPolicies(commits, root),
     activity: new KvActivity(commits, root, activity),
+    notifications: new KvNotifications(commits, root),
     close(): Promise<void> {
       if (!closed) {
         closed = true;

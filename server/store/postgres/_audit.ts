@@ -31,6 +31,7 @@ interface AuditRow {
   subject_name: string | null;
   run_id: string | null;
   trust_policy: string | null;
+  subscription_id: string | null;
   token: ExchangedToken | null;
   correlation_id: string;
   outcome: string;
@@ -49,6 +50,7 @@ function toAuditEntry(row: AuditRow): AuditEntry {
   if (row.subject_name !== null) entry.subjectName = row.subject_name;
   if (row.run_id !== null) entry.runId = row.run_id;
   if (row.trust_policy !== null) entry.trustPolicy = row.trust_policy;
+  if (row.subscription_id !== null) entry.subscriptionId = row.subscription_id;
   if (row.token !== null) entry.token = row.token;
   return entry;
 }
@@ -61,11 +63,11 @@ function auditInsert(
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`
     INSERT INTO automation_runtime_audit
-      (namespace, at, action, actor_id, subject_id, subject_name, run_id, trust_policy, token,
-       correlation_id, outcome)
+      (namespace, at, action, actor_id, subject_id, subject_name, run_id, trust_policy,
+       subscription_id, token, correlation_id, outcome)
     SELECT ${namespace}, ${input.at}, ${input.action}, ${input.actorId},
            ${input.subjectId ?? null}, ${input.subjectName ?? null}::text, ${input.runId ?? null},
-           ${input.trustPolicy ?? null}::text,
+           ${input.trustPolicy ?? null}::text, ${input.subscriptionId ?? null}::text,
            ${
     input.token === undefined ? null : sql.json(input.token as unknown as postgres.JSONValue)
   }::jsonb,
@@ -119,7 +121,8 @@ export class PostgresAudit implements AuditStore {
     if (params.cursor !== undefined && before === null) return Promise.reject(invalidCursor());
     return this.#pool.run(async (sql) => {
       const rows = await sql<AuditRow[]>`
-        SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, trust_policy, token,
+        SELECT seq, at, action, actor_id, subject_id, subject_name, run_id, trust_policy,
+               subscription_id, token,
                correlation_id, outcome
         FROM automation_runtime_audit
         WHERE namespace = ${this.#ns}

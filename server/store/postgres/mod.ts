@@ -4,7 +4,7 @@
  * each, over one connection pool:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_runs.ts`, `_audit.ts`,
- *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`: each part's statements over its own
+ *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each part's statements over its own
  *   tables (a part that writes another's rows in one statement uses the SQL fragments that
  *   part's file exports);
  * - `_pool.ts`: every connection (the pool, its replacement when wedged, `LISTEN`) and every
@@ -35,6 +35,7 @@ import { PostgresEvents } from "./_events.ts";
 import { PostgresAnswers } from "./_answers.ts";
 import { PostgresTrustPolicies } from "./_trust_policies.ts";
 import { PostgresActivity } from "./_activity.ts";
+import { PostgresNotifications } from "./_notifications.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./_pool.ts";
 export { SchemaVersionError } from "./_migrate.ts";
@@ -97,6 +98,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     answers: new PostgresAnswers(pool, namespace, options.now ?? Date.now),
     trustPolicies: new PostgresTrustPolicies(pool, namespace),
     activity: new PostgresActivity(pool, namespace),
+    notifications: new PostgresNotifications(pool, namespace),
     close: (): Promise<void> => pool.close(),
   });
 }

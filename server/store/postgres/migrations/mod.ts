@@ -19,6 +19,7 @@ import { migration008 } from "./008_resource_policy.ts";
 import { migration009 } from "./009_runs_and_effects.ts";
 import { migration010 } from "./010_trust_policies.ts";
 import { migration011 } from "./011_activity.ts";
+import { migration012 } from "./012_notifications.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -37,7 +38,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration009,
   migration010,
   migration011,
+  migration012,
 ]);

@@ -1,0 +1,260 @@
+/**
+ * Sending deliveries. Every replica runs a sender; each pass takes the due deliveries no other
+ * replica holds (`store.notifications.claimDue`, leased for 60 s, at most 16 at a time, 4 sent at
+ * once) and, for each, in order:
+ *
+ * 1. reads its subscription: gone or disabled, the delivery fails without an attempt;
+ * 2. checks the target again on the addresses its host resolves to now (`targets.ts`: DNS
+ *    rebinding gets nothing) unless private targets are allowed;
+ * 3. opens the subscription's secrets that still sign (the current one, and the previous one
+ *    for 24 h after a rotation) and signs the body per Standard Webhooks (`webhook-id` is the
+ *    delivery's id on every attempt, `webhook-timestamp` the attempt's second,
+ *    `webhook-signature` one `v1,` signature per secret);
+ * 4. POSTs it (10 s timeout, redirects not followed: a 3xx is a failure), reading none of the
+ *    answer's body;
+ * 5. settles it while it still holds the lease: a 2xx is `delivered`; otherwise the attempt is
+ *    kept (status or error) and the next one is due after a growing delay (5 s, 30 s, 2 min,
+ *    10 min, 30 min, 1 h, 2 h, then every 4 h), until 24 h after the delivery was created: then
+ *    it is `failed`;
+ * 6. counts the outcome on the subscription: a success sets its failures in a row to 0; a failure
+ *    adds one, and the 20th in a row disables it, with a `webhook.disabled` audit entry (written
+ *    by the one replica whose count disabled it).
+ *
+ * A replica that dies mid-send leaves its lease to lapse; another replica sends the delivery then
+ * (at least once). A pass runs when this replica's dispatcher created deliveries, and once a
+ * second.
+ *
+ * @module
+ */
+import type { RuntimeLogger } from "../log.ts";
+import { Passes } from "./_passes.ts";
+import { appendAudit } from "../runs/audit.ts";
+import type { DeliveryAttempt } from "../../wire/mod.ts";
+import type { Store, StoredDelivery, StoredSubscription } from "../store/types.ts";
+import type { SecretBox } from "./secrets.ts";
+import { checkTarget, type ResolveHost, TargetRefusedError } from "./targets.ts";
+
+/** The delays between attempts, in ms; the last repeats. */
+export const RETRY_DELAYS_MS: readonly number[] = Object.freeze([
+  5_000,
+  30_000,
+  120_000,
+  600_000,
+  1_800_000,
+  3_600_000,
+  7_200_000,
+  14_400_000,
+]);
+/** How long a delivery is retried, from its creation, in ms: 24 h. */
+export const RETRY_WINDOW_MS = 86_400_000;
+/** Failed attempts in a row that disable a subscription. */
+export const DISABLE_AFTER_FAILURES = 20;
+/** How long one attempt may take, in ms. */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+/** How long a sender holds a delivery, in ms (longer than an attempt). */
+const LEASE_MS = 60_000;
+/** Deliveries one pass takes, and sends at once. */
+const PASS_LIMIT = 16;
+const PARALLEL = 4;
+/** Attempts a delivery keeps (the latest). */
+const KEPT_ATTEMPTS = 50;
+/** Who acts in the audit entry of a disabling. */
+const SYSTEM_ACTOR = "runtime";
+
+/** Options of {@linkcode NotificationSender}. */
+export interface NotificationSenderOptions {
+  /** The store. */
+  store: Store;
+  /** Log sink (never a secret, a body or a URL). */
+  logger: RuntimeLogger;
+  /** Opens the subscriptions' secrets. */
+  box: SecretBox;
+  /** The clock, ms since the epoch. */
+  now: () => number;
+  /** Whether targets may be loopback, private, link-local or metadata addresses. */
+  allowPrivateTargets: boolean;
+  /** Resolves a host's addresses (DNS). */
+  resolve: ResolveHost;
+  /** Delays between attempts (default {@linkcode RETRY_DELAYS_MS}). */
+  retryDelaysMs?: readonly number[];
+  /** Time between passes when nothing wakes it, in ms. */
+  pollMs: number;
+}
+
+/** Sends this replica's share of the due deliveries (see the module doc). */
+export class NotificationSender {
+  /** This replica's lease holder id. */
+  readonly holder: string = crypto.randomUUID();
+  readonly #options: NotificationSenderOptions;
+  readonly #store: Store;
+  readonly #delays: readonly number[];
+  readonly #passes: Passes;
+
+  /** Creates the sender; {@linkcode NotificationSender.start} starts it. */
+  constructor(options: NotificationSenderOptions) {
+    this.#options = options;
+    this.#store = options.store;
+    this.#delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
+    this.#passes = new Passes(() => this.pass(), {
+      pollMs: options.pollMs,
+      logger: options.logger,
+      failure: "notification sending failed",
+    });
+  }
+
+  /** Starts the periodic pass. */
+  start(): void {
+    this.#passes.start();
+  }
+
+  /** Runs a pass soon (one at a time; a wake during a pass runs one more after it). */
+  wake(): void {
+    this.#passes.wake();
+  }
+
+  /** Takes the due deliveries and sends them (steps 1 to 6 of the module doc). */
+  async pass(): Promise<void> {
+    for (let rounds = 0; rounds < 20 && !this.#passes.stopped; rounds++) {
+      const due = await this.#store.notifications.claimDue({
+        now: this.#options.now(),
+        holder: this.holder,
+        leaseMs: LEASE_MS,
+        limit: PASS_LIMIT,
+      });
+      if (due.length === 0) return;
+      for (let i = 0; i < due.length; i += PARALLEL) {
+        await Promise.all(due.slice(i, i + PARALLEL).map((delivery) => this.#deliver(delivery)));
+      }
+    }
+  }
+
+  async #deliver(delivery: StoredDelivery): Promise<void> {
+    const subscription = await this.#store.notifications.getSubscription(delivery.subscriptionId);
+    if (subscription === null || subscription.state !== "active") {
+      const failed: StoredDelivery = {
+        ...delivery,
+        state: "failed",
+        attempts: keep([...delivery.attempts, {
+          at: new Date(this.#options.now()).toISOString(),
+          error: subscription === null ? "subscription deleted" : "subscription disabled",
+          durationMs: 0,
+        }]),
+      };
+      delete failed.nextAttemptAt;
+      await this.#store.notifications.settle(failed, this.holder);
+      return;
+    }
+    const attempt = await this.#attempt(delivery, subscription);
+    const ok = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
+    const attempts = keep([...delivery.attempts, attempt]);
+    const now = this.#options.now();
+    let next: StoredDelivery;
+    if (ok) {
+      next = { ...delivery, state: "delivered", attempts };
+      delete next.nextAttemptAt;
+    } else {
+      const delay = this.#delays[Math.min(delivery.attempts.length, this.#delays.length - 1)];
+      const due = now + delay;
+      if (due > delivery.createdMs + RETRY_WINDOW_MS) {
+        next = { ...delivery, state: "failed", attempts };
+        delete next.nextAttemptAt;
+      } else {
+        next = {
+          ...delivery,
+          state: "pending",
+          attempts,
+          nextAttemptMs: due,
+          nextAttemptAt: new Date(due).toISOString(),
+        };
+      }
+    }
+    // Lost the lease (a long attempt): another sender has it now, and counts its own outcome.
+    if (!await this.#store.notifications.settle(next, this.holder)) return;
+    const outcome = await this.#store.notifications.recordOutcome(
+      subscription.subscriptionId,
+      ok,
+      attempt.at,
+      DISABLE_AFTER_FAILURES,
+    );
+    if (outcome?.disabled) {
+      this.#options.logger.info("notification subscription disabled", {
+        subscriptionId: subscription.subscriptionId,
+        failures: DISABLE_AFTER_FAILURES,
+      });
+      await appendAudit(this.#store, this.#options.logger, {
+        at: attempt.at,
+        action: "webhook.disabled",
+        actorId: SYSTEM_ACTOR,
+        subscriptionId: subscription.subscriptionId,
+        correlationId: crypto.randomUUID(),
+        outcome: "consecutiveFailures",
+      });
+    }
+  }
+
+  /** Steps 2 to 4: one attempt, its status or why it failed. */
+  async #attempt(
+    delivery: StoredDelivery,
+    subscription: StoredSubscription,
+  ): Promise<DeliveryAttempt> {
+    const started = performance.now();
+    const at = new Date(this.#options.now()).toISOString();
+    const done = (fields: { status?: number; error?: string }): DeliveryAttempt => ({
+      at,
+      ...fields,
+      durationMs: Math.round(performance.now() - started),
+    });
+    try {
+      const url = new URL(subscription.url);
+      await checkTarget(url, {
+        allowPrivate: this.#options.allowPrivateTargets,
+        resolve: this.#options.resolve,
+      });
+      const now = this.#options.now();
+      const signing = subscription.secrets.filter((secret) =>
+        secret.expiresAt === null || secret.expiresAt > now
+      );
+      const secrets = await Promise.all(
+        signing.map((secret) => this.#options.box.open(secret, subscription.subscriptionId)),
+      );
+      const { signStandardWebhook } = await import("../../client/managed_agents/webhooks.ts");
+      const signed = await signStandardWebhook(delivery.body, secrets, {
+        id: delivery.deliveryId,
+        timestampSeconds: Math.floor(now / 1000),
+      });
+      const response = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "automation-runtime-notifications",
+          ...signed,
+        },
+        body: delivery.body,
+        redirect: "manual",
+        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+      });
+      await response.body?.cancel().catch(() => {});
+      return done({ status: response.status });
+    } catch (error) {
+      return done({ error: attemptError(error) });
+    }
+  }
+
+  /** Stops the passes (a pass under way finishes). */
+  stop(): Promise<void> {
+    return this.#passes.stop();
+  }
+}
+
+/** The latest attempts a delivery keeps. */
+function keep(attempts: DeliveryAttempt[]): DeliveryAttempt[] {
+  return attempts.length > KEPT_ATTEMPTS ? attempts.slice(-KEPT_ATTEMPTS) : attempts;
+}
+
+/** Why an attempt failed, in words that hold no address, URL or secret. */
+function attemptError(error: unknown): string {
+  if (error instanceof TargetRefusedError) return `refused: ${error.message}`;
+  if (error instanceof DOMException && error.name === "TimeoutError") return "timeout";
+  if (error instanceof TypeError) return "connection failed";
+  return "failed";
+}
