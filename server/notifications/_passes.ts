@@ -50,12 +50,14 @@ export class Passes {
     return this.#stopped;
   }
 
-  /** Starts the periodic passes, the first at once. */
+  /**
+   * Starts the periodic passes, the first after `pollMs` (a wake runs one sooner): an idle
+   * server makes no store call before then.
+   */
   start(): void {
     if (this.#timer !== undefined || this.#stopped) return;
     this.#timer = setInterval(() => this.wake(), this.#pollMs);
     Deno.unrefTimer(this.#timer as unknown as number);
-    this.wake();
   }
 
   /** Runs a pass soon. */

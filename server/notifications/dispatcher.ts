@@ -13,7 +13,7 @@
  * 4. move the cursor past the entries, by compare-and-set: when another replica moved it first,
  *    read it again.
  *
- * A pass runs when the activity log grows (the store's watch) and once a second.
+ * A pass runs when the activity log grows (the store's watch) and every 5 s.
  *
  * @module
  */

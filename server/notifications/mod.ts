@@ -29,8 +29,14 @@ export type { SubscriptionCall } from "./subscriptions.ts";
 
 /** Default pending deliveries one subscription may hold. */
 export const DEFAULT_MAX_PENDING_DELIVERIES = 1_000;
-/** Default time between the passes of the dispatcher and the sender, in ms. */
-export const NOTIFICATION_POLL_MS = 1_000;
+/**
+ * Default time between the passes of the dispatcher and the sender when nothing wakes them, in
+ * ms: the store's watch wakes the dispatcher when the activity log grows, and the dispatcher
+ * wakes this replica's sender when it created deliveries, so the poll only finds what another
+ * replica created (and the retries that came due) and costs an idle replica three store calls
+ * each time.
+ */
+export const NOTIFICATION_POLL_MS = 5_000;
 
 /** The operator's settings of notifications (`serve` settings). */
 export interface NotificationSettings {

@@ -21,8 +21,7 @@
  *    by the one replica whose count disabled it).
  *
  * A replica that dies mid-send leaves its lease to lapse; another replica sends the delivery then
- * (at least once). A pass runs when this replica's dispatcher created deliveries, and once a
- * second.
+ * (at least once). A pass runs when this replica's dispatcher created deliveries, and every 5 s.
  *
  * @module
  */
