@@ -79,14 +79,22 @@ export class KvActivityLog {
     return this.#commits.inLane("activity", write);
   }
 
-  /** Reads the seq and which keys of `inputs` exist (nothing for no inputs). */
+  /**
+   * Reads the seq and which keys of `inputs` exist (nothing for no inputs): one `getMany` for up
+   * to 9 keys (a run's creation reads one), so a write that carries entries pays one more read.
+   */
   async read(inputs: readonly ActivityInput[] | undefined): Promise<ActivityPlan> {
     if (inputs === undefined || inputs.length === 0) return NO_PLAN;
     const keyed = inputs.map((input) => this.#keyOf(input));
-    const present = new Set<string>();
     const keys = keyed.filter((key): key is Deno.KvKey => key !== null);
-    for (let i = 0; i < keys.length; i += 10) {
-      const found = await this.#kv.getMany(keys.slice(i, i + 10));
+    const present = new Set<string>();
+    let last: Deno.KvEntryMaybe<number> | undefined;
+    for (let i = 0; i < keys.length || last === undefined; i += 9) {
+      const slice = keys.slice(i, i + 9);
+      const found = await this.#kv.getMany<unknown[]>(
+        last === undefined ? [this.seqKey, ...slice] : slice,
+      );
+      if (last === undefined) last = found.shift() as Deno.KvEntryMaybe<number>;
       for (const entry of found) if (entry.value !== null) present.add(JSON.stringify(entry.key));
     }
     const seen = new Set<string>();
@@ -98,7 +106,6 @@ export class KvActivityLog {
       seen.add(name);
       return true;
     });
-    const last = await this.#kv.get<number>(this.seqKey);
     return { last, fresh };
   }
 
