@@ -23,6 +23,13 @@ import type { ToolAnswerResult, ToolRequestKind } from "../../wire/mod.ts";
 
 export type { ToolAnswerResult, ToolRequestKind } from "../../wire/mod.ts";
 
+/**
+ * What an answer answers: a tool request (`confirmation`, `custom_tool`), or `tool_result`, the
+ * result of a tool the client runs itself (a self-hosted environment's `agent.tool_use`,
+ * answered with `user.tool_result` through the provider's own API).
+ */
+export type ToolAnswerKind = ToolRequestKind | "tool_result";
+
 /** One tool answer as stored. */
 export interface ToolAnswerRecord {
   /** The run (provider session id). */
@@ -30,7 +37,7 @@ export interface ToolAnswerRecord {
   /** The tool-use event id. */
   toolUseId: string;
   /** What kind of request it answers. */
-  kind: ToolRequestKind;
+  kind: ToolAnswerKind;
   /** `claimed` while being sent; `answered` once the provider took it. */
   state: "claimed" | "answered";
   /** The claim's token (opaque; proves ownership of the claim). */
@@ -52,7 +59,7 @@ export interface ToolAnswerClaimParams {
   /** The tool-use event id. */
   toolUseId: string;
   /** What kind of request it answers. */
-  kind: ToolRequestKind;
+  kind: ToolAnswerKind;
   /** Who answers. */
   principalId: string;
   /** The answer about to be sent. */

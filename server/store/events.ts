@@ -8,7 +8,16 @@
  *
  * @module
  */
-import type { RunEventEntry, RunEventInput, RunLeaseParams } from "./run_event_types.ts";
+import type {
+  AppendedBatch,
+  EventBatch,
+  LogHead,
+  NativeEventEntry,
+  NativeEventQuery,
+  RunEventEntry,
+  RunEventInput,
+  RunLeaseParams,
+} from "./run_event_types.ts";
 
 /** The run event logs and tail leases of the store's namespace. */
 export interface RunEventStore {
@@ -18,8 +27,17 @@ export interface RunEventStore {
    * Wakes the run's watchers on every replica when anything was appended.
    */
   append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]>;
+  /**
+   * Appends a batch to both of a run's logs in one store write (see {@linkcode EventBatch}):
+   * the run events whose `sourceId` the log does not hold and the native events whose `id` the
+   * native log does not hold, each numbered after its log's last `seq`. Returns what was appended.
+   * Wakes the run's watchers on every replica when anything was appended.
+   */
+  appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch>;
   /** Up to `limit` entries of a run's log with `seq > after`, in order. */
   list(runId: string, after: number, limit: number): Promise<RunEventEntry[]>;
+  /** Up to `query.limit` entries of a run's native log, in the query's order. */
+  listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]>;
   /**
    * Takes or renews the tail lease of a run: succeeds when no lease exists, the lease lapsed
    * (`leaseUntil <= now`) or `holder` holds it; the lease then holds until `now + ttlMs`.
@@ -28,14 +46,15 @@ export interface RunEventStore {
   /** Drops the lease of a run when `holder` holds it; a no-op otherwise. */
   releaseLease(runId: string, holder: string): Promise<void>;
   /**
-   * Calls `listener` (soon, not necessarily at once) whenever the run's log may have grown, on
-   * any replica, with the log's last `seq` when the backend knows it (Deno KV does; PostgreSQL's
-   * notification does not say): a watcher holding that entry already need not read. Returns the
-   * function that stops watching. Best effort: poll as well.
+   * Calls `listener` (soon, not necessarily at once) whenever either of the run's logs may have
+   * grown, on any replica, with the log's last `seq` and the head of both logs when the backend
+   * knows them (Deno KV does; PostgreSQL's notification does not say): a watcher holding that
+   * entry already need not read. Returns the function that stops watching. Best effort: poll as
+   * well.
    */
-  watch(runId: string, listener: (last?: number) => void): () => void;
+  watch(runId: string, listener: (last?: number, head?: LogHead) => void): () => void;
   /**
-   * Deletes the logs (and leases) of runs that ended before `endedBefore` (RFC 3339); returns
+   * Deletes both logs (and the leases) of runs that ended before `endedBefore` (RFC 3339); returns
    * how many entries went.
    */
   purge(endedBefore: string): Promise<number>;

@@ -69,6 +69,8 @@ export interface PrincipalRecord {
   fileIds?: readonly string[];
   /** Most runs the principal may have active at once; absent: the default. */
   maxActiveRuns?: number;
+  /** Whether its runs may override the agent; absent: not. */
+  allowAgentOverrides?: boolean;
   /** Its name for people, when it was given one. */
   name?: string;
   /** Its metadata pairs, when it was given some. */

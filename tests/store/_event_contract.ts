@@ -2,12 +2,15 @@
  * The event-log and tail-lease part of the store contract: gap-free seqs, dedupe by provider
  * event id (also within one batch and under concurrent appends from two handles, as two
  * replicas), paging after a seq, wake-ups on append, leases taken, refused, renewed, lapsed and
- * released, and the 7-day purge of ended runs. Registered by `runStoreContract` in `contract.ts`.
+ * released, and the 7-day purge of ended runs; the native log beside it (the provider's events as
+ * their JSON text, byte for byte, numbered and deduplicated on their own, appended in the same
+ * write as the run events, read in both orders, large events whole). Registered by
+ * `runStoreContract` in `contract.ts`.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import type { RunEventInput, Store } from "../../server/store/types.ts";
+import type { NativeEventInput, RunEventInput, Store } from "../../server/store/types.ts";
 import { type ContractCase, testRun, twinOf } from "./_fixtures.ts";
 
 function input(sourceId: string, text = sourceId): RunEventInput {
@@ -15,6 +18,16 @@ function input(sourceId: string, text = sourceId): RunEventInput {
     sourceId,
     at: new Date().toISOString(),
     event: { type: "message.completed", runId: "sesn_x", text },
+  };
+}
+
+/** A native event whose JSON text keeps an order of fields no serializer would choose. */
+function native(id: string, text = id): NativeEventInput {
+  return {
+    id,
+    type: "agent.message",
+    json: `{"type":"agent.message","id":"${id}","content":[{"type":"text","text":"${text}"}],` +
+      `"processed_at":"2026-01-01T00:00:00Z","a":1}`,
   };
 }
 
@@ -182,11 +195,137 @@ export function runEventContract(test: ContractCase): void {
         "reserved",
       );
       await store.runs.create(run, slot);
-      await store.events.append(run.runId, [input("a"), input("b")]);
+      await store.events.appendBatch(run.runId, {
+        events: [input("a"), input("b")],
+        native: [native("n")],
+      });
     }
     assert.ok(await store.events.purge("2026-02-01T00:00:00.000Z") >= 2);
     assert.deepEqual(await store.events.list(old.runId, 0, 10), []);
+    assert.deepEqual(await store.events.listNative(old.runId, { order: "asc", limit: 10 }), []);
+    assert.equal(
+      (await store.events.listNative(recent.runId, { order: "asc", limit: 10 })).length,
+      1,
+    );
     assert.equal((await store.events.list(recent.runId, 0, 10)).length, 2);
     assert.equal((await store.events.list(active.runId, 0, 10)).length, 2);
   });
+
+  test("native log: appended with the run events in one batch, numbered and deduplicated apart", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    const first = await store.events.appendBatch(runId, {
+      events: [input("a"), input("b")],
+      native: [native("n1"), native("n2"), native("n1")],
+    });
+    assert.deepEqual(first.events.map((e) => [e.seq, e.sourceId]), [[1, "a"], [2, "b"]]);
+    assert.deepEqual(first.native.map((e) => [e.seq, e.id, e.type]), [
+      [1, "n1", "agent.message"],
+      [2, "n2", "agent.message"],
+    ]);
+    assert.equal(first.native[0].json, native("n1").json);
+    // Known ids of either log are skipped; a batch of only native events appends only those.
+    const second = await store.events.appendBatch(runId, {
+      events: [input("b")],
+      native: [native("n2"), native("n3")],
+    });
+    assert.deepEqual(second.events, []);
+    assert.deepEqual(second.native.map((e) => [e.seq, e.id]), [[3, "n3"]]);
+    const third = await store.events.appendBatch(runId, { events: [input("c")] });
+    assert.deepEqual(third.events.map((e) => e.seq), [3]);
+    assert.deepEqual(third.native, []);
+    // The text comes back byte for byte (field order included), in both orders.
+    const asc = await store.events.listNative(runId, { order: "asc", limit: 10 });
+    assert.deepEqual(asc.map((e) => e.json), ["n1", "n2", "n3"].map((id) => native(id).json));
+    assert.deepEqual(asc.map((e) => e.seq), [1, 2, 3]);
+    const after = await store.events.listNative(runId, { order: "asc", after: 1, limit: 1 });
+    assert.deepEqual(after.map((e) => e.id), ["n2"]);
+    const desc = await store.events.listNative(runId, { order: "desc", limit: 2 });
+    assert.deepEqual(desc.map((e) => e.seq), [3, 2]);
+    const before = await store.events.listNative(runId, { order: "desc", before: 2, limit: 5 });
+    assert.deepEqual(before.map((e) => e.id), ["n1"]);
+    assert.deepEqual(
+      await store.events.listNative(runId, { order: "asc", after: 3, limit: 5 }),
+      [],
+    );
+    assert.deepEqual(
+      await store.events.listNative(`sesn_${crypto.randomUUID()}`, { order: "asc", limit: 5 }),
+      [],
+    );
+    // The run log is as `append` alone would have left it.
+    assert.deepEqual((await all(store, runId)).map((e) => e.sourceId), ["a", "b", "c"]);
+  });
+
+  test("native log: large events and large batches are kept whole and in order", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    // Larger than one KV value (64 KiB), with characters of every width.
+    const big = native("big", "x".repeat(70_000) + "é€😀".repeat(5_000) + "y".repeat(30_000));
+    const many = Array.from({ length: 130 }, (_, i) => native(`m${i}`));
+    const appended = await store.events.appendBatch(runId, {
+      events: many.map((event) => input(event.id)),
+      native: [native("first"), big, ...many],
+    });
+    assert.equal(appended.native.length, 132);
+    assert.equal(appended.events.length, 130);
+    const asc = await store.events.listNative(runId, { order: "asc", limit: 3 });
+    assert.deepEqual(asc.map((e) => e.id), ["first", "big", "m0"]);
+    assert.equal(asc[1].json, big.json);
+    const desc = await store.events.listNative(runId, { order: "desc", before: 3, limit: 5 });
+    assert.deepEqual(desc.map((e) => e.id), ["big", "first"]);
+    assert.equal(desc[0].json, big.json);
+    const whole = await store.events.listNative(runId, { order: "asc", limit: 500 });
+    assert.deepEqual(whole.map((e) => e.seq), Array.from({ length: 132 }, (_, i) => i + 1));
+  });
+
+  test(
+    "native log: concurrent batches from two handles leave both logs gap-free and duplicate-free",
+    async (store, openTwin) => {
+      const twin = await twinOf(store, openTwin);
+      try {
+        const runId = `sesn_${crypto.randomUUID()}`;
+        const ids = Array.from({ length: 30 }, (_, i) => `p${i}`);
+        const batch = (slice: string[]) => ({
+          events: slice.map((id) => input(id)),
+          native: slice.map((id) => native(id)),
+        });
+        await Promise.all(
+          [0, 10, 20].flatMap((start) => [
+            store.events.appendBatch(runId, batch(ids.slice(start, start + 10))),
+            twin.events.appendBatch(runId, batch(ids.slice(start, start + 10))),
+          ]),
+        );
+        const log = await store.events.listNative(runId, { order: "asc", limit: 500 });
+        assert.deepEqual(log.map((e) => e.seq), Array.from({ length: 30 }, (_, i) => i + 1));
+        assert.equal(new Set(log.map((e) => e.id)).size, 30);
+        assert.equal((await all(store, runId)).length, 30);
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
+  test(
+    "native log: a native-only append wakes a watcher on another handle",
+    async (store, openTwin) => {
+      const twin = await twinOf(store, openTwin);
+      const runId = `sesn_${crypto.randomUUID()}`;
+      const woken = Promise.withResolvers<void>();
+      let appended = false;
+      const stop = twin.events.watch(runId, (_last, head) => {
+        if (!appended) return;
+        // A backend that tells the head tells the right one.
+        if (head !== undefined) assert.deepEqual(head, { seq: 0, native: 1 });
+        woken.resolve();
+      });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        appended = true;
+        await store.events.appendBatch(runId, { events: [], native: [native("w")] });
+        const timer = setTimeout(() => woken.reject(new Error("no wake-up within 3 s")), 3_000);
+        await woken.promise.finally(() => clearTimeout(timer));
+      } finally {
+        stop();
+        await twin.close();
+      }
+    },
+  );
 }

@@ -44,11 +44,14 @@ export function runPrincipalContract(test: ContractCase): void {
     assert.equal(await store.principals.findByDigest(randomHex()), null);
   });
 
-  test("principals: a principal's run policy (agentIds, maxActiveRuns) reads back intact", async (store) => {
+  test("principals: a principal's run policy (agentIds, maxActiveRuns, allowAgentOverrides) reads back intact", async (store) => {
     const record = testPrincipal({ agentIds: ["agent_a", "agent_b"], maxActiveRuns: 3 });
     assert.equal(await store.principals.create(record), "created");
     assert.deepEqual(await store.principals.get(record.principalId), record);
     assert.deepEqual(await store.principals.findByDigest(record.bearerDigest), record);
+    const overriding = testPrincipal({ allowAgentOverrides: true });
+    assert.equal(await store.principals.create(overriding), "created");
+    assert.deepEqual(await store.principals.get(overriding.principalId), overriding);
   });
 
   test("principals: a name and metadata read back intact, in get, findByDigest, list and page", async (store) => {

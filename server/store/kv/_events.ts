@@ -1,16 +1,25 @@
 /**
- * The events part of the KV store: run event logs and tail leases. Keys, below the store's
- * namespace root:
+ * The events part of the KV store: run event logs, native logs and tail leases. Keys, below the
+ * store's namespace root:
  *
  * - `["run-event", runId, seq]` → {@linkcode RunEventEntry}
  * - `["run-event-source", runId, sourceId]` → seq (the dedupe index)
- * - `["run-event-head", runId]` → the last seq (watched for wake-ups)
+ * - `["run-native", runId, seq, part]` → a native entry: part 0 holds `{id, type, parts, json}`
+ *   with the first piece of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB,
+ *   a provider event may hold more)
+ * - `["run-native-source", runId, id]` → seq (the native dedupe index)
+ * - `["run-event-head", runId]` → {@linkcode LogHead}, the last seq of both logs (watched for
+ *   wake-ups; a plain number, as written before the native log existed, is that number and no
+ *   native entry)
  * - `["run-lease", runId]` → {@linkcode LeaseEntry}
  *
- * An append reads the head and the source index, then commits the new entries, their index keys
- * and the new head in one atomic operation checked against the head's versionstamp: a concurrent
- * append to the same run moves the head, so one of the two retries on the fresh head. No gap, no
- * duplicate.
+ * An append reads the head and the source indexes, then commits the new entries of both logs,
+ * their index keys and the new head in one atomic operation checked against the head's
+ * versionstamp: a concurrent append to the same run moves the head, so one of the two retries on
+ * the fresh head. No gap, no duplicate, in either log. A batch larger than one atomic operation
+ * holds (about 500 KiB, or 96 entries with their checks) goes in several, in order: each is
+ * checked the same way, and an append interrupted between them is finished by the next one (the
+ * indexes skip what was written).
  *
  * The fast path, and why: a run has one appender at a time (its tail), so the head this store
  * committed last is usually still the head. The append then reads nothing: it commits at once,
@@ -24,10 +33,20 @@
  *
  * @module
  */
-import type { RunEventEntry, RunEventInput, RunLeaseParams } from "../run_event_types.ts";
+import type {
+  AppendedBatch,
+  EventBatch,
+  LogHead,
+  NativeEventEntry,
+  NativeEventInput,
+  NativeEventQuery,
+  RunEventEntry,
+  RunEventInput,
+  RunLeaseParams,
+} from "../run_event_types.ts";
 import type { RunEventStore } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
-import { watchNumber } from "./_watch.ts";
+import { watchKey } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
 
 /** A lease still contended after every attempt is another replica's: not taken. */
@@ -44,10 +63,68 @@ interface LeaseEntry {
 /** Runs whose head is remembered for the append fast path before the memory is emptied. */
 const MAX_HEADS = 4096;
 /**
- * Entries per atomic commit: 2 mutations and (on the fast path) 1 check each, inside KV's limits
- * of 100 checks, 1000 mutations and 800 KiB.
+ * Entries (of both logs) per atomic commit: 2 mutations and (on the fast path) 1 check each,
+ * inside KV's limits of 100 checks and 1000 mutations.
  */
-const MAX_APPEND_GROUP = 64;
+const MAX_APPEND_GROUP = 96;
+/** Bytes of values per atomic commit (estimated), inside KV's 800 KiB. */
+const MAX_GROUP_BYTES = 500 * 1024;
+/** Characters of native JSON per value: at most 48 KiB even as two-byte text, inside 64 KiB. */
+const NATIVE_PART = 24_000;
+
+const EMPTY_HEAD: LogHead = Object.freeze({ seq: 0, native: 0 });
+
+/** The head a stored value stands for: a number is the run events' last seq (older files). */
+function headOf(value: unknown): LogHead {
+  if (typeof value === "number") return { seq: value, native: 0 };
+  if (typeof value === "object" && value !== null) {
+    const head = value as Partial<LogHead>;
+    return { seq: head.seq ?? 0, native: head.native ?? 0 };
+  }
+  return EMPTY_HEAD;
+}
+
+/** Part 0 of a native entry. */
+interface NativeFirstPart {
+  id: string;
+  type: string;
+  parts: number;
+  json: string;
+}
+
+/** A batch split into commits: each group's run events and native events, in order. */
+interface Group {
+  events: RunEventInput[];
+  native: NativeEventInput[];
+}
+
+/** Splits a batch into groups that each fit one atomic operation. */
+function groupsOf(batch: EventBatch): Group[] {
+  const groups: Group[] = [];
+  let group: Group = { events: [], native: [] };
+  let count = 0;
+  let bytes = 0;
+  const add = (size: number): void => {
+    if (count > 0 && (count + 1 > MAX_APPEND_GROUP || bytes + size > MAX_GROUP_BYTES)) {
+      groups.push(group);
+      group = { events: [], native: [] };
+      count = 0;
+      bytes = 0;
+    }
+    count++;
+    bytes += size;
+  };
+  for (const event of batch.events) {
+    add(2 * JSON.stringify(event.event).length + 256);
+    group.events.push(event);
+  }
+  for (const event of batch.native ?? []) {
+    add(2 * event.json.length + 256);
+    group.native.push(event);
+  }
+  if (count > 0) groups.push(group);
+  return groups;
+}
 
 /** `events` numbered after `seq`, skipping the source ids in `skip` and repeats within `events`. */
 function numbered(
@@ -64,13 +141,34 @@ function numbered(
   return entries;
 }
 
+/** Native `events` numbered after `seq`, skipping the ids in `skip` and repeats. */
+function numberedNative(
+  events: readonly NativeEventInput[],
+  seq: number,
+  skip: Set<string>,
+): NativeEventEntry[] {
+  const entries: NativeEventEntry[] = [];
+  for (const event of events) {
+    if (skip.has(event.id)) continue;
+    skip.add(event.id);
+    entries.push({ seq: ++seq, id: event.id, type: event.type, json: event.json });
+  }
+  return entries;
+}
+
+/** One group, numbered: what one commit writes. */
+interface Numbered {
+  events: RunEventEntry[];
+  native: NativeEventEntry[];
+}
+
 /** The events part of the KV store. */
 export class KvEvents implements RunEventStore {
   readonly #commits: KvCommits;
   readonly #kv: Deno.Kv;
   readonly #root: Deno.KvKey;
   /** The head each run had after this store's last append to it, as it was committed. */
-  #heads = new Map<string, { seq: number; versionstamp: string }>();
+  #heads = new Map<string, { head: LogHead; versionstamp: string }>();
 
   constructor(commits: KvCommits, root: Deno.KvKey) {
     this.#commits = commits;
@@ -83,12 +181,16 @@ export class KvEvents implements RunEventStore {
   }
 
   async append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return (await this.appendBatch(runId, { events })).events;
+  }
+
+  async appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch> {
     try {
-      const appended: RunEventEntry[] = [];
-      for (let start = 0; start < events.length; start += MAX_APPEND_GROUP) {
-        appended.push(
-          ...await this.#appendGroup(runId, events.slice(start, start + MAX_APPEND_GROUP)),
-        );
+      const appended: AppendedBatch = { events: [], native: [] };
+      for (const group of groupsOf(batch)) {
+        const done = await this.#appendGroup(runId, group);
+        appended.events.push(...done.events);
+        appended.native.push(...done.native);
       }
       return appended;
     } catch (error) {
@@ -96,35 +198,44 @@ export class KvEvents implements RunEventStore {
     }
   }
 
-  async #appendGroup(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+  async #appendGroup(runId: string, group: Group): Promise<Numbered> {
     const known = this.#heads.get(runId);
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
     this.#heads.delete(runId);
     if (known !== undefined) {
-      const entries = numbered(events, known.seq, new Set());
-      if (await this.#commit(runId, known.versionstamp, entries, true)) return entries;
+      const entries = {
+        events: numbered(group.events, known.head.seq, new Set()),
+        native: numberedNative(group.native, known.head.native, new Set()),
+      };
+      if (await this.#commit(runId, known.versionstamp, known.head, entries, true)) return entries;
     }
     const headKey = this.#key("run-event-head", runId);
     return await this.#commits.retry(async () => {
-      const head = await this.#kv.get<number>(headKey);
-      const entries = numbered(events, head.value ?? 0, await this.#storedSources(runId, events));
-      if (entries.length === 0) {
-        if (head.versionstamp !== null) this.#remember(runId, head.value ?? 0, head.versionstamp);
-        return [];
+      const stored = await this.#kv.get(headKey);
+      const head = headOf(stored.value);
+      const entries = {
+        events: numbered(group.events, head.seq, await this.#storedSources(runId, group.events)),
+        native: numberedNative(
+          group.native,
+          head.native,
+          await this.#storedNative(runId, group.native),
+        ),
+      };
+      if (entries.events.length === 0 && entries.native.length === 0) {
+        if (stored.versionstamp !== null) this.#remember(runId, head, stored.versionstamp);
+        return entries;
       }
-      return await this.#commit(runId, head.versionstamp, entries, false) ? entries : AGAIN;
+      return await this.#commit(runId, stored.versionstamp, head, entries, false) ? entries : AGAIN;
     });
   }
 
-  /** The source ids of `events` the run's log already holds. */
-  async #storedSources(runId: string, events: readonly RunEventInput[]): Promise<Set<string>> {
+  /** The keys of `ids` under `part` that the run holds. */
+  async #stored(runId: string, part: string, ids: readonly string[]): Promise<Set<string>> {
     const stored = new Set<string>();
-    const sources = [...new Set(events.map((event) => event.sourceId))];
-    for (let i = 0; i < sources.length; i += 10) {
-      const slice = sources.slice(i, i + 10);
-      const found = await this.#kv.getMany(
-        slice.map((sourceId) => this.#key("run-event-source", runId, sourceId)),
-      );
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += 10) {
+      const slice = unique.slice(i, i + 10);
+      const found = await this.#kv.getMany(slice.map((id) => this.#key(part, runId, id)));
       found.forEach((entry, index) => {
         if (entry.value !== null) stored.add(slice[index]);
       });
@@ -132,38 +243,73 @@ export class KvEvents implements RunEventStore {
     return stored;
   }
 
+  /** The source ids of `events` the run's log already holds. */
+  #storedSources(runId: string, events: readonly RunEventInput[]): Promise<Set<string>> {
+    return this.#stored(runId, "run-event-source", events.map((event) => event.sourceId));
+  }
+
+  /** The ids of `events` the run's native log already holds. */
+  #storedNative(runId: string, events: readonly NativeEventInput[]): Promise<Set<string>> {
+    return this.#stored(runId, "run-native-source", events.map((event) => event.id));
+  }
+
   /**
    * Commits `entries` (at least one) checked against the head's versionstamp and, when
-   * `checkSources` (the fast path, which read none), against the absence of each source id.
+   * `checkSources` (the fast path, which read none), against the absence of each id.
    * Whether it committed; a commit remembers the new head.
    */
   async #commit(
     runId: string,
     headVersionstamp: string | null,
-    entries: readonly RunEventEntry[],
+    head: LogHead,
+    entries: Numbered,
     checkSources: boolean,
   ): Promise<boolean> {
     const headKey = this.#key("run-event-head", runId);
-    const last = entries[entries.length - 1].seq;
+    const next: LogHead = {
+      seq: entries.events.at(-1)?.seq ?? head.seq,
+      native: entries.native.at(-1)?.seq ?? head.native,
+    };
     const operation = this.#kv.atomic()
       .check({ key: headKey, versionstamp: headVersionstamp })
-      .set(headKey, last);
-    for (const entry of entries) {
+      .set(headKey, next);
+    for (const entry of entries.events) {
       const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
       if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
       operation
         .set(this.#key("run-event", runId, entry.seq), entry)
         .set(sourceKey, entry.seq);
     }
+    for (const entry of entries.native) {
+      const sourceKey = this.#key("run-native-source", runId, entry.id);
+      if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
+      const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
+      operation.set(
+        this.#key("run-native", runId, entry.seq, 0),
+        {
+          id: entry.id,
+          type: entry.type,
+          parts,
+          json: entry.json.slice(0, NATIVE_PART),
+        } satisfies NativeFirstPart,
+      );
+      for (let part = 1; part < parts; part++) {
+        operation.set(
+          this.#key("run-native", runId, entry.seq, part),
+          entry.json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART),
+        );
+      }
+      operation.set(sourceKey, entry.seq);
+    }
     const result = await this.#commits.commit(operation);
-    if (result.ok) this.#remember(runId, last, result.versionstamp);
+    if (result.ok) this.#remember(runId, next, result.versionstamp);
     return result.ok;
   }
 
   /** Remembers a run's head for the next append's fast path (a few thousand runs at most). */
-  #remember(runId: string, seq: number, versionstamp: string): void {
+  #remember(runId: string, head: LogHead, versionstamp: string): void {
     if (this.#heads.size >= MAX_HEADS) this.#heads.clear();
-    this.#heads.set(runId, { seq, versionstamp });
+    this.#heads.set(runId, { head, versionstamp });
   }
 
   async list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
@@ -175,6 +321,48 @@ export class KvEvents implements RunEventStore {
         { limit, batchSize: Math.min(limit, 500) },
       );
       for await (const entry of iterator) entries.push(entry.value);
+      return entries;
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+
+  async listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]> {
+    try {
+      const prefix = this.#key("run-native", runId);
+      const selector: Deno.KvListSelector = query.order === "asc"
+        ? { prefix, start: [...prefix, (query.after ?? 0) + 1] }
+        : query.before === undefined
+        ? { prefix }
+        : { prefix, end: [...prefix, query.before] };
+      const entries: NativeEventEntry[] = [];
+      // Parts arrive in key order: 0, 1, … ascending; …, 1, 0 descending.
+      let pieces: string[] = [];
+      const iterator = this.#kv.list<NativeFirstPart | string>(selector, {
+        reverse: query.order === "desc",
+        batchSize: Math.min(query.limit + 1, 500),
+      });
+      for await (const item of iterator) {
+        const value = item.value;
+        if (typeof value === "string") {
+          pieces.push(value);
+          continue;
+        }
+        const rest = query.order === "asc" ? pieces : pieces.reverse();
+        if (query.order === "asc" && entries.length > 0) {
+          entries[entries.length - 1].json += rest.join("");
+        }
+        pieces = [];
+        const seq = item.key[item.key.length - 2] as number;
+        const entry = { seq, id: value.id, type: value.type, json: value.json };
+        if (query.order === "desc") entry.json += rest.join("");
+        if (query.order === "asc" && entries.length === query.limit) break;
+        entries.push(entry);
+        if (query.order === "desc" && entries.length === query.limit) break;
+      }
+      if (query.order === "asc" && entries.length > 0 && pieces.length > 0) {
+        entries[entries.length - 1].json += pieces.join("");
+      }
       return entries;
     } catch (error) {
       throw storeFailure(error);
@@ -210,15 +398,18 @@ export class KvEvents implements RunEventStore {
     }
   }
 
-  watch(runId: string, listener: (last?: number) => void): () => void {
-    return watchNumber(this.#kv, this.#key("run-event-head", runId), listener);
+  watch(runId: string, listener: (last?: number, head?: LogHead) => void): () => void {
+    return watchKey(this.#kv, this.#key("run-event-head", runId), (value) => {
+      const head = headOf(value);
+      listener(head.seq, head);
+    });
   }
 
   async purge(endedBefore: string): Promise<number> {
     try {
       let deleted = 0;
       for await (const runId of runsEndedBefore(this.#kv, this.#root, endedBefore)) {
-        for (const part of ["run-event", "run-event-source"]) {
+        for (const part of ["run-event", "run-event-source", "run-native", "run-native-source"]) {
           let operation = this.#kv.atomic();
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {

@@ -11,9 +11,9 @@ import {
   ANSWER_RETENTION_MS,
   type ToolAnswerClaim,
   type ToolAnswerClaimParams,
+  type ToolAnswerKind,
   type ToolAnswerRecord,
   type ToolAnswerResult,
-  type ToolRequestKind,
 } from "../answer_types.ts";
 import type { AnswerStore } from "../answers.ts";
 import type { ActivityInput } from "../activity.ts";
@@ -36,7 +36,7 @@ function toRecord(row: AnswerRow): ToolAnswerRecord {
   const record: ToolAnswerRecord = {
     runId: row.run_id,
     toolUseId: row.tool_use_id,
-    kind: row.kind as ToolRequestKind,
+    kind: row.kind as ToolAnswerKind,
     state: row.state as ToolAnswerRecord["state"],
     token: row.token,
     principalId: row.principal_id,

@@ -1,9 +1,10 @@
 /**
- * The events part of the PostgreSQL store: run event logs and tail leases (tables of migration
- * `005_events.ts`). An append is one call of `automation_runtime_append_run_events`, which
- * serializes appends to one run with a transaction-scoped advisory lock and notifies the channel
- * `automation_runtime_run_events` with `"<namespace> <runId>"`. Watchers share one `LISTEN`
- * connection per store (held by the pool), started by the first watcher.
+ * The events part of the PostgreSQL store: run event logs, native logs and tail leases (tables
+ * of migrations `005_events.ts` and `006_native_events.ts`). An append of both logs is one call
+ * of `automation_runtime_append_events`, which serializes appends to one run with a
+ * transaction-scoped advisory lock and notifies the channel `automation_runtime_run_events` with
+ * `"<namespace> <runId>"`. Watchers share one `LISTEN` connection per store (held by the pool),
+ * started by the first watcher.
  *
  * The purge learns which runs ended from the runs part ({@linkcode endedRunIds}).
  *
@@ -11,7 +12,16 @@
  */
 import type postgres from "postgres";
 import type { RunStreamEvent } from "../../../client/contract.ts";
-import type { RunEventEntry, RunEventInput, RunLeaseParams } from "../run_event_types.ts";
+import type {
+  AppendedBatch,
+  EventBatch,
+  LogHead,
+  NativeEventEntry,
+  NativeEventQuery,
+  RunEventEntry,
+  RunEventInput,
+  RunLeaseParams,
+} from "../run_event_types.ts";
 import type { RunEventStore } from "../events.ts";
 import type { PostgresPool } from "./_pool.ts";
 import { endedRunIds } from "./_runs.ts";
@@ -30,6 +40,27 @@ function toEntry(row: EventRow): RunEventEntry {
   return { seq: Number(row.seq), sourceId: row.source_id, at: row.at, event: row.event };
 }
 
+interface NativeRow {
+  seq: string;
+  event_id: string;
+  type: string;
+  body: string;
+}
+
+function toNative(row: NativeRow): NativeEventEntry {
+  return { seq: Number(row.seq), id: row.event_id, type: row.type, json: row.body };
+}
+
+interface AppendedRow {
+  kind: "e" | "n";
+  seq: string;
+  id: string;
+  at: string | null;
+  event: RunStreamEvent | null;
+  type: string | null;
+  body: string | null;
+}
+
 /** The events part of the PostgreSQL store. */
 export class PostgresEvents implements RunEventStore {
   readonly #pool: PostgresPool;
@@ -42,13 +73,39 @@ export class PostgresEvents implements RunEventStore {
     this.#ns = namespace;
   }
 
-  append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
-    if (events.length === 0) return Promise.resolve([]);
+  async append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
+    return (await this.appendBatch(runId, { events })).events;
+  }
+
+  appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch> {
+    const native = batch.native ?? [];
+    if (batch.events.length === 0 && native.length === 0) {
+      return Promise.resolve({ events: [], native: [] });
+    }
     return this.#pool.run(async (sql) => {
-      const rows = await sql<EventRow[]>`
-        SELECT seq, source_id, at, event FROM automation_runtime_append_run_events(
-          ${this.#ns}, ${runId}, ${sql.json(events as unknown as postgres.JSONValue)})`;
-      return rows.map(toEntry);
+      const rows = await sql<AppendedRow[]>`
+        SELECT kind, seq, id, at, event, type, body FROM automation_runtime_append_events(
+          ${this.#ns}, ${runId}, ${sql.json(batch.events as unknown as postgres.JSONValue)},
+          ${sql.json(native as unknown as postgres.JSONValue)})`;
+      const appended: AppendedBatch = { events: [], native: [] };
+      for (const row of rows) {
+        if (row.kind === "e") {
+          appended.events.push({
+            seq: Number(row.seq),
+            sourceId: row.id,
+            at: row.at!,
+            event: row.event!,
+          });
+        } else {
+          appended.native.push({
+            seq: Number(row.seq),
+            id: row.id,
+            type: row.type!,
+            json: row.body!,
+          });
+        }
+      }
+      return appended;
     });
   }
 
@@ -59,6 +116,23 @@ export class PostgresEvents implements RunEventStore {
         WHERE namespace = ${this.#ns} AND run_id = ${runId} AND seq > ${String(after)}
         ORDER BY seq LIMIT ${limit}`;
       return rows.map(toEntry);
+    });
+  }
+
+  listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]> {
+    return this.#pool.run(async (sql) => {
+      const rows = query.order === "asc"
+        ? await sql<NativeRow[]>`
+          SELECT seq, event_id, type, body FROM automation_runtime_native_events
+          WHERE namespace = ${this.#ns} AND run_id = ${runId}
+            AND seq > ${String(query.after ?? 0)}
+          ORDER BY seq LIMIT ${query.limit}`
+        : await sql<NativeRow[]>`
+          SELECT seq, event_id, type, body FROM automation_runtime_native_events
+          WHERE namespace = ${this.#ns} AND run_id = ${runId}
+            AND seq < ${String(query.before ?? Number.MAX_SAFE_INTEGER)}
+          ORDER BY seq DESC LIMIT ${query.limit}`;
+      return rows.map(toNative);
     });
   }
 
@@ -84,7 +158,7 @@ export class PostgresEvents implements RunEventStore {
     });
   }
 
-  watch(runId: string, listener: (last?: number) => void): () => void {
+  watch(runId: string, listener: (last?: number, head?: LogHead) => void): () => void {
     let set = this.#watchers.get(runId);
     if (set === undefined) this.#watchers.set(runId, set = new Set());
     // A fresh function per watch, so the same listener may watch twice.
@@ -124,6 +198,9 @@ export class PostgresEvents implements RunEventStore {
           ${endedRunIds(sql, this.#ns, endedBefore)}
         ), leases AS (
           DELETE FROM automation_runtime_run_leases
+          WHERE namespace = ${this.#ns} AND run_id IN (SELECT run_id FROM ended)
+        ), native AS (
+          DELETE FROM automation_runtime_native_events
           WHERE namespace = ${this.#ns} AND run_id IN (SELECT run_id FROM ended)
         )
         DELETE FROM automation_runtime_run_events

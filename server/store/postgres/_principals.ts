@@ -58,6 +58,7 @@ interface PrincipalRow {
   name: string | null;
   metadata: Record<string, string> | null;
   resource_policy: ResourcePolicyLists | null;
+  allow_agent_overrides: boolean | null;
 }
 
 /** The resource policy lists of a principal, as its `resource_policy` column holds them. */
@@ -96,6 +97,7 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
   "name",
   "metadata",
   "resource_policy",
+  "allow_agent_overrides",
 ];
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
@@ -114,6 +116,7 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
   if (row.name !== null) record.name = row.name;
   if (row.metadata !== null) record.metadata = row.metadata;
   if (row.resource_policy !== null) Object.assign(record, row.resource_policy);
+  if (row.allow_agent_overrides === true) record.allowAgentOverrides = true;
   return record;
 }
 
@@ -137,7 +140,7 @@ export function principalInsert(
     INSERT INTO automation_runtime_principals
       (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
        created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata,
-       resource_policy)
+       resource_policy, allow_agent_overrides)
     SELECT ${namespace}, ${record.principalId}, ${record.bearerDigest},
            ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
            ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
@@ -148,7 +151,8 @@ export function principalInsert(
       ? null
       : sql.json(record.metadata as unknown as postgres.JSONValue)
   }::jsonb,
-           ${policy === null ? null : sql.json(policy)}::jsonb`;
+           ${policy === null ? null : sql.json(policy)}::jsonb,
+           ${record.allowAgentOverrides === true ? true : null}::boolean`;
 }
 
 /**

@@ -20,6 +20,7 @@ import { migration009 } from "./009_runs_and_effects.ts";
 import { migration010 } from "./010_trust_policies.ts";
 import { migration011 } from "./011_activity.ts";
 import { migration012 } from "./012_notifications.ts";
+import { migration013 } from "./013_provider_interface.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -38,7 +39,7 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+ * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -54,4 +55,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration010,
   migration011,
   migration012,
+  migration013,
 ]);
