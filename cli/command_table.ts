@@ -393,6 +393,12 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
           help: "runs it may have active at once, 1 to 100",
           default: "the service's, `8`",
         },
+        {
+          name: "allow-agent-overrides",
+          help: "its runs may override the agent's model, system prompt, tools, MCP servers or " +
+            "skills (through the provider's API; only when the issuer may)",
+          default: "not allowed",
+        },
       ],
       environment: CLIENT_ENVIRONMENT,
       exitCodes: CLIENT_EXITS,

@@ -115,6 +115,7 @@ async function issue(args: string[]): Promise<number> {
       expiresAt,
       ...lists,
       maxActiveRuns,
+      ...(parsed.booleans.has("allow-agent-overrides") ? { allowAgentOverrides: true } : {}),
       ...(name !== undefined ? { name } : {}),
       ...(metadata !== undefined ? { metadata } : {}),
     },

@@ -89,8 +89,17 @@ export interface HttpRequest {
   path: string;
   /** Query parameters. */
   query?: Record<string, QueryValue>;
+  /**
+   * A query string sent as it is (without `?`), after `query`'s parameters: a request passed on
+   * from elsewhere. Checked by {@linkcode checkRawQuery}.
+   */
+  rawQuery?: string;
+  /** The `provider-version` of this call, instead of the client's. */
+  providerVersion?: string;
   /** JSON body; omitted means no body and no content type. */
   body?: unknown;
+  /** A body of another type, sent byte for byte with its `content-type` (instead of `body`). */
+  rawBody?: { bytes: Uint8Array; contentType: string };
   /** Extra headers of this call (checked by {@linkcode checkExtraHeaders}; betas go in `betas`). */
   headers?: Record<string, string>;
   /** Betas placed before the transport's own. */
@@ -155,6 +164,30 @@ export function checkExtraHeaders(
   return out;
 }
 
+const VERSION_VALUE = /^[A-Za-z0-9._-]{1,64}$/;
+const RAW_QUERY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%/?[\]]*$/;
+
+/** Checks a version value: a token of at most 64 characters (a date such as `2026-10-21`). */
+export function checkProviderVersion(version: string | undefined): string | undefined {
+  if (version === undefined) return undefined;
+  if (typeof version !== "string" || !VERSION_VALUE.test(version)) {
+    throw new TypeError("providerVersion must be a token of at most 64 characters");
+  }
+  return version;
+}
+
+/**
+ * Checks a query string passed on as it is: only the characters a URL's query may hold
+ * (percent-encoded otherwise), no `#`, no white space; at most 8 KiB.
+ */
+export function checkRawQuery(query: string | undefined): string | undefined {
+  if (query === undefined || query === "") return undefined;
+  if (typeof query !== "string" || query.length > 8192 || !RAW_QUERY.test(query)) {
+    throw new TypeError("rawQuery must be an encoded query string without # or white space");
+  }
+  return query;
+}
+
 /** Checks beta values: non-empty tokens without commas or spaces (they are comma-joined). */
 export function checkBetas(betas: readonly string[] | undefined): readonly string[] | undefined {
   if (betas === undefined) return undefined;
@@ -167,7 +200,10 @@ export function checkBetas(betas: readonly string[] | undefined): readonly strin
   return betas;
 }
 
-/** The per-call options a client passes through to a request: abort, betas and extra headers. */
+/**
+ * The per-call options a client passes through to a request: abort, betas, extra headers and the
+ * version.
+ */
 export interface CallOptions {
   /** Caller abort. */
   signal?: AbortSignal;
@@ -175,12 +211,19 @@ export interface CallOptions {
   betas?: readonly string[];
   /** Extra headers of this call. */
   headers?: Record<string, string>;
+  /** The `provider-version` of this call, instead of the client's. */
+  providerVersion?: string;
 }
 
 /** The request fields of a call's options. */
 export function callFields(options: CallOptions | undefined): CallOptions {
   if (options === undefined) return {};
-  return { signal: options.signal, betas: options.betas, headers: options.headers };
+  return {
+    signal: options.signal,
+    betas: options.betas,
+    headers: options.headers,
+    providerVersion: options.providerVersion,
+  };
 }
 
 /**
@@ -354,8 +397,12 @@ export class HttpTransport {
   async #send(
     request: HttpRequest,
   ): Promise<{ response: Response; timer: ReturnType<typeof setTimeout> }> {
-    const url = this.#baseUrl + request.path + encodeQuery(request.query);
+    let url = this.#baseUrl + request.path + encodeQuery(request.query);
+    const rawQuery = checkRawQuery(request.rawQuery);
+    if (rawQuery !== undefined) url += (url.includes("?") ? "&" : "?") + rawQuery;
     const headers = new Headers(this.#headers);
+    const version = checkProviderVersion(request.providerVersion);
+    if (version !== undefined) headers.set("provider-version", version);
     headers.set("accept", request.accept ?? "application/json");
     const betas = request.betas === undefined
       ? this.#betas
@@ -363,8 +410,14 @@ export class HttpTransport {
     if (betas.length > 0) headers.set("provider-beta", betas.join(","));
     const extra = checkExtraHeaders(request.headers);
     for (const name in extra) headers.set(name, extra[name]);
-    let body: string | undefined;
-    if (request.body !== undefined) {
+    let body: string | Uint8Array<ArrayBuffer> | undefined;
+    if (request.rawBody !== undefined) {
+      if (/[\r\n\0]/.test(request.rawBody.contentType)) {
+        throw new TypeError("rawBody.contentType must be a header value without line breaks");
+      }
+      body = request.rawBody.bytes as Uint8Array<ArrayBuffer>;
+      headers.set("content-type", request.rawBody.contentType);
+    } else if (request.body !== undefined) {
       body = JSON.stringify(request.body);
       headers.set("content-type", "application/json");
     }

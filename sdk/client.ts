@@ -261,6 +261,9 @@ export class RuntimeServiceClient {
       if (list !== undefined) body[field] = [...list];
     }
     if (params.maxActiveRuns !== undefined) body.maxActiveRuns = params.maxActiveRuns;
+    if (params.allowAgentOverrides !== undefined) {
+      body.allowAgentOverrides = params.allowAgentOverrides;
+    }
     if (params.name !== undefined) body.name = params.name;
     if (params.metadata !== undefined) body.metadata = { ...params.metadata };
     const answer = await this.#transport.request({

@@ -42,6 +42,11 @@ export interface CreatePrincipalParams {
   /** Active runs the principal may have at once, 1 to 100 (service default 8). */
   maxActiveRuns?: number;
   /**
+   * Whether its runs may override the agent's model, system prompt, tools, MCP servers or
+   * skills (through the provider's API; default false, only when the issuer may itself).
+   */
+  allowAgentOverrides?: boolean;
+  /**
    * A name for people, such as the CI job it is for: 1 to 64 printable characters. Shown by
    * `GET /v1/principals`, `GET /v1/runtime` and the audit entries about it.
    */

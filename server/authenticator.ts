@@ -322,6 +322,7 @@ export class Authenticator {
       bootstrap: false,
       ...policyListsOf(record),
       ...(record.maxActiveRuns !== undefined ? { maxActiveRuns: record.maxActiveRuns } : {}),
+      ...(record.allowAgentOverrides === true ? { allowAgentOverrides: true } : {}),
       ...(record.name !== undefined ? { name: record.name } : {}),
       ...(record.metadata !== undefined ? { metadata: Object.freeze({ ...record.metadata }) } : {}),
     });

@@ -32,6 +32,8 @@ export interface AuthenticatedPrincipal {
   readonly fileIds?: readonly string[];
   /** Its active-run limit; absent: the default (see `runs/policy.ts`). */
   readonly maxActiveRuns?: number;
+  /** Whether its runs may override agents; absent: not (see `runs/policy.ts`). */
+  readonly allowAgentOverrides?: boolean;
   /** Its name, when it was given one at issuance. */
   readonly name?: string;
   /** Its metadata, when it was given some at issuance. */

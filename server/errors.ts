@@ -59,6 +59,7 @@ export type ErrorCode =
   | "runNotFound"
   | "agentNotAllowed"
   | "resourceNotAllowed"
+  | "agentOverrideNotAllowed"
   | "runQuotaExceeded"
   | "toolUseNotFound"
   | "alreadyAnswered"
@@ -100,6 +101,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     runNotFound: { status: 404, layer: "authority" },
     agentNotAllowed: { status: 403, layer: "authority" },
     resourceNotAllowed: { status: 403, layer: "authority" },
+    agentOverrideNotAllowed: { status: 403, layer: "authority" },
     runQuotaExceeded: { status: 429, layer: "authority" },
     toolUseNotFound: { status: 404, layer: "authority" },
     alreadyAnswered: { status: 409, layer: "authority" },

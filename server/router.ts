@@ -19,9 +19,10 @@ export interface BodySchema {
 
 /**
  * Which rules a route runs: `public` none (such as `/healthz`), `shared` every shared request
- * rule of `/v1/*`, `custom` none, because the handler applies its own (such as MCP).
+ * rule of `/v1/*`, `custom` none, because the handler applies its own (such as MCP), `provider`
+ * none either: the handler applies the rules of the provider's own API (`server/native/`).
  */
-export type RouteKind = "public" | "shared" | "custom";
+export type RouteKind = "public" | "shared" | "custom" | "provider";
 
 /**
  * How an idempotent route records its answer under the key:

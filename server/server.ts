@@ -24,6 +24,9 @@ import {
 } from "./log.ts";
 import type { McpOptions } from "./mcp/endpoint.ts";
 import { createLazyMcpEndpoint } from "./mcp/lazy_endpoint.ts";
+import { createLazyNativeRoutes } from "./native/lazy.ts";
+import { isNativePath } from "./native/operations.ts";
+import { nativeErrorResponse } from "./runs/native_error.ts";
 import { measuredStore, type RuntimeMetrics } from "./metrics.ts";
 import { type RouteDefinition, Router } from "./router.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -174,7 +177,15 @@ export interface RuntimeServerOptions {
    * another replica once its holder is gone). Shorter: faster takeover, more store writes.
    */
   runLeaseMs?: number;
+  /**
+   * How long a call of the provider's own API at `/provider` may wait on the provider, in ms,
+   * when it names no `x-deadline` (default 60000).
+   */
+  providerTimeoutMs?: number;
 }
+
+/** Default of `providerTimeoutMs`: a minute. */
+export const DEFAULT_PROVIDER_TIMEOUT_MS = 60_000;
 
 /** A runtime server. */
 export interface RuntimeServer {
@@ -283,8 +294,15 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     maxBodyBytes,
     ...(metrics !== undefined ? { metrics } : {}),
   });
+  // A refusal under `/provider` (the router's own 404 and 405 too) is in the provider's shape.
   const onError = (error: unknown, context: RequestContext): Response =>
-    errorResponse(error, context, logger);
+    isNativePath(context.path)
+      ? nativeErrorResponse(error, context.responseCorrelationId, logger, {
+        method: context.method,
+        path: context.path,
+        correlationId: context.responseCorrelationId,
+      })
+      : errorResponse(error, context, logger);
 
   const shared = {
     duplicates: duplicatesRule(),
@@ -380,6 +398,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       leaseMs: options.runLeaseMs,
       onAppend: (runId, entries) => events.publish(runId, entries),
       pendingTimeoutMs: answers.pendingTimeoutMs,
+      onAppendNative: (runId, entries) => events.publishNative(runId, entries),
     })
     : null;
   tails?.start();
@@ -421,6 +440,21 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       gateway: runs,
       subscriptions: notifications.subscriptions,
       store,
+    }),
+    ...createLazyNativeRoutes({
+      gateway: runs,
+      answers,
+      hub: events,
+      store,
+      now,
+      rules: {
+        authenticator,
+        quota,
+        idempotency,
+        logger,
+        maxBodyBytes,
+        timeoutMs: options.providerTimeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS,
+      },
     }),
     ...auditRoutes(services),
     ...trustPolicyRoutes(services, {

@@ -34,7 +34,11 @@ import {
   DEFAULT_EXCHANGES_PER_MINUTE,
   DEFAULT_EXCHANGES_PER_MINUTE_TOTAL,
 } from "./oidc/rate_limit.ts";
-import { DEFAULT_RETENTION_MS, type RuntimeServerOptions } from "./server.ts";
+import {
+  DEFAULT_PROVIDER_TIMEOUT_MS,
+  DEFAULT_RETENTION_MS,
+  type RuntimeServerOptions,
+} from "./server.ts";
 import { DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL } from "./notifications/subscriptions.ts";
 
 const DAY_MS = 86_400_000;
@@ -392,6 +396,16 @@ export const SERVE_SETTINGS = Object.freeze({
     help: "lease of a run's event tail in ms: renewed every third of it, taken over by another " +
       "replica once it lapses",
   }),
+  providerTimeoutMs: setting({
+    flag: "provider-timeout-ms",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_PROVIDER_TIMEOUT_MS",
+    parser: integerSetting({ min: 100, max: 600_000 }),
+    default: DEFAULT_PROVIDER_TIMEOUT_MS,
+    defaultText: `\`${DEFAULT_PROVIDER_TIMEOUT_MS}\` (1 min)`,
+    help: "a call of the provider's own API at `/provider` waits at most N ms for the provider " +
+      "(unless it sends `x-deadline`)",
+  }),
   corsOrigins: setting({
     flag: "cors-origins",
     placeholder: "LIST",
@@ -599,6 +613,7 @@ export type SettingsServerOptions =
       | "runLeaseMs"
       | "tokenExchange"
       | "notifications"
+      | "providerTimeoutMs"
     >
   >
   & Pick<RuntimeServerOptions, "cors" | "retentionMs" | "publicUrl">;
@@ -642,6 +657,7 @@ export function serverOptionsOf(settings: ServeSettings): SettingsServerOptions 
       allowPrivateTargets: settings.notificationPrivateTargets,
       maxSubscriptionsPerPrincipal: settings.maxWebhookSubscriptions,
     },
+    providerTimeoutMs: settings.providerTimeoutMs,
     cors: settings.corsOrigins === undefined ? undefined : { allowedOrigins: settings.corsOrigins },
     retentionMs: settings.retentionDays * DAY_MS,
     ...(settings.publicUrl !== undefined ? { publicUrl: settings.publicUrl } : {}),

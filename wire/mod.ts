@@ -17,6 +17,7 @@
  * | `activity.ts` | the activity feed: changes across runs |
  * | `notifications.ts` | notification webhooks: subscriptions, deliveries, their payload |
  * | `audit.ts` | audit actions, entries and pages |
+ * | `native.ts` | the provider's own bodies the `/provider` interface reads (sessions, events) |
  *
  * A run's states, input and usage are the run contract's (`client/contract.ts`), which every
  * provider client implements too; they are re-exported here.
@@ -61,3 +62,4 @@ export * from "./trust_policies.ts";
 export * from "./audit.ts";
 export * from "./activity.ts";
 export * from "./notifications.ts";
+export * from "./native.ts";

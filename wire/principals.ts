@@ -102,6 +102,12 @@ export interface PrincipalPolicy {
   fileIds?: string[];
   /** How many runs it may have active at once, 1 to 100 (issuance: default 8, at most the issuer's). */
   maxActiveRuns?: number;
+  /**
+   * Whether its runs may override the agent (model, system prompt, tools, MCP servers, skills;
+   * through the provider's own API). In an answer: present, `true`, only when it may. In an
+   * issuance body: default false, never inherited, true only when the issuer may itself.
+   */
+  allowAgentOverrides?: boolean;
 }
 
 /** A principal as the service describes it (never with a bearer, except at creation). */

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { callFields, type HttpTransport, type QueryValue } from "../http.ts";
+import { callFields, type HttpRequest, type HttpTransport, type QueryValue } from "../http.ts";
 import { ProviderConnectionError } from "../errors.ts";
 import type {
   JsonObject,
@@ -82,6 +82,14 @@ export class ResourceWire {
       seen.add(next);
       page = next;
     }
+  }
+
+  /**
+   * Sends a request as it is given and returns the response once its headers arrived, body
+   * unread (an error status has been turned into `ProviderApiError` by then).
+   */
+  send(request: HttpRequest): Promise<Response> {
+    return this.#http.send(request);
   }
 
   /** Opens an SSE stream and returns its body once the response headers arrived. */

@@ -6,8 +6,8 @@
  * This file holds the class, its options and the run contract. The resource operations live one
  * group per file, each with its wire conversion, paths and methods: `agents.ts`,
  * `environments.ts` (and the work queue), `sessions.ts` (and resources), `session_events.ts`
- * (and threads), `memory.ts` (stores, memories, versions), `vaults.ts` (and credentials) and
- * `deployments.ts` (and runs). Each group exports an interface, which the class merges, and an
+ * (and threads), `memory.ts` (stores, memories, versions), `vaults.ts` (and credentials),
+ * `deployments.ts` (and runs) and `raw.ts` (requests passed on as they are). Each group exports an interface, which the class merges, and an
  * implementation, which `installMethods` puts on the class's prototype: to callers they are
  * ordinary methods.
  *
@@ -37,6 +37,7 @@ import { agentsApi, type ManagedAgentAgentsApi } from "./agents.ts";
 import { deploymentsApi, type ManagedAgentDeploymentsApi } from "./deployments.ts";
 import { environmentsApi, type ManagedAgentEnvironmentsApi } from "./environments.ts";
 import { type ManagedAgentMemoryApi, memoryApi } from "./memory.ts";
+import { type ManagedAgentRawApi, rawApi } from "./raw.ts";
 import { PROVIDER_MANAGED_AGENTS_BETA } from "./paths.ts";
 import {
   type ManagedAgentSessionEventsApi,
@@ -97,7 +98,8 @@ export interface ProviderManagedAgentClient
     ManagedAgentSessionEventsApi,
     ManagedAgentMemoryApi,
     ManagedAgentVaultsApi,
-    ManagedAgentDeploymentsApi {}
+    ManagedAgentDeploymentsApi,
+    ManagedAgentRawApi {}
 
 /**
  * The managed-agents client. A run is a session of a persisted agent in an environment, both
@@ -337,4 +339,5 @@ installMethods(
   memoryApi,
   vaultsApi,
   deploymentsApi,
+  rawApi,
 );

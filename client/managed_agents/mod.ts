@@ -36,6 +36,12 @@ export {
   providerDeploymentPath,
   providerDeploymentRunPath,
 } from "./deployments.ts";
+export {
+  checkRawPath,
+  type ManagedAgentRawApi,
+  type ManagedAgentRawRequest,
+  type ManagedAgentRawResponse,
+} from "./raw.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./session_reader.ts";

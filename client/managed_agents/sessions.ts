@@ -186,6 +186,8 @@ export const sessionsApi: ManagedAgentSessionsApi & ThisType<ManagedAgentSession
         resources: params.resources,
         vault_ids: params.vaultIds,
         metadata: params.metadata,
+        budget: params.budget,
+        initial_events: params.initialEvents,
       }),
       options,
     );

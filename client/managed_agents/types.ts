@@ -250,6 +250,13 @@ export interface CreateManagedAgentSessionParams {
   vaultIds?: string[];
   /** Metadata. */
   metadata?: Record<string, string>;
+  /** A spending limit, wire-shaped (`{type: "limit", max_list_cost: {amount, currency}}`). */
+  budget?: JsonObject;
+  /**
+   * Events the session starts with, wire-shaped (`user.message`, `user.define_outcome`; at most
+   * 50): the provider records them with the session, which starts its first turn at once.
+   */
+  initialEvents?: JsonObject[];
 }
 
 /** Parameters of `updateSession` (session must be idle). */
@@ -472,6 +479,11 @@ export interface ManagedAgentRequestOptions {
    * `provider-version`, `provider-beta`, `content-type`, `accept`) are a `TypeError`.
    */
   headers?: Record<string, string>;
+  /**
+   * The `provider-version` of this call instead of the client's (a token such as
+   * `2026-10-21`): a gateway passing on its caller's version.
+   */
+  providerVersion?: string;
 }
 
 /** A `created_at` range filter, sent as `created_at[gte]=…` and so on. */

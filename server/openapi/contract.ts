@@ -19,7 +19,7 @@ import {
   ROUTE_DECLARATIONS,
   type RouteDeclaration,
 } from "./declarations.ts";
-import { errorSchema, jsonRpcSchema } from "./schemas.ts";
+import { errorSchema, jsonRpcSchema, nativeErrorSchema } from "./schemas.ts";
 
 /** One route's contract. */
 export interface RouteContract {
@@ -37,6 +37,11 @@ export interface RouteContract {
   readonly errors: ReadonlyMap<number, readonly ErrorCode[]>;
   /** Statuses at which the MCP transport answers a JSON-RPC error object instead. */
   readonly jsonRpcErrors: readonly number[];
+  /**
+   * Whether the route is of the provider's own API: any 2xx is the provider's answer, and every
+   * error status (its own refusals and the provider's, passed on) has the provider's error shape.
+   */
+  readonly providerShape?: boolean;
 }
 
 const ALWAYS: readonly ErrorCode[] = ["shuttingDown", "internal"];
@@ -88,6 +93,8 @@ export function errorCodesOf(route: RouteDefinition, declaration: RouteDeclarati
     if (route.idempotent) { for (const code of IDEMPOTENT) codes.add(code); }
   } else if (route.kind === "custom") {
     for (const code of MCP) codes.add(code);
+  } else if (route.kind === "provider") {
+    return [];
   }
   for (const code of declaration.errors ?? []) codes.add(code);
   return [...codes];
@@ -126,6 +133,7 @@ export function routeContract(route: RouteDefinition): RouteContract | null {
     ),
     errors: new Map([...errors].sort(([a], [b]) => a - b)),
     jsonRpcErrors: route.kind === "custom" ? [400, 404, 406, 415] : [],
+    ...(route.kind === "provider" ? { providerShape: true } : {}),
   };
 }
 
@@ -176,6 +184,7 @@ export function checkAnswer(contract: RouteContract, answer: ReceivedAnswer): st
   if (headers.get("x-content-type-options") !== "nosniff") {
     problems.push("x-content-type-options is not nosniff");
   }
+  if (contract.providerShape === true) return [...problems, ...providerAnswer(answer)];
   const success = contract.answers.get(status);
   if (success !== undefined) {
     for (const name of success.headers ?? []) {
@@ -218,6 +227,21 @@ export function checkAnswer(contract: RouteContract, answer: ReceivedAnswer): st
     return problems;
   }
   problems.push(`${status} error body: ${asError}`);
+  return problems;
+}
+
+/** The ways an answer of the provider's own API breaks its shape (see `providerShape`). */
+function providerAnswer(answer: ReceivedAnswer): string[] {
+  const { status, headers, text } = answer;
+  const problems: string[] = [];
+  if (!headers.has("request-id")) problems.push("header request-id is missing");
+  if (status >= 200 && status < 300) return problems;
+  if (status < 400 || status > 599) return [...problems, `status ${status} is not expected`];
+  if (!(headers.get("content-type") ?? "").startsWith("application/json")) {
+    return [...problems, "an error answer is not application/json"];
+  }
+  const problem = parsed(nativeErrorSchema, text);
+  if (problem !== null) problems.push(`${status} error body: ${problem}`);
   return problems;
 }
 

@@ -10,6 +10,7 @@
 import type { z } from "zod";
 import { RUN_STATES } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
+import { NATIVE_OPERATIONS, NATIVE_PREFIX, type NativeOperation } from "../native/operations.ts";
 import {
   activityPageSchema,
   auditPageSchema,
@@ -98,6 +99,50 @@ const PROVIDER_ERRORS: readonly ErrorCode[] = [
 ];
 
 const MCP = "The MCP streamable HTTP endpoint: an opaque JSON-RPC endpoint with its own rules.";
+
+/** What each access of the `/provider` interface adds to an operation's description. */
+const NATIVE_ACCESS: Readonly<Record<NativeOperation["access"], string>> = {
+  createSession: "Starts a run of the caller through the gateway's one start path.",
+  listSessions: "The caller's runs (approvers and admins: all), each read from the provider.",
+  getSession: "A session the caller may read, passed on.",
+  updateSession: "Title and metadata of the caller's own session; other fields need admin.",
+  archiveSession: "The caller's own session, passed on.",
+  deleteSession: "The caller's own session, passed on.",
+  listEvents: "From the run's native log: the provider's own events.",
+  sendEvents: "Each event through the gateway: follow-ups, interrupts, exactly-once answers.",
+  streamEvents: "The run's native log as SSE, resumable with `Last-Event-ID` on any replica.",
+  thread: "A thread of a session the caller may read, passed on.",
+  threadStream: "A thread of a session the caller may read, its stream passed on.",
+  agentRead: "Only the agents the caller may use; others are not found.",
+  environmentRead: "Environments, passed on.",
+  admin: "`authority:admin` only, passed on as it is.",
+};
+
+/** The declaration of one operation of the provider's own API (`server/native/`). */
+function nativeDeclaration(operation: NativeOperation): RouteDeclaration {
+  const streams = operation.access === "streamEvents" || operation.access === "threadStream";
+  return {
+    summary: operation.summary,
+    description: `The provider's own \`${operation.method} ${operation.path}\`. ` +
+      NATIVE_ACCESS[operation.access],
+    tag: "provider",
+    answers: {
+      200: {
+        description: "The provider's answer, in its own shape.",
+        contentType: streams ? "text/event-stream" : "application/json",
+      },
+    },
+    ...((operation.access === "admin" || operation.access === "updateSession") &&
+        operation.method === "POST"
+      ? {
+        rawBody: {
+          contentType: "application/json",
+          description: "The provider's own body, passed on as it is.",
+        },
+      }
+      : {}),
+  };
+}
 
 /** Every route's declaration, keyed by `METHOD pattern`. */
 export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
@@ -479,4 +524,10 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
   "PUT /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
   "PATCH /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
   "HEAD /v1/mcp": { summary: "", tag: "mcp", answers: {}, omit: "answers 405" },
+  ...Object.fromEntries(
+    NATIVE_OPERATIONS.map((operation) => [
+      `${operation.method} ${NATIVE_PREFIX}${operation.path}`,
+      nativeDeclaration(operation),
+    ]),
+  ),
 };

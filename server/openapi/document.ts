@@ -150,12 +150,28 @@ function operation(contract: RouteContract): Json {
       content: { "application/json": { schema: { $ref: "#/components/schemas/JsonRpcError" } } },
     };
   }
+  if (contract.providerShape === true) {
+    for (const range of ["4XX", "5XX"]) {
+      responses[range] = {
+        description: "A refusal in the provider's error shape (the gateway's, or the provider's " +
+          "passed on), with `x-should-retry: false` when a retry cannot change it",
+        headers: { "request-id": { schema: { type: "string" } } },
+        content: {
+          "application/json": { schema: { $ref: "#/components/schemas/ProviderErrorBody" } },
+        },
+      };
+    }
+  }
   const result: Json = {
     operationId: operationId(contract),
     summary: declaration.summary,
     ...(declaration.description !== undefined ? { description: declaration.description } : {}),
     tags: [declaration.tag],
-    security: route.kind === "public" || route.authentication === "none" ? [] : [{ bearer: [] }],
+    security: route.kind === "public" || route.authentication === "none"
+      ? []
+      : route.kind === "provider"
+      ? [{ bearer: [] }, { providerKey: [] }]
+      : [{ bearer: [] }],
     ...(route.capability !== undefined ? { "x-capability": route.capability } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
   };
@@ -227,7 +243,10 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[]): Json {
       version: INTERFACE_VERSION,
       description: "The HTTP API of `automation-runtime serve`. Every refusal is the error body " +
         "with a stable `code`; an unknown path answers 404 `notFound`, a known path under " +
-        "another method 405 `methodNotAllowed` with `Allow`.\n\n| code | status |\n|---|---|\n" +
+        "another method 405 `methodNotAllowed` with `Allow`. Under `/provider` (tag " +
+        "`provider`: the provider's own API through the gateway) every refusal is instead in the " +
+        "provider's error shape, `ProviderErrorBody`, with the service's code in " +
+        "`error.details.error_code`.\n\n| code | status |\n|---|---|\n" +
         codes.join("\n"),
     },
     paths: sorted,
@@ -237,6 +256,12 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[]): Json {
           type: "http",
           scheme: "bearer",
           description: "A principal's bearer (`art_...`), only ever in `Authorization`.",
+        },
+        providerKey: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "On `/provider` only: a principal's bearer as the provider API's key.",
         },
       },
       parameters: {

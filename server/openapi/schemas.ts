@@ -328,9 +328,25 @@ export function errorSchema(codes: readonly ErrorCode[]): z.ZodType {
   });
 }
 
+/**
+ * The provider's error shape, which every refusal of the `/provider` interface takes
+ * (`server/runs/native_error.ts`): `{type: "error", error: {type, message, details?}, request_id}`.
+ */
+export const nativeErrorSchema = z.strictObject({
+  type: z.literal("error"),
+  error: z.looseObject({
+    type: z.string().describe("the provider's error type, such as not_found_error"),
+    message: z.string(),
+    details: z.looseObject({ error_code: z.string() }).optional()
+      .describe("the service's own code, for refusals of the service"),
+  }),
+  request_id: z.string().nullable(),
+});
+
 /** The schemas named in the document's components, by name. */
 export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   Health: healthSchema,
+  ProviderErrorBody: nativeErrorSchema,
   RuntimeInfo: runtimeInfoSchema,
   PrincipalIssued: principalIssuedSchema,
   PrincipalPage: principalPageSchema,

@@ -11,11 +11,15 @@ import type { RequestContext } from "../context.ts";
 
 /**
  * The authentication rule; sets `context.principal`. It waits only when the principal must be
- * read from the store.
+ * read from the store. `credentialOf` gives the request's credential as an `Authorization` value
+ * (default: its `Authorization` header; the provider's own API also takes `x-api-key`).
  */
-export function authenticateRule(authenticator: Authenticator): Rule<RequestContext> {
+export function authenticateRule(
+  authenticator: Authenticator,
+  credentialOf: (context: RequestContext) => string | null = (context) => context.authorization,
+): Rule<RequestContext> {
   return function authenticate(context: RequestContext, next: Next) {
-    const result = authenticator.authenticate(context.authorization, context.receivedAt);
+    const result = authenticator.authenticate(credentialOf(context), context.receivedAt);
     if (result instanceof Promise) {
       return result.then((principal) => {
         context.principal = principal;

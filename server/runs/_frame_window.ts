@@ -7,7 +7,9 @@
  * the window copies into a new buffer, so a slice handed to a stream (still queued for the socket)
  * stays intact.
  *
- * A frame: `id: <seq>\nevent: <type>\ndata: <JSON of the public event>\n\n`.
+ * A frame is whatever the log's {@linkcode FrameCodec} makes of an entry: for the run events
+ * (the default) `id: <seq>\nevent: <type>\ndata: <JSON of the public event>\n\n`; the native log
+ * has its own (`native_event.ts`). The window only needs an entry's `seq`.
  *
  * Speed tricks (all here; 1 to 4 measured on the 2-core development machine, under load):
  *
@@ -35,6 +37,26 @@
  */
 import type { RunEventEntry } from "../store/types.ts";
 import { eventFrame, isTerminalEntry } from "./public_event.ts";
+
+/** An entry with its place in its log (1, 2, 3 … without gaps). */
+export interface Sequenced {
+  /** Its place in the log. */
+  readonly seq: number;
+}
+
+/** How a log's entries become SSE frames, and which ones end a stream. */
+export interface FrameCodec<E extends Sequenced> {
+  /** The frame of an entry, with the blank line that ends it. */
+  frame(entry: E): string;
+  /** Whether a stream ends after this entry. */
+  terminal(entry: E): boolean;
+}
+
+/** The frames of the run events: `public_event.ts`. */
+export const RUN_FRAMES: FrameCodec<RunEventEntry> = Object.freeze({
+  frame: eventFrame,
+  terminal: isTerminalEntry,
+});
 
 const ENCODER = new TextEncoder();
 /** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
@@ -67,9 +89,10 @@ export interface FrameSlice {
  * {@linkcode DEFAULT_WINDOW_BYTES}): a window's memory is bounded by bytes, not only by count,
  * however large the run's events are. Its buffer is at most about twice the frames it holds.
  */
-export class FrameWindow {
+export class FrameWindow<E extends Sequenced = RunEventEntry> {
   readonly #max: number;
   readonly #maxBytes: number;
+  readonly #codec: FrameCodec<E>;
   #buffer: Uint8Array;
   /** `#offsets[i]` is where frame i starts; `#offsets[count]` is where the next one goes. */
   #offsets: number[] = [0];
@@ -85,14 +108,19 @@ export class FrameWindow {
   /** The `after` that `#slice` answers. */
   #sliceAfter = 0;
 
-  /** A window of at most about `max` entries and `maxBytes` bytes of frames. */
+  /**
+   * A window of at most about `max` entries and `maxBytes` bytes of frames, framed by `codec`
+   * (default: the run events').
+   */
   constructor(
     max: number,
     initialBytes: number = INITIAL_BYTES,
     maxBytes: number = DEFAULT_WINDOW_BYTES,
+    codec: FrameCodec<E> = RUN_FRAMES as unknown as FrameCodec<E>,
   ) {
     this.#max = max;
     this.#maxBytes = maxBytes;
+    this.#codec = codec;
     this.#buffer = new Uint8Array(Math.min(initialBytes, Math.max(maxBytes, 1024)));
   }
 
@@ -132,7 +160,7 @@ export class FrameWindow {
    * publish racing over the same entries append each once); it stops at a gap (an entry past
    * `last + 1`) and returns false: the caller reads the store instead.
    */
-  append(entries: readonly RunEventEntry[]): boolean {
+  append(entries: readonly E[]): boolean {
     for (const entry of entries) {
       const next = this.last + 1;
       if (entry.seq < next) continue;
@@ -144,8 +172,8 @@ export class FrameWindow {
     return true;
   }
 
-  #appendOne(entry: RunEventEntry): void {
-    const text = eventFrame(entry);
+  #appendOne(entry: E): void {
+    const text = this.#codec.frame(entry);
     this.#slice = null;
     let at = this.#offsets[this.#offsets.length - 1];
     // At most 3 bytes per UTF-16 unit: make room for the worst case before encoding in place.
@@ -154,7 +182,7 @@ export class FrameWindow {
       at = this.#offsets[this.#offsets.length - 1];
     }
     at += ENCODER.encodeInto(text, this.#buffer.subarray(at)).written;
-    if (isTerminalEntry(entry)) this.#terminals.push(this.count);
+    if (this.#codec.terminal(entry)) this.#terminals.push(this.count);
     this.#offsets.push(at);
   }
 

@@ -6,13 +6,18 @@
  * 1. the session is created bounded by the caller's deadline, but the creation itself is not cut
  *    there: when the deadline wins, the caller is answered at once (aborted) and the session is
  *    deleted as soon as its creation is answered;
- * 2. the kickoff message is sent within the same deadline; when it fails, the session, which
- *    never got its task, is deleted before the failure is passed on (within at most a second past
- *    the deadline, and 5 s), so a retry leaves no orphan behind.
+ * 2. the kickoff message, when there is one, is sent within the same deadline; when it fails, the
+ *    session, which never got its task, is deleted before the failure is passed on (within at
+ *    most a second past the deadline, and 5 s), so a retry leaves no orphan behind. (A session
+ *    whose first events come with its creation, `initialEvents`, has no separate kickoff.)
  *
  * @module
  */
-import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
+import type {
+  ManagedAgentEvent,
+  ManagedAgentRequestOptions,
+  ProviderManagedAgentClient,
+} from "../../client/mod.ts";
 import { ProviderAbortError } from "../../client/errors.ts";
 
 /** How long the deletion of a session abandoned at the deadline may take, in ms. */
@@ -36,8 +41,10 @@ export interface OpenSessionOptions {
   client: ProviderManagedAgentClient;
   /** What to create. */
   params: Parameters<ProviderManagedAgentClient["createSession"]>[0];
-  /** The kickoff: the user messages the run starts with. */
+  /** The kickoff: the user messages sent once the session exists (none: no kickoff). */
   messages: ManagedAgentEvent[];
+  /** Per-call options passed on to the creation and the kickoff (betas, version). */
+  options?: Omit<ManagedAgentRequestOptions, "signal">;
   /** Fires at the caller's deadline (or when the caller goes). */
   signal: AbortSignal;
   /** The caller's deadline, ms since the epoch (bounds the cleanup after a failed kickoff). */
@@ -57,9 +64,10 @@ export interface OpenSessionOptions {
  */
 export async function openSession(options: OpenSessionOptions): Promise<SessionView> {
   const { client, signal } = options;
-  const session = await createBounded(client, options.params, signal);
+  const session = await createBounded(client, options.params, signal, options.options);
+  if (options.messages.length === 0) return session;
   try {
-    await client.sendEvents(session.id, options.messages, { signal });
+    await client.sendEvents(session.id, options.messages, { ...options.options, signal });
   } catch (error) {
     const cleanupMs = Math.min(
       KICKOFF_CLEANUP_MS,
@@ -77,8 +85,9 @@ function createBounded(
   client: ProviderManagedAgentClient,
   params: OpenSessionOptions["params"],
   deadline: AbortSignal,
+  options: OpenSessionOptions["options"],
 ): Promise<SessionView> {
-  const creation = client.createSession(params) as Promise<SessionView>;
+  const creation = client.createSession(params, options) as Promise<SessionView>;
   if (deadline.aborted) return abandon(client, creation, deadline);
   return new Promise<SessionView>((resolve, reject) => {
     const onDeadline = () => {

@@ -1,5 +1,7 @@
 /**
  * The shared reader of one run's log on this replica (see `events.ts` for how the hub uses it).
+ * The log is the run events by default; the native log (`native_event.ts`) is read through the
+ * same feed with its own {@linkcode LogSource}.
  *
  * A feed holds a {@linkcode FrameWindow} of the log's latest entries. It learns of new entries
  * two ways: this replica's tail hands it what it appended ({@linkcode RunFeed.publish}, no store
@@ -26,8 +28,15 @@
  *
  * @module
  */
-import type { RunEventEntry, Store } from "../store/types.ts";
-import { DEFAULT_WINDOW_BYTES, type FrameSlice, FrameWindow } from "./_frame_window.ts";
+import type { LogHead, RunEventEntry, Store } from "../store/types.ts";
+import {
+  DEFAULT_WINDOW_BYTES,
+  type FrameCodec,
+  type FrameSlice,
+  FrameWindow,
+  RUN_FRAMES,
+  type Sequenced,
+} from "./_frame_window.ts";
 
 /** Longest wait between two reads of a watched run's log, in ms (the poll fallback). */
 export const POLL_MS = 1_000;
@@ -36,12 +45,46 @@ export const WINDOW = 1_000;
 /** Entries read from the store at once. */
 export const READ_BATCH = 500;
 
+/** One of a run's logs, as a feed reads it: its entries, how they frame, what a watch tells. */
+export interface LogSource<E extends Sequenced> extends FrameCodec<E> {
+  /** Up to `limit` entries with `seq > after`, in order. */
+  read(after: number, limit: number): Promise<E[]>;
+  /** This log's last seq as a store watch reported it (`last`, `head`), when it did. */
+  lastOf(last: number | undefined, head: LogHead | undefined): number | undefined;
+}
+
+/**
+ * The run events of a run as a {@linkcode LogSource}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import type { Store } from "../store/types.ts";
+ * import { runEventLog } from "./_run_feed.ts";
+ * const store = { events: { list: () => Promise.resolve([]) } } as unknown as Store;
+ * const log = runEventLog(store, "sesn_1");
+ * assert.deepEqual(await log.read(0, 10), []);
+ * assert.equal(log.lastOf(3, undefined), 3);
+ * ```
+ */
+export function runEventLog(store: Store, runId: string): LogSource<RunEventEntry> {
+  return {
+    ...RUN_FRAMES,
+    read: (after, limit) => store.events.list(runId, after, limit),
+    lastOf: (last) => last,
+  };
+}
+
 /** Options of {@linkcode RunFeed}. */
-export interface RunFeedOptions {
+export interface RunFeedOptions<E extends Sequenced = RunEventEntry> {
   /** The store holding the log. */
   store: Store;
   /** The run. */
   runId: string;
+  /** Which of the run's logs (default: its run events). */
+  source?: LogSource<E>;
+  /** The feed's key among the hub's feeds (default: the run id). */
+  key?: string;
   /**
    * The seq the window starts after (default 0): a hint, such as the run record's `lastEventSeq`
    * less the window's length, so the first read skips the older entries.
@@ -55,11 +98,14 @@ export interface RunFeedOptions {
 }
 
 /** The shared reader of one run's log on this replica. */
-export class RunFeed {
+export class RunFeed<E extends Sequenced = RunEventEntry> {
   readonly #store: Store;
   readonly runId: string;
+  /** The feed's key among the hub's feeds: the run id, or another for another of its logs. */
+  readonly key: string;
+  readonly #source: LogSource<E>;
   /** The latest entries as frames. */
-  readonly #window: FrameWindow;
+  readonly #window: FrameWindow<E>;
   readonly #windowBytes: number;
   #ready = false;
   #readyWaiters: (() => void)[] = [];
@@ -74,11 +120,14 @@ export class RunFeed {
   #subscribers = 0;
 
   /** A feed of one run's log; it reads nothing until its first subscriber joins. */
-  constructor(options: RunFeedOptions) {
+  constructor(options: RunFeedOptions<E>) {
     this.#store = options.store;
     this.runId = options.runId;
+    this.key = options.key ?? options.runId;
+    this.#source = options.source ??
+      runEventLog(options.store, options.runId) as unknown as LogSource<E>;
     this.#windowBytes = options.windowBytes ?? DEFAULT_WINDOW_BYTES;
-    this.#window = new FrameWindow(WINDOW, undefined, this.#windowBytes);
+    this.#window = new FrameWindow<E>(WINDOW, undefined, this.#windowBytes, this.#source);
     this.#window.reset(Math.max(options.startAfter ?? 0, 0));
   }
 
@@ -134,9 +183,14 @@ export class RunFeed {
    */
   async readAfter(seq: number): Promise<FrameSlice> {
     // Never trimmed (the subscriber needs its first frames); filled up to the window's bytes.
-    const page = new FrameWindow(READ_BATCH, undefined, Number.POSITIVE_INFINITY);
+    const page = new FrameWindow<E>(
+      READ_BATCH,
+      undefined,
+      Number.POSITIVE_INFINITY,
+      this.#source,
+    );
     page.reset(seq);
-    for (const entry of await this.#store.events.list(this.runId, seq, READ_BATCH)) {
+    for (const entry of await this.#source.read(seq, READ_BATCH)) {
       page.append([entry]);
       if (page.usedBytes >= this.#windowBytes) break;
     }
@@ -152,8 +206,9 @@ export class RunFeed {
   /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
   #resume(): void {
     if (this.#stopped || this.#stopWatch !== null) return;
-    this.#stopWatch = this.#store.events.watch(this.runId, (last) => {
+    this.#stopWatch = this.#store.events.watch(this.runId, (reported, head) => {
       // This replica's own appends fire the watch too, after their publish: nothing to read.
+      const last = this.#source.lastOf(reported, head);
       if (this.#ready && last !== undefined && last <= this.#window.last) return;
       this.refresh();
     });
@@ -173,7 +228,7 @@ export class RunFeed {
    * Entries this replica just appended. Appended to the window when they follow its last entry
    * (those it holds already are skipped); after a gap, a watching feed reads the store.
    */
-  publish(entries: readonly RunEventEntry[]): void {
+  publish(entries: readonly E[]): void {
     if (this.#stopped) return;
     if (this.#ready && this.#window.append(entries)) {
       this.#wake();
@@ -225,7 +280,7 @@ export class RunFeed {
   async #read(): Promise<boolean> {
     let found = false;
     for (;;) {
-      const page = await this.#store.events.list(this.runId, this.#window.last, READ_BATCH);
+      const page = await this.#source.read(this.#window.last, READ_BATCH);
       const last = this.#window.last;
       // Entries a publish appended meanwhile are skipped. A page starts right after the window
       // (the log has no gaps); were it not so, the window restarts there rather than loop (past

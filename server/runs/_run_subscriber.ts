@@ -23,11 +23,22 @@
  * subscribers at the same seq share), one `enqueue`, one read of the clock and one `Set.add` to
  * wait again: on this pushed path, nothing allocated by this file.
  *
+ * Previews: a stream of the native log may carry live previews that are not in any log (the
+ * provider's `event_start` / `event_delta` frames). Its `previews` source is started with the
+ * stream and stopped when it ends; each preview frame goes out only while the stream stands at
+ * the end of the feed's window (never before events it has yet to send).
+ *
  * @module
  */
-import type { FrameSlice } from "./_frame_window.ts";
+import type { FrameSlice, Sequenced } from "./_frame_window.ts";
 import type { OpenStream, OpenStreams } from "./open_streams.ts";
 import type { RunFeed } from "./_run_feed.ts";
+
+/**
+ * A source of live previews for one stream: started with the stream, it calls `send` with each
+ * preview frame (bytes of whole frames) until `signal` fires, when the stream ended.
+ */
+export type PreviewSource = (send: (frame: Uint8Array) => void, signal: AbortSignal) => void;
 
 const ENCODER = new TextEncoder();
 /** The first line of every stream (and of every complete answer): reconnect after 2 s. */
@@ -41,9 +52,9 @@ const WAIT = 1;
 const BEHIND = 2;
 
 /** Options of {@linkcode RunSubscriber}. */
-export interface RunSubscriberOptions {
+export interface RunSubscriberOptions<E extends Sequenced = Sequenced> {
   /** The run's feed, joined for this stream (the stream's from now on: `release` leaves it). */
-  feed: RunFeed;
+  feed: RunFeed<E>;
   /** Send the entries after this seq. */
   after: number;
   /** The request's `Authorization`, re-checked by `streams`. */
@@ -60,15 +71,17 @@ export interface RunSubscriberOptions {
   signal?: AbortSignal;
   /** Called once when the stream ends, after it let go of the feed's wait. */
   release: () => void;
+  /** Live previews sent between the feed's frames (native streams that asked for them). */
+  previews?: PreviewSource;
 }
 
 /** One SSE stream of a run's events (see the module doc). */
-export class RunSubscriber implements OpenStream {
+export class RunSubscriber<E extends Sequenced = Sequenced> implements OpenStream {
   readonly authorization: string | null;
   readonly principalId: string | undefined;
   /** The stream's bytes, for a `Response` (cancelling it ends the stream). */
   readonly body: ReadableStream<Uint8Array>;
-  readonly #feed: RunFeed;
+  readonly #feed: RunFeed<E>;
   readonly #streams: OpenStreams;
   readonly #heartbeatMs: number;
   readonly #now: () => number;
@@ -80,6 +93,8 @@ export class RunSubscriber implements OpenStream {
   /** No more bytes go out (ended, failed, or cancelled by the reader). */
   #closed = false;
   #released = false;
+  /** Stops the preview source, when there is one. */
+  #previews: AbortController | null = null;
   /** Settles the parked pull, if any. */
   #parked: (() => void) | null = null;
   // One function each per stream, made once: the feed's wait, the signal's listener and the
@@ -92,7 +107,7 @@ export class RunSubscriber implements OpenStream {
   };
 
   /** Opens the stream: it counts among the open streams at once. */
-  constructor(options: RunSubscriberOptions) {
+  constructor(options: RunSubscriberOptions<E>) {
     this.#feed = options.feed;
     this.#after = options.after;
     this.authorization = options.authorization;
@@ -117,6 +132,21 @@ export class RunSubscriber implements OpenStream {
         this.#letGo();
       },
     }, { highWaterMark: 1 });
+    if (options.previews !== undefined && !this.#released) {
+      this.#previews = new AbortController();
+      options.previews((frame) => this.#preview(frame), this.#previews.signal);
+    }
+  }
+
+  /** Sends a preview frame now, when the stream stands at the end of the window. */
+  #preview(frame: Uint8Array): void {
+    if (this.#closed || !this.#feed.ready || this.#after < this.#feed.last) return;
+    try {
+      this.#controller.enqueue(frame);
+      this.#idleSince = this.#now();
+    } catch {
+      // The reader went away: the stream ends through its cancel.
+    }
   }
 
   /** Ends the stream (terminal frame, revocation, drain, client gone) and releases it. */
@@ -147,6 +177,7 @@ export class RunSubscriber implements OpenStream {
   #letGo(): void {
     if (this.#released) return;
     this.#released = true;
+    this.#previews?.abort();
     this.#streams.delete(this);
     this.#signal?.removeEventListener("abort", this.#end);
     this.#feed.forget(this.#wake);

@@ -11,7 +11,9 @@
  * 4. a `message.delta` carries `<message event id>#d<offset>`, the offset of its first character
  *    in the message's text, so the same slice of text keeps the same id on every replica;
  * 5. a provider event without an id (only a stream's own `error` frame) is not logged: it says
- *    the connection failed, not the run, and the tail reconnects.
+ *    the connection failed, not the run, and the tail reconnects;
+ * 6. every provider event with an id is also kept as it came, its JSON text, for the native log
+ *    (previews, which have no id, are not).
  *
  * Each provider event is fed once: ids already fed are skipped (the history and the stream
  * overlap after a reconnect). The store skips source ids the log already holds, so feeding the
@@ -26,7 +28,7 @@ import {
   parseSessionEvent,
 } from "../../client/managed_agents/events.ts";
 import { readSessionEventBatches } from "../../client/managed_agents/session_reader.ts";
-import type { RunEventInput } from "../store/run_event_types.ts";
+import type { NativeEventInput, RunEventInput } from "../store/run_event_types.ts";
 
 export { parseSessionEvent, readSessionEventBatches };
 export type { ManagedAgentSessionEvent };
@@ -62,8 +64,11 @@ export class TailMapper {
     return this.#position;
   }
 
-  /** Appends to `out` the log entries one provider event yields (rules of the module doc). */
-  feed(event: ManagedAgentSessionEvent, out: RunEventInput[]): void {
+  /**
+   * Appends to `out` the log entries one provider event yields, and to `native` the event itself
+   * (rules of the module doc).
+   */
+  feed(event: ManagedAgentSessionEvent, out: RunEventInput[], native?: NativeEventInput[]): void {
     const at = new Date(this.#now()).toISOString();
     if (!this.#started) {
       this.#started = true;
@@ -73,6 +78,7 @@ export class TailMapper {
     if (id !== undefined) {
       if (this.#seen.has(id)) return;
       this.#seen.add(id);
+      native?.push({ id, type: event.type, json: JSON.stringify(event.raw) });
     }
     if (event.type === "user.message") {
       this.#position = "open";

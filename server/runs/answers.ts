@@ -5,17 +5,20 @@
  * Answering, in order (the same path for a caller and for the fail-closed default):
  *
  * 1. Read the run's tool requests (`pending.ts`); none by that id and kind: 404
- *    `toolUseNotFound`.
+ *    `toolUseNotFound`. (Through the provider's own API a client also answers a tool it runs
+ *    itself, with `user.tool_result`: the same steps, kind `tool_result`.)
  * 2. Claim `(runId, toolUseId)` in the store. Held by someone (answered, or being sent): 409
  *    `alreadyAnswered` with who and what.
  * 3. A claim that was taken over from a dead replica (older than 30 s), or a request the history
  *    shows answered or closed: read the history again. Answered there: record that answer (the
  *    old claimer's, or `external` when the gateway never sent it) and answer 409. Closed without
  *    an answer: release, 404.
- * 4. Send the answer to the provider (`user.tool_confirmation` / `user.custom_tool_result`). A
- *    failed send releases the claim and answers 502 or 503, so the caller may retry.
+ * 4. Send the answer to the provider (`user.tool_confirmation` / `user.custom_tool_result` /
+ *    `user.tool_result`). A failed send releases the claim and answers 502 or 503, so the caller
+ *    may retry.
  * 5. Record the answer (`answeredBy`, `answeredAt`, `result`) with its `tool.answered` activity
- *    entry in the same store write, and append an audit entry.
+ *    entry in the same store write (a tool result of the provider's API, never a pending
+ *    request, has none), and append an audit entry.
  *
  * The fail-closed sweeper: every replica walks the runs in `requires_action` now and then; a
  * request pending longer than the pending timeout (default 10 min) is denied (confirmation) or
@@ -25,21 +28,21 @@
  *
  * @module
  */
-import type { ProviderManagedAgentClient } from "../../client/mod.ts";
+import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
 import type {
   ActivityInput,
   AuditAction,
   Store,
+  ToolAnswerKind,
   ToolAnswerRecord,
   ToolAnswerResult,
-  ToolRequestKind,
 } from "../store/types.ts";
 import { appendAudit, audit } from "./audit.ts";
-import { deadlineSignal, type RunCall } from "./call.ts";
+import { deadlineSignal, type RunCall, upstreamOptions } from "./call.ts";
 import type { ConfirmToolBody, PendingToolRequest, RespondCustomToolBody } from "../../wire/mod.ts";
-import { pendingOf, readToolRequests } from "./pending.ts";
+import { pendingOf, readToolRequests, requestState } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
 import { isTerminal } from "./run_state.ts";
 
@@ -91,22 +94,62 @@ export interface ToolAnswersOptions {
   afterClaim?: () => Promise<void>;
 }
 
+/** A recorded answer and the events the provider recorded for it. */
+export interface SentAnswer {
+  /** The answer. */
+  answer: ToolAnswer;
+  /** The events the provider recorded, as it answered them. */
+  recorded: ManagedAgentEvent[];
+}
+
 /** One answer about to go through steps 1 to 5. */
 interface AnswerJob {
   runId: string;
   /** The principal that owns the run (its activity entries name it). */
   ownerId: string;
   toolUseId: string;
-  kind: ToolRequestKind;
+  kind: ToolAnswerKind;
   principalId: string;
   /** The answering principal's name, when it has one. */
   principalName?: string;
   result: ToolAnswerResult;
   signal: AbortSignal;
-  send(client: ProviderManagedAgentClient, signal: AbortSignal): Promise<unknown>;
+  send(client: ProviderManagedAgentClient, signal: AbortSignal): Promise<ManagedAgentEvent[]>;
 }
 
-/** The `tool.answered` activity entry of an answer recorded as `final`. */
+/** What each answering event of the provider's API answers, and who may send it. */
+const ANSWER_EVENTS: Readonly<
+  Record<string, { kind: ToolAnswerKind; idField: string; access: "read" | "write" }>
+> = {
+  "user.tool_confirmation": { kind: "confirmation", idField: "tool_use_id", access: "read" },
+  "user.custom_tool_result": {
+    kind: "custom_tool",
+    idField: "custom_tool_use_id",
+    access: "write",
+  },
+  "user.tool_result": { kind: "tool_result", idField: "tool_use_id", access: "write" },
+};
+
+/**
+ * Whether an event of the provider's API answers a tool (`user.tool_confirmation`,
+ * `user.custom_tool_result`, `user.tool_result`): it then goes through {@linkcode ToolAnswers.send}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isAnswerEvent } from "./answers.ts";
+ * assert.equal(isAnswerEvent({ type: "user.tool_result", tool_use_id: "sevt_1" }), true);
+ * assert.equal(isAnswerEvent({ type: "user.message", content: [] }), false);
+ * ```
+ */
+export function isAnswerEvent(event: ManagedAgentEvent): boolean {
+  return typeof event.type === "string" && Object.hasOwn(ANSWER_EVENTS, event.type);
+}
+
+/**
+ * The `tool.answered` activity entry of an answer recorded as `final`; none for a tool result
+ * (`user.tool_result` of the provider's API), which answers no pending request.
+ */
 function answeredActivity(
   job: Pick<
     AnswerJob,
@@ -114,6 +157,7 @@ function answeredActivity(
   >,
   final: { principalId: string; result: ToolAnswerResult; answeredAt: string },
 ): ActivityInput[] {
+  if (job.kind === "tool_result") return [];
   return [{
     type: "tool.answered",
     at: final.answeredAt,
@@ -198,7 +242,7 @@ export class ToolAnswers {
     const caller = call.principal;
     await this.#gateway.providerClient();
     const record = await this.#gateway.visibleRun(caller, runId, "read");
-    return await this.#audited(call, "tool.confirmed", runId, {
+    return (await this.#audited(call, "tool.confirmed", runId, {
       runId,
       ownerId: record.principalId,
       toolUseId: body.toolUseId,
@@ -215,7 +259,7 @@ export class ToolAnswers {
             ? { denyMessage: body.denyMessage }
             : {}),
         }, { signal }),
-    });
+    })).answer;
   }
 
   /** Answers a custom tool call (the caller's own runs; admins any). */
@@ -223,7 +267,7 @@ export class ToolAnswers {
     const caller = call.principal;
     await this.#gateway.providerClient();
     const record = await this.#gateway.visibleRun(caller, runId, "write");
-    return await this.#audited(call, "tool.responded", runId, {
+    return (await this.#audited(call, "tool.responded", runId, {
       runId,
       ownerId: record.principalId,
       toolUseId: body.toolUseId,
@@ -238,7 +282,47 @@ export class ToolAnswers {
           content: body.content as never,
           ...(body.isError === true ? { isError: true } : {}),
         }, { signal }),
-    });
+    })).answer;
+  }
+
+  /**
+   * Sends an answering event of the provider's API as it is (`user.tool_confirmation`: any run
+   * the caller may read; `user.custom_tool_result`, `user.tool_result`: the caller's own runs,
+   * admins any), exactly once per tool use (steps 1 to 5), with the caller's betas and version.
+   * The caller's capability is checked before: confirmations need `session:approve`, results
+   * `session:write`. Answers the recorded answer and the provider's recorded events.
+   */
+  async send(call: RunCall, runId: string, event: ManagedAgentEvent): Promise<SentAnswer> {
+    const what = typeof event.type === "string" ? ANSWER_EVENTS[event.type] : undefined;
+    if (what === undefined) throw new TypeError("not an answering event");
+    const caller = call.principal;
+    await this.#gateway.providerClient();
+    const record = await this.#gateway.visibleRun(caller, runId, what.access);
+    const toolUseId = event[what.idField];
+    if (typeof toolUseId !== "string" || toolUseId === "" || toolUseId.length > 256) {
+      throw toolUseNotFound();
+    }
+    const result: ToolAnswerResult = what.kind === "confirmation"
+      ? event.result === "allow" ? "allow" : "deny"
+      : event.is_error === true
+      ? "error"
+      : "ok";
+    return await this.#audited(
+      call,
+      what.kind === "confirmation" ? "tool.confirmed" : "tool.responded",
+      runId,
+      {
+        runId,
+        ownerId: record.principalId,
+        toolUseId,
+        kind: what.kind,
+        principalId: caller.principalId,
+        ...(caller.name !== undefined ? { principalName: caller.name } : {}),
+        result,
+        signal: deadlineSignal(call, this.#now),
+        send: (client, signal) => client.sendEvents(runId, [event], upstreamOptions(call, signal)),
+      },
+    );
   }
 
   async #audited(
@@ -246,7 +330,7 @@ export class ToolAnswers {
     action: AuditAction,
     runId: string,
     job: AnswerJob,
-  ): Promise<ToolAnswer> {
+  ): Promise<SentAnswer> {
     try {
       const answer = await this.#answer(job);
       await audit(this.#store, this.#logger, call, { action, runId, outcome: "ok" });
@@ -260,7 +344,7 @@ export class ToolAnswers {
   }
 
   /** Steps 1 to 5 of the module doc. */
-  async #answer(job: AnswerJob): Promise<ToolAnswer> {
+  async #answer(job: AnswerJob): Promise<SentAnswer> {
     const client = await this.#gateway.providerClient();
     const read = async () => {
       try {
@@ -270,8 +354,7 @@ export class ToolAnswers {
       }
     };
     let found = await read();
-    const request = found.requests.get(job.toolUseId);
-    if (request === undefined || request.kind !== job.kind) {
+    if (requestState(found, job.kind, job.toolUseId).state === "unknown") {
       const record = await this.#store.answers.get(job.runId, job.toolUseId);
       if (record?.state === "answered" && record.kind === job.kind) throw alreadyAnswered(record);
       throw toolUseNotFound();
@@ -287,11 +370,16 @@ export class ToolAnswers {
     });
     if (claim.state === "taken") throw alreadyAnswered(claim.record);
     const token = claim.token;
+    let recorded: ManagedAgentEvent[];
     try {
-      if (claim.recovered !== undefined || !found.open.has(job.toolUseId)) {
+      let known = requestState(found, job.kind, job.toolUseId);
+      if (claim.recovered !== undefined || known.state !== "open") {
         // The provider may hold an answer the store does not: look again, now that we hold it.
-        if (claim.recovered !== undefined) found = await read();
-        const shown = found.answered.get(job.toolUseId);
+        if (claim.recovered !== undefined) {
+          found = await read();
+          known = requestState(found, job.kind, job.toolUseId);
+        }
+        const shown = known.answered;
         if (shown !== undefined) {
           const final = {
             principalId: claim.recovered?.principalId ?? EXTERNAL_ACTOR,
@@ -301,11 +389,11 @@ export class ToolAnswers {
           await this.#complete(job, token, final);
           throw alreadyAnswered(final);
         }
-        if (!found.open.has(job.toolUseId)) throw toolUseNotFound();
+        if (known.state !== "open") throw toolUseNotFound();
       }
       if (this.#afterClaim !== undefined) await this.#afterClaim();
       try {
-        await job.send(client, job.signal);
+        recorded = await job.send(client, job.signal);
       } catch (error) {
         throw this.#gateway.failures.refusal(error);
       }
@@ -323,10 +411,13 @@ export class ToolAnswers {
     await this.#gateway.refreshRun(job.runId, { timeoutMs: 5_000 }).catch(() => null);
     this.#gateway.activity.notify(job.runId);
     return {
-      toolUseId: job.toolUseId,
-      result: job.result,
-      answeredBy: job.principalId,
-      answeredAt,
+      answer: {
+        toolUseId: job.toolUseId,
+        result: job.result,
+        answeredBy: job.principalId,
+        answeredAt,
+      },
+      recorded,
     };
   }
 

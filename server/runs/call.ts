@@ -25,6 +25,51 @@ export interface RunCall {
    * repeated (`IdempotencyRecord.begin`).
    */
   readonly idempotency?: IdempotencyRecord | null;
+  /**
+   * What the caller asked of the provider's API, passed on with the gateway's provider calls
+   * for it (the `/provider` interface: its caller's betas and version).
+   */
+  readonly upstream?: UpstreamOptions;
+}
+
+/** Provider-API options a caller's requests pass on to the provider. */
+export interface UpstreamOptions {
+  /** Beta values, sent before the client's own. */
+  readonly betas?: readonly string[];
+  /** The provider API version, instead of the client's. */
+  readonly providerVersion?: string;
+}
+
+/**
+ * The per-call options of the provider client for a call: its signal (when given), and what it
+ * passes on.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { upstreamOptions } from "./call.ts";
+ * const signal = new AbortController().signal;
+ * assert.deepEqual(upstreamOptions({ upstream: { betas: ["b-1"] } }, signal), {
+ *   signal,
+ *   betas: ["b-1"],
+ * });
+ * assert.deepEqual(upstreamOptions({}, signal), { signal });
+ * ```
+ */
+export function upstreamOptions(
+  call: { readonly upstream?: UpstreamOptions },
+  signal?: AbortSignal,
+): { signal?: AbortSignal; betas?: readonly string[]; providerVersion?: string } {
+  const upstream = call.upstream;
+  const base = signal === undefined ? {} : { signal };
+  if (upstream === undefined) return base;
+  return {
+    ...base,
+    ...(upstream.betas !== undefined ? { betas: upstream.betas } : {}),
+    ...(upstream.providerVersion !== undefined
+      ? { providerVersion: upstream.providerVersion }
+      : {}),
+  };
 }
 
 /**

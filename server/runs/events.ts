@@ -11,6 +11,15 @@
  * other replicas' appends arrive. A subscriber that resumes further back than the window reads the
  * store (through the feed) until it catches up.
  *
+ * **Native streams** (the `/provider` interface) go the same way through a feed of the run's
+ * native log ({@linkcode RunEventHub.nativeStream}, {@linkcode RunEventHub.publishNative}): the same
+ * window, watch, poll, subscribers, stream limits and principal re-checks; their frames are the
+ * provider's events as it sent them (`native_event.ts`), and they end only when the session is
+ * gone. Without a resume point a native stream starts at the log's end, as the provider's own
+ * stream starts at the moment it is opened. It may carry live previews (`_run_subscriber.ts`).
+ * Streams the interface passes on from the provider (a thread's) are held the same way
+ * ({@linkcode RunEventHub.relay}).
+ *
  * The hub itself only routes runs to feeds, holds open streams to `--max-event-streams` (503
  * past it) and each principal's to `--max-event-streams-per-principal` (429 past it, so one
  * principal cannot take every slot), (`open_streams.ts` counts them and re-checks their
@@ -47,13 +56,17 @@
  */
 import type { Authenticator } from "../authenticator.ts";
 import { InterfaceError } from "../errors.ts";
-import type { RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
+import type { NativeEventEntry, RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
+import type { Sequenced } from "./_frame_window.ts";
 import { OpenStreams } from "./open_streams.ts";
+import { RelayedStream } from "./_relayed_stream.ts";
 import { RunFeed, WINDOW } from "./_run_feed.ts";
-import { RETRY, RunSubscriber } from "./_run_subscriber.ts";
+import { type PreviewSource, RETRY, RunSubscriber } from "./_run_subscriber.ts";
 import { endsFinishedRun } from "./event_page.ts";
+import { nativeEventLog } from "./native_event.ts";
 
 export { POLL_MS } from "./_run_feed.ts";
+export type { PreviewSource } from "./_run_subscriber.ts";
 export { PRINCIPAL_CHECK_MS } from "./open_streams.ts";
 
 /** Default open event streams per replica (`--max-event-streams`). */
@@ -122,6 +135,27 @@ export interface EventStreamOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@linkcode RunEventHub.nativeStream}. */
+export interface NativeStreamOptions {
+  /** The run (already checked as visible to the caller). */
+  runId: string;
+  /** Deliver native entries after this seq; absent: from the log's end when the stream opens. */
+  after?: number;
+  /** The request's credential as an `Authorization` value, re-checked twice a second. */
+  authorization: string | null;
+  /** The caller, whose open streams count against `maxStreamsPerPrincipal`; absent: none. */
+  principalId?: string;
+  /** Ends the stream when it fires (in-process callers). */
+  signal?: AbortSignal;
+  /** Live previews to send between the log's frames. */
+  previews?: PreviewSource;
+}
+
+/** The key of a run's native feed among the hub's feeds (run ids are provider ids: no space). */
+function nativeKey(runId: string): string {
+  return `native ${runId}`;
+}
+
 /**
  * The body of an event stream answer: the whole answer as bytes when it is known already (see
  * the module doc), else a stream. The bytes may be shared with other answers: read them or hand
@@ -138,10 +172,10 @@ export class RunEventHub {
   readonly #lingerMs: number;
   readonly #maxLingering: number;
   readonly #maxLingeringBytes: number;
-  /** Every feed, with or without subscribers. */
-  readonly #feeds = new Map<string, RunFeed>();
+  /** Every feed, with or without subscribers, by key (see `RunFeed.key`). */
+  readonly #feeds = new Map<string, RunFeed<Sequenced>>();
   /** Feeds without subscribers, least recently used first, with when each expires. */
-  readonly #lingering = new Map<RunFeed, number>();
+  readonly #lingering = new Map<RunFeed<Sequenced>, number>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
   readonly #streams: OpenStreams;
   #closed = false;
@@ -192,7 +226,7 @@ export class RunEventHub {
     // A caller that has gone already gets what a stream would give it: the `retry` line.
     if (signal?.aborted) return RETRY;
     // The one dispatch point: a known answer is one byte body, anything else a stream.
-    const known = this.#feeds.get(runId);
+    const known = this.#feeds.get(runId) as RunFeed<RunEventEntry> | undefined;
     const checked = known?.ready === true;
     if (checked) {
       const body = await this.#completeBody(known!, options);
@@ -202,32 +236,123 @@ export class RunEventHub {
       }
     }
     const feed = this.#join(runId, options.record);
-    try {
-      if (!checked) {
+    if (!checked) {
+      try {
         await feed.firstRead();
         const body = await this.#completeBody(feed, options);
         if (body !== null) {
           this.#leave(feed);
           return body;
         }
+      } catch (error) {
+        this.#leave(feed);
+        throw error;
       }
-      this.#refuseWhenClosed();
-      this.#streams.admit(options.principalId);
+    }
+    return this.#subscribe(feed, options.after, options);
+  }
+
+  /**
+   * Answers a native SSE request (see the module doc): the whole answer as bytes when it is known
+   * now (it resumed after the session's end), else a stream; 503 or 429 `resourceExhausted` when
+   * a stream would pass a limit.
+   */
+  async nativeStream(options: NativeStreamOptions): Promise<EventStreamBody> {
+    this.#refuseWhenClosed();
+    const { runId, signal } = options;
+    if (signal?.aborted) return RETRY;
+    const feed = this.#joinFeed(nativeKey(runId), () => {
+      const source = nativeEventLog(this.#store, runId);
+      return new RunFeed({
+        store: this.#store,
+        runId,
+        source,
+        key: nativeKey(runId),
+        ...(this.#windowBytes !== undefined ? { windowBytes: this.#windowBytes } : {}),
+      });
+    });
+    let after: number;
+    try {
+      if (!feed.ready) await feed.firstRead();
+      // Without a resume point: where the provider's own stream would start, the log's end.
+      after = options.after ?? feed.last;
+      const body = !feed.ready
+        ? null
+        : feed.isTerminal(after) === true
+        ? RETRY
+        : feed.answer(after, RETRY);
+      if (body !== null) {
+        this.#leave(feed);
+        return body;
+      }
     } catch (error) {
       this.#leave(feed);
       throw error;
     }
-    // The feed's subscription is the subscriber's from now on: it leaves the feed when it ends.
+    return this.#subscribe(feed, after, options);
+  }
+
+  /**
+   * Refuses one more stream: 503 `shuttingDown` when closed; 429 `resourceExhausted` when its
+   * principal has as many as `--max-event-streams-per-principal`, 503 when the replica has as
+   * many as `--max-event-streams`.
+   */
+  #admit(principalId: string | undefined): void {
+    this.#refuseWhenClosed();
+    this.#streams.admit(principalId);
+  }
+
+  /**
+   * Holds a stream relayed from the provider like this replica's own streams
+   * (`_relayed_stream.ts`): counted against the limits (429 or 503 `resourceExhausted` past
+   * them, the provider's stream cancelled), its principal re-checked, ended on drain and close,
+   * or when `signal` fires.
+   */
+  relay(
+    source: ReadableStream<Uint8Array>,
+    options: { authorization: string | null; principalId?: string; signal?: AbortSignal },
+  ): ReadableStream<Uint8Array> {
+    try {
+      this.#admit(options.principalId);
+    } catch (error) {
+      source.cancel().catch(() => {});
+      throw error;
+    }
+    return new RelayedStream({ source, ...options, streams: this.#streams }).body;
+  }
+
+  /**
+   * Opens a stream on a feed already joined for it (503 `resourceExhausted` past the limit, the
+   * feed left): the feed's subscription is the stream's from now on, which leaves it when it ends.
+   */
+  #subscribe<E extends Sequenced>(
+    feed: RunFeed<E>,
+    after: number,
+    options: {
+      authorization: string | null;
+      principalId?: string;
+      signal?: AbortSignal;
+      previews?: PreviewSource;
+    },
+  ): ReadableStream<Uint8Array> {
+    const release = () => this.#leave(feed);
+    try {
+      this.#admit(options.principalId);
+    } catch (error) {
+      release();
+      throw error;
+    }
     return new RunSubscriber({
       feed,
-      after: options.after,
+      after,
       authorization: options.authorization,
       ...(options.principalId !== undefined ? { principalId: options.principalId } : {}),
       streams: this.#streams,
       heartbeatMs: this.#heartbeatMs,
       now: this.#now,
-      signal,
-      release: () => this.#leave(feed),
+      signal: options.signal,
+      release,
+      ...(options.previews !== undefined ? { previews: options.previews } : {}),
     }).body;
   }
 
@@ -236,7 +361,7 @@ export class RunEventHub {
    * bytes may be shared with other answers: `Response` copies them.
    */
   async #completeBody(
-    feed: RunFeed,
+    feed: RunFeed<RunEventEntry>,
     options: EventStreamOptions,
   ): Promise<Uint8Array<ArrayBuffer> | null> {
     const { runId, after, record } = options;
@@ -249,19 +374,26 @@ export class RunEventHub {
   }
 
   /** The run's feed, made if needed, with one more subscriber (matched by one `#leave`). */
-  #join(runId: string, record: StoredRunRecord | undefined): RunFeed {
-    let feed = this.#feeds.get(runId);
-    if (feed === undefined) {
+  #join(runId: string, record: StoredRunRecord | undefined): RunFeed<RunEventEntry> {
+    return this.#joinFeed(runId, () => {
       // Start the window a window's length before the record's end: the first read then skips
       // older entries (a subscriber resuming before the window reads the store).
       const startAfter = (record?.lastEventSeq ?? 0) - WINDOW;
-      feed = new RunFeed({
+      return new RunFeed({
         store: this.#store,
         runId,
         startAfter,
         ...(this.#windowBytes !== undefined ? { windowBytes: this.#windowBytes } : {}),
       });
-      this.#feeds.set(runId, feed);
+    });
+  }
+
+  /** The feed under `key`, made by `make` if needed, with one more subscriber. */
+  #joinFeed<E extends Sequenced>(key: string, make: () => RunFeed<E>): RunFeed<E> {
+    let feed = this.#feeds.get(key) as RunFeed<E> | undefined;
+    if (feed === undefined) {
+      feed = make();
+      this.#feeds.set(key, feed);
     }
     this.#lingering.delete(feed);
     feed.join();
@@ -269,9 +401,9 @@ export class RunEventHub {
   }
 
   /** One subscriber of the feed went: the last one leaves it lingering (or drops it). */
-  #leave(feed: RunFeed): void {
+  #leave(feed: RunFeed<Sequenced>): void {
     if (!feed.leave()) return;
-    if (this.#closed || this.#lingerMs <= 0 || this.#feeds.get(feed.runId) !== feed) {
+    if (this.#closed || this.#lingerMs <= 0 || this.#feeds.get(feed.key) !== feed) {
       this.#drop(feed);
       return;
     }
@@ -281,15 +413,15 @@ export class RunEventHub {
   }
 
   /** A lingering feed just answered a request: it becomes the most recently used. */
-  #touch(feed: RunFeed): void {
+  #touch(feed: RunFeed<Sequenced>): void {
     if (!this.#lingering.has(feed)) return;
     this.#lingering.delete(feed);
     this.#lingering.set(feed, this.#now() + this.#lingerMs);
   }
 
-  #drop(feed: RunFeed): void {
+  #drop(feed: RunFeed<Sequenced>): void {
     this.#lingering.delete(feed);
-    if (this.#feeds.get(feed.runId) === feed) this.#feeds.delete(feed.runId);
+    if (this.#feeds.get(feed.key) === feed) this.#feeds.delete(feed.key);
     feed.stop();
   }
 
@@ -325,7 +457,16 @@ export class RunEventHub {
    * a store read (other replicas learn of them through the store's notification or their poll).
    */
   publish(runId: string, entries: readonly RunEventEntry[]): void {
-    const feed = this.#feeds.get(runId);
+    this.#publishTo(runId, entries);
+  }
+
+  /** This replica appended `entries` to a run's native log: as {@linkcode RunEventHub.publish}. */
+  publishNative(runId: string, entries: readonly NativeEventEntry[]): void {
+    this.#publishTo(nativeKey(runId), entries);
+  }
+
+  #publishTo<E extends Sequenced>(key: string, entries: readonly E[]): void {
+    const feed = this.#feeds.get(key) as RunFeed<E> | undefined;
     if (feed === undefined || entries.length === 0) return;
     feed.publish(entries);
     // A lingering feed's window grew: it may no longer fit the budget.

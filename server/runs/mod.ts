@@ -19,4 +19,8 @@ export {
   RESERVATION_LEASE_MS,
   RunGateway,
   type RunGatewayOptions,
+  type SentToRun,
+  type StartedRun,
 } from "./runs.ts";
+export * from "./start_request.ts";
+export type { SessionView } from "./_open_session.ts";

@@ -14,6 +14,10 @@
  * 3. A `session.status_idle` closes the open requests it does not list as blocking: one whose stop
  *    reason is `requires_action` keeps exactly its `event_ids`; any other stop reason (an
  *    interrupt ends the turn) closes them all. A terminated or deleted session closes them all.
+ * 4. Apart from the requests, tool executions: an `agent.tool_use` not denied waits for its result
+ *    (`agent.tool_result` from the provider, or `user.tool_result` from a client that runs the
+ *    tool itself, in a self-hosted environment); a denial, a result or the session's end closes
+ *    it. Executions are never pending requests of `/v1`; the provider's own API answers them.
  *
  * The gateway's own answer records are applied on top (an answered record closes a request
  * even before the provider's history shows the answer).
@@ -29,6 +33,7 @@ import {
 import {
   type ActivityInput,
   boundedInput,
+  type ToolAnswerKind,
   type ToolAnswerRecord,
   type ToolAnswerResult,
 } from "../store/types.ts";
@@ -45,6 +50,52 @@ export interface ToolRequests {
   open: Set<string>;
   /** Answers the history shows, by tool-use id. */
   answered: Map<string, ToolAnswerResult>;
+  /** Tool executions (rule 4) by tool-use id: `open`, or closed with the client's result. */
+  executions: Map<string, "open" | "closed" | ToolAnswerResult>;
+}
+
+/** Where one answerable thing stands in a run's history. */
+export interface RequestState {
+  /** `unknown`: no such request of that kind; `open`: waiting; `closed`: not answerable now. */
+  state: "unknown" | "open" | "closed";
+  /** The answer the history shows, when it shows one. */
+  answered?: ToolAnswerResult;
+}
+
+/**
+ * Where the request `toolUseId` of `kind` stands in what {@linkcode deriveToolRequests} found.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deriveToolRequests, requestState } from "./pending.ts";
+ * const found = deriveToolRequests([
+ *   { type: "agent.tool_use", id: "sevt_1", name: "bash", input: {} },
+ *   { type: "agent.custom_tool_use", id: "sevt_2", name: "lookup", input: {} },
+ * ]);
+ * assert.deepEqual(requestState(found, "tool_result", "sevt_1"), { state: "open" });
+ * assert.deepEqual(requestState(found, "custom_tool", "sevt_2"), { state: "open" });
+ * assert.deepEqual(requestState(found, "confirmation", "sevt_2"), { state: "unknown" });
+ * ```
+ */
+export function requestState(
+  found: ToolRequests,
+  kind: ToolAnswerKind,
+  toolUseId: string,
+): RequestState {
+  if (kind === "tool_result") {
+    const execution = found.executions.get(toolUseId);
+    if (execution === undefined) return { state: "unknown" };
+    if (execution === "open") return { state: "open" };
+    return execution === "closed" ? { state: "closed" } : { state: "closed", answered: execution };
+  }
+  const request = found.requests.get(toolUseId);
+  if (request === undefined || request.kind !== kind) return { state: "unknown" };
+  const answered = found.answered.get(toolUseId);
+  return {
+    state: found.open.has(toolUseId) ? "open" : "closed",
+    ...(answered !== undefined ? { answered } : {}),
+  };
 }
 
 /**
@@ -74,6 +125,8 @@ export class ToolRequestTracker implements ToolRequests {
   readonly open: Set<string> = new Set();
   /** Answers the history shows, by tool-use id. */
   readonly answered: Map<string, ToolAnswerResult> = new Map();
+  /** Tool executions (rule 4), kept only with `keepClosed` (the answer path reads them). */
+  readonly executions: Map<string, "open" | "closed" | ToolAnswerResult> = new Map();
   readonly #keepClosed: boolean;
 
   /** An empty tracker; `keepClosed` (default true) keeps closed requests in `requests`. */
@@ -89,6 +142,7 @@ export class ToolRequestTracker implements ToolRequests {
   /** Takes one session event into account. */
   feed(event: ManagedAgentSessionEvent): void {
     const { requests, open, answered } = this;
+    if (this.#keepClosed) executionRule(event, this.executions);
     if (sessionEventNeedsConfirmation(event) || event.kind === "custom_tool_use") {
       if (event.id === undefined || event.id === "" || requests.has(event.id)) return;
       if (answered.has(event.id)) {
@@ -163,6 +217,34 @@ export function deriveToolRequests(events: readonly unknown[]): ToolRequests {
     if (event !== null) tracker.feed(event);
   }
   return tracker;
+}
+
+/** Rule 4: how one event moves the tool executions. */
+function executionRule(
+  event: NonNullable<ReturnType<typeof parseSessionEvent>>,
+  executions: Map<string, "open" | "closed" | ToolAnswerResult>,
+): void {
+  const raw = event.raw;
+  if (event.kind === "tool_use" && event.source === "agent") {
+    if (event.id !== "" && !executions.has(event.id)) {
+      executions.set(event.id, event.evaluatedPermission === "deny" ? "closed" : "open");
+    }
+  } else if (event.type === "agent.tool_result" || event.type === "user.tool_result") {
+    const id = raw.tool_use_id;
+    if (typeof id !== "string" || executions.get(id) !== "open") return;
+    executions.set(
+      id,
+      event.type === "agent.tool_result" ? "closed" : raw.is_error === true ? "error" : "ok",
+    );
+  } else if (event.type === "user.tool_confirmation" && raw.result !== "allow") {
+    const id = raw.tool_use_id;
+    if (typeof id === "string" && executions.get(id) === "open") executions.set(id, "closed");
+  } else if (
+    event.kind === "status" && (event.status === "terminated" || event.status === "deleted") &&
+    event.type !== "session.thread_status_terminated"
+  ) {
+    for (const [id, state] of executions) if (state === "open") executions.set(id, "closed");
+  }
 }
 
 /**

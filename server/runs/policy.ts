@@ -3,21 +3,24 @@
  *
  * A principal's policy: `agentIds` (the agents it may start runs on), the resource policy
  * (`environmentIds`, `vaultIds`, `memoryStoreIds`, `repositories` as `owner/name`, `fileIds`)
- * and `maxActiveRuns` (1 to 100, default 8). Each list is null when the principal is not limited
- * in that respect. The bootstrap principal is limited in none (any agent, environment and
- * resource, up to 100 runs).
+ * `maxActiveRuns` (1 to 100, default 8) and `allowAgentOverrides` (whether its runs may override
+ * the agent's model, system prompt, tools, MCP servers or skills; default false). Each list is
+ * null when the principal is not limited in that respect. The bootstrap principal is limited in
+ * none (any agent, environment and resource, up to 100 runs, agent overrides allowed).
  *
  * Issuing ({@linkcode grantRunPolicy}): an issued principal's policy is a subset of its
  * issuer's. Each requested list must lie within the issuer's list when the issuer has one. Left
  * out, `agentIds` and `environmentIds` are the issuer's (any, when the issuer is not limited);
  * `vaultIds`, `memoryStoreIds`, `repositories` and `fileIds` are empty: an issued principal
- * attaches only what it was given (fail closed). Its limit is at most the issuer's.
+ * attaches only what it was given (fail closed). Its limit is at most the issuer's. It may override
+ * agents only when its issuance asks for it and the issuer may itself (never inherited).
  *
  * Starting ({@linkcode startViolation}): a start is checked over its normalized fields
  * ({@linkcode RunStartScope}: the agent, its pinned version, the environment, the vault ids and
  * the resources), not over the body of one interface, so every interface that starts runs
  * through the gateway gets the same checks. A version pin is allowed on any agent the principal
- * may use: versions are not limited apart. Resources are read by type: `github_repository` by
+ * may use: versions are not limited apart. An agent override is checked last, against
+ * `allowAgentOverrides`. Resources are read by type: `github_repository` by
  * its `url` (`https://github.com/owner/name`, an optional `.git`; any other form is refused),
  * `file` by `file_id`, `memory_store` by `memory_store_id`. A principal limited in any resource
  * list gets a resource of another type, or a malformed one, refused.
@@ -63,6 +66,8 @@ export interface RunPolicy {
   readonly fileIds: readonly string[] | null;
   /** Its active-run limit. */
   readonly maxActiveRuns: number;
+  /** Whether its runs may override the agent (model, system prompt, tools, MCP servers, skills). */
+  readonly allowAgentOverrides: boolean;
 }
 
 /** The run policy fields of an issuance body, as validated. */
@@ -84,6 +89,8 @@ export interface PolicyHolder {
   readonly fileIds?: readonly string[] | null;
   /** The active-run limit; absent: the default. */
   readonly maxActiveRuns?: number;
+  /** Whether its runs may override agents; absent: not. */
+  readonly allowAgentOverrides?: boolean;
   /** Whether it is the bootstrap principal (unlimited). */
   readonly bootstrap?: boolean;
 }
@@ -104,6 +111,7 @@ const UNLIMITED: RunPolicy = Object.freeze({
   repositories: null,
   fileIds: null,
   maxActiveRuns: MAX_ACTIVE_RUNS_LIMIT,
+  allowAgentOverrides: true,
 });
 
 /**
@@ -132,6 +140,7 @@ export function runPolicyOf(principal: PolicyHolder): RunPolicy {
     repositories: principal.repositories ?? [],
     fileIds: principal.fileIds ?? [],
     maxActiveRuns: principal.maxActiveRuns ?? DEFAULT_MAX_ACTIVE_RUNS,
+    allowAgentOverrides: principal.allowAgentOverrides === true,
   };
 }
 
@@ -186,7 +195,14 @@ export function grantRunPolicy(
     });
     maxActiveRuns = issuer.maxActiveRuns;
   }
-  return details.length > 0 ? details : { ...lists, maxActiveRuns };
+  const allowAgentOverrides = fields.allowAgentOverrides === true;
+  if (allowAgentOverrides && !issuer.allowAgentOverrides) {
+    details.push({
+      path: "allowAgentOverrides",
+      message: "The caller may not override agents itself, so it cannot grant it",
+    });
+  }
+  return details.length > 0 ? details : { ...lists, maxActiveRuns, allowAgentOverrides };
 }
 
 function same(id: string): string {
@@ -209,7 +225,10 @@ function lowerCase(id: string): string {
  *   agentIds: ["a"], vaultIds: [], memoryStoreIds: [], repositories: [], fileIds: [],
  *   maxActiveRuns: 8,
  * });
- * assert.deepEqual(policyAnswer(runPolicyOf({ bootstrap: true })), { maxActiveRuns: 100 });
+ * assert.deepEqual(policyAnswer(runPolicyOf({ bootstrap: true })), {
+ *   maxActiveRuns: 100,
+ *   allowAgentOverrides: true,
+ * });
  * ```
  */
 export function policyAnswer(policy: RunPolicy): PrincipalPolicy {
@@ -219,6 +238,7 @@ export function policyAnswer(policy: RunPolicy): PrincipalPolicy {
     if (list !== null) answer[field] = [...list];
   }
   answer.maxActiveRuns = policy.maxActiveRuns;
+  if (policy.allowAgentOverrides) answer.allowAgentOverrides = true;
   return answer;
 }
 
@@ -251,14 +271,19 @@ export interface RunStartScope {
   readonly vaultIds?: readonly string[];
   /** Resources to mount (`resources`), in the provider's shape: objects with a `type`. */
   readonly resources?: readonly Readonly<Record<string, unknown>>[];
+  /** Whether it overrides the agent (`agent_with_overrides` with a model, system prompt, …). */
+  readonly agentOverrides?: boolean;
 }
 
 /** Why a start was refused: which request field, and which policy list (when one) refused it. */
 export interface PolicyViolation {
-  /** The error code: `agentNotAllowed` or `resourceNotAllowed`. */
-  readonly code: "agentNotAllowed" | "resourceNotAllowed";
-  /** The request field in the provider's terms: `agent_id`, `environment_id`, `vault_ids`, `resources`. */
-  readonly field: "agent_id" | "environment_id" | "vault_ids" | "resources";
+  /** The error code: `agentNotAllowed`, `resourceNotAllowed` or `agentOverrideNotAllowed`. */
+  readonly code: "agentNotAllowed" | "resourceNotAllowed" | "agentOverrideNotAllowed";
+  /**
+   * The request field in the provider's terms: `agent_id`, `environment_id`, `vault_ids`,
+   * `resources`, or `agent` (an override).
+   */
+  readonly field: "agent_id" | "environment_id" | "vault_ids" | "resources" | "agent";
   /** The principal's policy list that refused it, or absent for a resource of no known type. */
   readonly policyField?: "agentIds" | ResourcePolicyField;
   /** What was refused, in a sentence. */
@@ -336,7 +361,7 @@ export function startResourceOf(resource: Readonly<Record<string, unknown>>): St
 
 /**
  * The first reason `policy` refuses `start`, or null when it may start: the agent, then the
- * environment, the vaults and the resources in order (see the module doc).
+ * environment, the vaults, the resources and an agent override, in order (see the module doc).
  *
  * @example
  * ```ts
@@ -372,8 +397,7 @@ export function startViolation(policy: RunPolicy, start: RunStartScope): PolicyV
   const resources = start.resources ?? [];
   const limited = policy.memoryStoreIds !== null || policy.repositories !== null ||
     policy.fileIds !== null;
-  if (!limited) return null;
-  for (const resource of resources) {
+  for (const resource of limited ? resources : []) {
     const read = startResourceOf(resource);
     if (read.kind === "unknown") {
       return {
@@ -390,6 +414,14 @@ export function startViolation(policy: RunPolicy, start: RunStartScope): PolicyV
     if (allowed !== null && !allowed.includes(read.id)) {
       return refused("resources", read.kind, `${RESOURCE_NOUN[read.kind]} ${read.id}`);
     }
+  }
+  if (start.agentOverrides === true && !policy.allowAgentOverrides) {
+    return {
+      code: "agentOverrideNotAllowed",
+      field: "agent",
+      message: "The principal may not override the agent's model, system prompt, tools, MCP " +
+        "servers or skills",
+    };
   }
   return null;
 }

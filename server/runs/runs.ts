@@ -4,22 +4,26 @@
  * {@linkcode RunCall} (`call.ts`): the caller, its deadline and signal, what its audit entry
  * carries; the gateway knows nothing of HTTP.
  *
- * Starting a run, in order:
+ * Starting a run, in order, from a normalized {@linkcode StartRequest} (`start_request.ts`: the
+ * `/v1` body and the provider's own session body both map into one):
  *
- * 1. resolve the agent and environment (the body's `metadata`, else the defaults; neither: 422);
+ * 1. resolve the agent and environment (the request's, else the defaults; neither: 422);
  * 2. check the principal's policy over the start's normalized fields (`policy.ts`): its
  *    `agentIds` (403 `agentNotAllowed`), then its resource policy: environment, vaults and
- *    resources by type (403 `resourceNotAllowed` naming the field); a refusal is audited and
- *    nothing reaches the provider;
+ *    resources by type (403 `resourceNotAllowed` naming the field), then agent overrides, only
+ *    when it allows them (403 `agentOverrideNotAllowed`); a refusal is audited and nothing
+ *    reaches the provider;
  * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
  *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
  * 4. mark the idempotency key begun (`IdempotencyRecord.begin`), then open the provider session
- *    and send the kickoff message within the call's deadline (the client's own retries and
- *    timeouts apply inside it), leaving no orphan session behind when either fails
- *    (`_open_session.ts`);
+ *    (with its initial events) and send the kickoff message within the call's deadline (the
+ *    client's own retries and timeouts apply inside it), leaving no orphan session behind when
+ *    either fails (`_open_session.ts`);
  * 5. record the run, turning the reservation into the run's slot, completing the idempotency
  *    claim with the answer and appending its `run.created` activity entry in the same store
- *    write, and wake the run's tail (`RunActivity`).
+ *    write, and wake the run's tail (`RunActivity`). A session started without a turn (no
+ *    kickoff, no initial event that starts one) waits idle: it is recorded `completed`, its slot
+ *    freed in the same write, until a follow-up starts its first turn.
  *
  * A failure after step 3 releases the reservation. Replays of the same idempotency key never
  * reach this code: the idempotency rule answers them with the recorded run. Past step 4 a key is
@@ -47,6 +51,7 @@
  * @module
  */
 import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";
+import { isObject } from "../../client/guards.ts";
 import type { AuthenticatedPrincipal } from "../context.ts";
 import { InterfaceError, invalidRequest, type ValidationDetail } from "../errors.ts";
 import type { RuntimeLogger } from "../log.ts";
@@ -55,14 +60,15 @@ import {
   type RunListQuery,
   type RunSlotResult,
   type Store,
+  type StoredResponse,
   type StoredRunRecord,
 } from "../store/types.ts";
 import type { RunPage, RunRecord, StartRunBody } from "../../wire/mod.ts";
 import { RunActivity } from "./activity.ts";
 import { audit } from "./audit.ts";
-import { deadlineSignal, type RunCall } from "./call.ts";
+import { deadlineSignal, type RunCall, upstreamOptions } from "./call.ts";
 import { changeRun } from "./_change_run.ts";
-import { openSession } from "./_open_session.ts";
+import { openSession, type SessionView } from "./_open_session.ts";
 import { ProviderReads } from "./_provider_reads.ts";
 import {
   type PolicyHolder,
@@ -71,6 +77,12 @@ import {
   type RunStartScope,
   startViolation,
 } from "./policy.ts";
+import {
+  type StartRequest,
+  startRequestOfBody,
+  startsTurn,
+  userMessages,
+} from "./start_request.ts";
 import type { ProviderSettings } from "./provider.ts";
 import { isSessionGone, providerFailureOf, ProviderFailures } from "./provider_failure.ts";
 import {
@@ -144,16 +156,29 @@ export function readsEveryRun(caller: Pick<AuthenticatedPrincipal, "capabilities
     caller.capabilities.includes("session:approve");
 }
 
-function userMessages(input: StartRunBody["input"]): ManagedAgentEvent[] {
-  if (typeof input === "string") {
-    return [{ type: "user.message", content: [{ type: "text", text: input }] }];
-  }
-  return input.map((item) => ({
-    type: "user.message",
-    content: typeof item.content === "string"
-      ? [{ type: "text", text: item.content }]
-      : item.content,
-  }));
+/** A started run: its public record and the provider's session as the provider answered it. */
+export interface StartedRun {
+  /** The run. */
+  run: RunRecord;
+  /** The provider's session object, unchanged. */
+  session: SessionView;
+}
+
+/**
+ * What a start records under its idempotency key, from its run and the provider's session: by
+ * default the `/v1` answer (201 and the run); the `/provider` interface records the session.
+ */
+export type StartAnswer = (started: StartedRun) => StoredResponse;
+
+/** The `/v1` answer of a start: 201 and the run. */
+const RUN_ANSWER: StartAnswer = ({ run }) => ({ status: 201, body: JSON.stringify(run) });
+
+/** A run changed by a call that sent events: its public record and what the provider recorded. */
+export interface SentToRun {
+  /** The run after the call. */
+  run: RunRecord;
+  /** The events the provider recorded, as it answered them (none when it did not say). */
+  recorded: ManagedAgentEvent[];
 }
 
 /** The gateway service behind the run routes. */
@@ -268,13 +293,25 @@ export class RunGateway {
     return this.#reads.history(record, signal, read);
   }
 
-  /** Starts a run (steps 1 to 5 of the module doc); answers its public record. */
+  /** Starts a run from a `/v1` body (steps 1 to 5 of the module doc); answers its public record. */
   async start(call: RunCall, body: StartRunBody): Promise<RunRecord> {
+    return (await this.startSession(call, startRequestOfBody(body))).run;
+  }
+
+  /**
+   * Starts a run from a normalized start request (steps 1 to 5 of the module doc): the one start
+   * path of both interfaces. Answers the public run and the provider's session; `answer` is what
+   * the call's idempotency key records (the `/v1` answer by default).
+   */
+  async startSession(
+    call: RunCall,
+    request: StartRequest,
+    answer: StartAnswer = RUN_ANSWER,
+  ): Promise<StartedRun> {
     const client = await this.providerClient();
     const caller = call.principal;
-    const metadata = body.metadata ?? {};
-    const agentId = metadata.agent_id ?? this.#settings.defaultAgentId;
-    const environmentId = metadata.environment_id ?? this.#settings.defaultEnvironmentId;
+    const agentId = request.agentId ?? this.#settings.defaultAgentId;
+    const environmentId = request.environmentId ?? this.#settings.defaultEnvironmentId;
     const missing: ValidationDetail[] = [];
     if (agentId === undefined) {
       missing.push({
@@ -292,9 +329,10 @@ export class RunGateway {
     const policy = await this.#admit(call, {
       agentId,
       environmentId,
-      ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
-      ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
-      ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
+      ...(request.agentVersion !== undefined ? { agentVersion: request.agentVersion } : {}),
+      ...(request.agentOverrides !== undefined ? { agentOverrides: true } : {}),
+      ...(request.vaultIds !== undefined ? { vaultIds: request.vaultIds } : {}),
+      ...(request.resources !== undefined ? { resources: request.resources } : {}),
     });
     const slotId = `reservation:${crypto.randomUUID()}`;
     let reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
@@ -308,6 +346,7 @@ export class RunGateway {
     }
     const key = call.idempotency ?? null;
     let session;
+    const signal = deadlineSignal(call, this.#now);
     try {
       // From here on a retry with the key never opens a second session.
       await key?.begin();
@@ -316,13 +355,21 @@ export class RunGateway {
         params: {
           agentId,
           environmentId,
-          ...(metadata.agent_version !== undefined ? { agentVersion: metadata.agent_version } : {}),
-          ...(body.title !== undefined ? { title: body.title } : {}),
-          ...(metadata.resources !== undefined ? { resources: metadata.resources } : {}),
-          ...(metadata.vault_ids !== undefined ? { vaultIds: metadata.vault_ids } : {}),
+          ...(request.agentVersion !== undefined ? { agentVersion: request.agentVersion } : {}),
+          ...(request.agentOverrides !== undefined
+            ? { agentOverrides: request.agentOverrides }
+            : {}),
+          ...(request.title !== undefined ? { title: request.title } : {}),
+          ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
+          ...(request.resources !== undefined ? { resources: request.resources } : {}),
+          ...(request.vaultIds !== undefined ? { vaultIds: request.vaultIds } : {}),
+          ...(request.budget !== undefined ? { budget: request.budget } : {}),
+          ...(request.initialEvents !== undefined ? { initialEvents: request.initialEvents } : {}),
         },
-        messages: userMessages(body.input),
-        signal: deadlineSignal(call, this.#now),
+        messages: request.kickoff ?? [],
+        // Not the signal: the creation is not cut at the deadline (`_open_session.ts`).
+        options: upstreamOptions(call),
+        signal,
         deadline: call.deadline,
         now: this.#now,
       });
@@ -335,27 +382,31 @@ export class RunGateway {
       throw refusal;
     }
     const now = this.#isoNow();
-    const agent = session.agent as { version?: unknown } | undefined;
-    const version = metadata.agent_version ??
+    const agent = isObject(session.agent) ? session.agent : undefined;
+    const version = request.agentVersion ??
       (typeof agent?.version === "number" ? agent.version : undefined);
+    const active = startsTurn(request);
     const record: StoredRunRecord = {
       runId: session.id,
       principalId: caller.principalId,
       agentId,
       ...(version !== undefined ? { agentVersion: version } : {}),
       environmentId,
-      ...(body.title !== undefined ? { title: body.title } : {}),
-      state: "running",
+      ...(request.title !== undefined ? { title: request.title } : {}),
+      state: active ? "running" : "completed",
       lastEventSeq: 0,
-      turns: 1,
+      turns: request.kickoff !== undefined && request.kickoff.length > 0
+        ? 1
+        : (request.initialEvents ?? []).filter((event) => event.type === "user.message").length,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
+      ...(active ? {} : { endedAt: now }),
     };
     const run = publicRun(record);
     const completion = key === null || key.token === null ? undefined : {
       scope: key.scope,
       token: key.token,
-      response: { status: 201, body: JSON.stringify(run) },
+      response: answer({ run, session }),
       expiresAt: key.expiresAt,
     };
     try {
@@ -380,9 +431,10 @@ export class RunGateway {
     }
     if (completion !== undefined) key?.recorded();
     await this.#audit(call, "run.started", record.runId, "ok");
-    // The run's tail starts at once (on this replica when it takes the lease).
-    this.activity.notify(record.runId);
-    return run;
+    // The run's tail starts at once (on this replica when it takes the lease); a session waiting
+    // for its first turn has nothing to follow yet.
+    if (active) this.activity.notify(record.runId);
+    return { run, session };
   }
 
   /**
@@ -437,25 +489,41 @@ export class RunGateway {
 
   /** Cancels a run: interrupts its session, marks it `cancelled` and wakes its tail. */
   async cancel(call: RunCall, runId: string): Promise<RunRecord> {
+    return (await this.interrupt(call, runId)).run;
+  }
+
+  /**
+   * Interrupts a run. Without `event`, or with a `user.interrupt` of the whole session, the run
+   * is cancelled: its session interrupted, the run marked `cancelled`, its tail woken. A
+   * `user.interrupt` naming one of the session's threads (`session_thread_id`) is passed on and
+   * leaves the run as it is. Answers the run and the events the provider recorded.
+   */
+  async interrupt(call: RunCall, runId: string, event?: ManagedAgentEvent): Promise<SentToRun> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "write");
+    const whole = event === undefined || event.session_thread_id === undefined;
     let updated = record;
-    if (!isTerminal(record.state)) {
+    let recorded: ManagedAgentEvent[] = [];
+    if (event !== undefined || !isTerminal(record.state)) {
       try {
-        await client.cancelRun(runId, { signal: deadlineSignal(call, this.#now) });
+        const options = upstreamOptions(call, deadlineSignal(call, this.#now));
+        if (event === undefined) await client.cancelRun(runId, options);
+        else recorded = await client.sendEvents(runId, [event], options);
       } catch (error) {
         const refusal = this.failures.refusal(error);
         await this.#audit(call, "run.cancelled", runId, refusal.code);
         throw refusal;
       }
-      const at = this.#isoNow();
-      updated = await changeRun(this.#store, runId, (current) =>
-        afterCancel(current, at), record) ??
-        afterCancel(record, at);
+      if (whole && !isTerminal(record.state)) {
+        const at = this.#isoNow();
+        updated = await changeRun(this.#store, runId, (current) =>
+          afterCancel(current, at), record) ??
+          afterCancel(record, at);
+      }
     }
     await this.#audit(call, "run.cancelled", runId, "ok");
     this.activity.notify(runId);
-    return publicRun(updated);
+    return { run: publicRun(updated), recorded };
   }
 
   /**
@@ -463,6 +531,15 @@ export class RunGateway {
    * run's tail is woken: the new turn must be followed.
    */
   async send(call: RunCall, runId: string, input: StartRunBody["input"]): Promise<RunRecord> {
+    return (await this.followUp(call, runId, userMessages(input))).run;
+  }
+
+  /**
+   * Sends events that start a turn (`user.message`, `user.define_outcome`) to a run the caller
+   * may write: a finished run starts again once a slot is reserved for it, and the run's tail is
+   * woken. Answers the run and the events the provider recorded.
+   */
+  async followUp(call: RunCall, runId: string, events: ManagedAgentEvent[]): Promise<SentToRun> {
     const client = await this.providerClient();
     const caller = call.principal;
     const record = await this.visibleRun(caller, runId, "write");
@@ -479,12 +556,15 @@ export class RunGateway {
       }
     }
     const key = call.idempotency ?? null;
+    let recorded: ManagedAgentEvent[];
     try {
-      // From here on a retry with the key never sends the message again.
+      // From here on a retry with the key never sends the events again.
       await key?.begin();
-      await client.sendEvents(runId, userMessages(input), {
-        signal: deadlineSignal(call, this.#now),
-      });
+      recorded = await client.sendEvents(
+        runId,
+        events,
+        upstreamOptions(call, deadlineSignal(call, this.#now)),
+      );
     } catch (error) {
       if (waking) await this.#store.runs.releaseSlot(record.principalId, runId).catch(() => {});
       const refusal = this.failures.refusal(error);
@@ -503,7 +583,7 @@ export class RunGateway {
     ) ?? afterFollowUp(record, at);
     await this.#audit(call, "run.message", runId, "ok");
     this.activity.notify(runId);
-    return publicRun(updated);
+    return { run: publicRun(updated), recorded };
   }
 
   /**

@@ -11,7 +11,9 @@
  *    appending in batches: the store skips provider event ids the log already holds, so only
  *    what an earlier tail missed is appended;
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
- * 4. after each append, hands the appended entries to this replica's subscribers (`onAppend`) and
+ * 4. after each append (of the run events and, in the same store write, the provider events
+ *    themselves to the native log), hands the appended entries to this replica's subscribers
+ *    (`onAppend`, `onAppendNative`; native entries go with the run entries of their batch) and
  *    brings the run record up to date by the rules of `run_state.ts` (`state`, `stopReason`,
  *    `usage`, `lastEventSeq`, `endedAt`; a terminal state frees the run's active slot in the same
  *    store write). The entries before
@@ -43,6 +45,8 @@ import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import type { RuntimeLogger } from "../log.ts";
 import {
   ACTIVE_RUN_STATES,
+  type NativeEventEntry,
+  type NativeEventInput,
   type RunEventEntry,
   type RunEventInput,
   type Store,
@@ -83,6 +87,11 @@ export interface RunTailsOptions {
   onAppend?: (runId: string, entries: readonly RunEventEntry[]) => void;
   /** The pending timeout (for the `deniedAt` of `tool.pending` entries; default 10 min). */
   pendingTimeoutMs?: number;
+  /**
+   * Told of the native entries each append added, in order: with the run entries of the same
+   * append that come after the record write, when there are such, else right after the append.
+   */
+  onAppendNative?: (runId: string, entries: readonly NativeEventEntry[]) => void;
 }
 
 /**
@@ -92,7 +101,9 @@ export interface RunTailsOptions {
  */
 export const RECORD_DELAY_MS = 250;
 /** Entries per append while re-listing the history. */
-const APPEND_BATCH = 100;
+const APPEND_BATCH = 500;
+/** Events per page of the history (the provider's largest page, as the vendor SDK reads it). */
+const HISTORY_PAGE = 1000;
 /** Active runs looked at per scan, per state. */
 const SCAN_LIMIT = 1_000;
 /** `tool.pending` entries carried by one run record write; more are appended after it. */
@@ -123,6 +134,7 @@ export class RunTails {
   readonly #leaseMs: number;
   readonly #renewMs: number;
   readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
+  readonly #onAppendNative: (runId: string, entries: readonly NativeEventEntry[]) => void;
   readonly #now: () => number;
   readonly #pendingTimeoutMs: number;
   /** This replica's lease holder id. */
@@ -142,6 +154,7 @@ export class RunTails {
     this.#leaseMs = options.leaseMs ?? DEFAULT_RUN_LEASE_MS;
     this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
     this.#onAppend = options.onAppend ?? (() => {});
+    this.#onAppendNative = options.onAppendNative ?? (() => {});
     this.#now = options.now;
     this.#pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
     this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
@@ -292,19 +305,20 @@ export class RunTails {
       // The tool requests waiting (step 5); closed ones are forgotten.
       const requests = new ToolRequestTracker({ keepClosed: false });
       const pending: RunEventInput[] = [];
+      const native: NativeEventInput[] = [];
       // The turn of each pending entry (the user messages fed before it).
       const turns = new Map<string, number>();
       const feed = (event: Parameters<typeof mapper.feed>[0]) => {
         const from = pending.length;
         requests.feed(event);
-        mapper.feed(event, pending);
+        mapper.feed(event, pending, native);
         for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
       };
       const flush = async () => {
-        await this.#append(runId, tail, pending.splice(0), turns, requests);
+        await this.#append(runId, tail, pending.splice(0), turns, requests, native.splice(0));
         turns.clear();
       };
-      for await (const raw of client.iterateEvents(runId, { signal, limit: 100 })) {
+      for await (const raw of client.iterateEvents(runId, { signal, limit: HISTORY_PAGE })) {
         const event = mapping.parseSessionEvent(raw);
         if (event !== null) feed(event);
         if (pending.length >= APPEND_BATCH) await flush();
@@ -344,15 +358,21 @@ export class RunTails {
     events: RunEventInput[],
     turns: ReadonlyMap<string, number> = new Map(),
     requests?: ToolRequestTracker,
+    native: NativeEventInput[] = [],
   ): Promise<void> {
-    if (events.length === 0) return;
-    const appended = await this.#store.events.append(runId, events);
-    if (appended.length === 0) return;
+    if (events.length === 0 && native.length === 0) return;
+    const batch = await this.#store.events.appendBatch(runId, { events, native });
+    const appended = batch.events;
+    const publishNative = () => {
+      if (batch.native.length > 0) this.#onAppendNative(runId, batch.native);
+    };
+    if (appended.length === 0) return publishNative();
     const changing = appended.findIndex(bearsState);
     if (changing === -1) {
       // Nothing the record will say differently but lastEventSeq: subscribers here get it
       // without waiting, and the record follows (step 4).
       this.#onAppend(runId, appended);
+      publishNative();
       const entry = appended[appended.length - 1];
       tail.unrecorded = { entry, turn: turns.get(entry.sourceId) };
       // Right after an append, when the next one is least likely to arrive and queue behind the
@@ -379,6 +399,7 @@ export class RunTails {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended.
       this.#onAppend(runId, appended.slice(changing));
+      publishNative();
     }
   }
 

@@ -123,6 +123,10 @@ export function principalPolicyShape() {
       .describe(
         `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
       ),
+    allowAgentOverrides: z.boolean().optional().describe(
+      "Whether its runs may override the agent's model, system prompt, tools, MCP servers or " +
+        "skills (default false; only when the caller may)",
+    ),
   } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
 }
 
@@ -151,6 +155,9 @@ export function principalPolicyAnswerShape() {
     repositories: list("GitHub repositories (owner/name) its runs may mount"),
     fileIds: list("files its runs may mount"),
     maxActiveRuns: z.int().min(1).describe("runs it may have active at once"),
+    allowAgentOverrides: z.literal(true).optional().describe(
+      "present when its runs may override the agent",
+    ),
   } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
 }
 

@@ -275,6 +275,38 @@ const CASES: Case[] = [
       } as never),
   },
   {
+    name: "createSession (budget and initial events)",
+    ours: (c) =>
+      c.createSession({
+        agentId: "agent_1",
+        environmentId: "env_1",
+        budget: { type: "limit", max_list_cost: { amount: "5.00", currency: "USD" } },
+        initialEvents: [{ type: "user.message", content: text }],
+      }),
+    theirs: (s) =>
+      s.beta.sessions.create({
+        agent: "agent_1",
+        environment_id: "env_1",
+        budget: { type: "limit", max_list_cost: { amount: "5.00", currency: "USD" } },
+        initial_events: [{ type: "user.message", content: text }],
+      } as never),
+  },
+  {
+    name: "rawRequest (a vault update passed on as it is, with the caller's version)",
+    ours: (c) =>
+      c.rawRequest({
+        method: "POST",
+        path: "/v1/vaults/vlt_1",
+        query: "x=1",
+        body: { display_name: "v" },
+        providerVersion: "2026-10-21",
+      }),
+    theirs: (s) =>
+      s.beta.vaults.update("vlt_1", { display_name: "v" } as never, {
+        query: { x: 1 },
+      }),
+  },
+  {
     name: "createSession (pinned version)",
     ours: (c) => c.createSession({ agentId: "agent_1", agentVersion: 4, environmentId: "env_1" }),
     theirs: (s) =>

@@ -124,6 +124,8 @@ Deno.test("mcp sdk: initialize, tools per capability, every tool, issue and revo
         expiresAt: server.bootstrap.expiresAt,
         runs: false,
         maxActiveRuns: 100,
+        // The bootstrap may override agents (through the provider's API).
+        allowAgentOverrides: true,
       });
     });
 

@@ -31,6 +31,8 @@ Deno.test("shared request rules, row by row, through the real serve", async (t) 
         // No provider credential: runs are off; the bootstrap may hold up to 100 active runs.
         runs: false,
         maxActiveRuns: 100,
+        // The bootstrap may override agents (through the provider's API).
+        allowAgentOverrides: true,
       });
     });
 

@@ -27,6 +27,9 @@ const NOT_ROUTED: RouteContract = {
   jsonRpcErrors: [],
 };
 
+/** An unknown path under `/provider`: the provider's error shape. */
+const NOT_ROUTED_NATIVE: RouteContract = { ...NOT_ROUTED, providerShape: true };
+
 const routers = new WeakMap<readonly RouteDefinition[], Router<RouteContract>>();
 let defaultTable: Promise<readonly RouteDefinition[]> | null = null;
 
@@ -56,7 +59,11 @@ export async function assertKeepsContract(
   const table = routes ?? await (defaultTable ??= defaultRouteTable());
   const pathname = new URL(path, "http://localhost").pathname;
   const match = routerOf(table).match(method, pathname);
-  const contract = match !== null && "value" in match ? match.value : NOT_ROUTED;
+  const contract = match !== null && "value" in match
+    ? match.value
+    : pathname === "/provider" || pathname.startsWith("/provider/")
+    ? NOT_ROUTED_NATIVE
+    : NOT_ROUTED;
   // A CORS preflight is answered before routing.
   if (method === "OPTIONS" && answer.status === 204) return;
   const problems = checkAnswer(contract, answer);

@@ -1,0 +1,122 @@
+/**
+ * The provider's own API through the gateway, with the vendor's SDK as the client: a session
+ * created through it is a run of the caller (the same run on `/v1`, in the audit log), streams to
+ * its end, and lists exactly what the provider holds for it; the caller's sessions are listed
+ * newest first; the events a client sends go through the gateway (follow-ups, interrupts).
+ */
+import assert from "node:assert/strict";
+import { startNative, until, userMessage } from "./_native.ts";
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+Deno.test("provider API: a session created with the SDK streams to its end and lists what the provider holds", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    const { bearer, principalId } = await gateway.issue(["session:read", "session:write"]);
+    const sdk = native.sdk(bearer);
+    const session = await sdk.beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+      title: "triage",
+      metadata: { team: "infra" },
+      initial_events: [userMessage("Triage the open issues")],
+    } as never);
+    // The provider's own session object, unchanged.
+    const held = gateway.fake.managedAgents!.sessions.get(session.id)!;
+    assert.equal(session.title, "triage");
+    assert.deepEqual((session as Json).metadata, { team: "infra" });
+    assert.equal((session as Json).agent.id, gateway.agentId);
+
+    // The stream, opened after the session began, delivers the rest of the turn to its end.
+    const stream = await sdk.beta.sessions.events.stream(session.id);
+    const streamed: Json[] = [];
+    for await (const event of stream) {
+      streamed.push(event);
+      if ((event as Json).type === "session.status_idle") break;
+    }
+    assert.equal(streamed.at(-1).stop_reason.type, "end_turn");
+
+    // The list through the gateway equals the provider's history: ids, order, fields.
+    const listed: Json[] = [];
+    for await (const event of sdk.beta.sessions.events.list(session.id)) listed.push(event);
+    assert.deepEqual(listed, held.events);
+    // Streamed events are the provider's too, and a suffix of its history.
+    assert.deepEqual(streamed, held.events.slice(held.events.length - streamed.length));
+    // Pages, newest first, and a type filter.
+    const newest = await sdk.beta.sessions.events.list(session.id, {
+      limit: 2,
+      order: "desc",
+    } as never);
+    assert.deepEqual(newest.data, held.events.slice(-2).reverse());
+    const messages: Json[] = [];
+    for await (
+      const event of sdk.beta.sessions.events.list(session.id, {
+        types: ["agent.message"],
+        limit: 1,
+      } as never)
+    ) messages.push(event);
+    assert.deepEqual(messages, held.events.filter((event) => event.type === "agent.message"));
+
+    // The same run on /v1, owned by the caller, and in the audit log.
+    const run = await gateway.request("GET", `/v1/runs/${session.id}`, { bearer });
+    assert.equal(run.status, 200, run.text);
+    assert.equal(run.json.principalId, principalId);
+    assert.equal(run.json.title, "triage");
+    await until(
+      async () => (await gateway.store.runs.get(session.id))?.state === "completed",
+      "the run ended",
+    );
+    const audit = await gateway.request("GET", `/v1/audit?principalId=${principalId}`);
+    assert.ok(
+      audit.json.entries.some((entry: Json) =>
+        entry.action === "run.started" && entry.runId === session.id && entry.outcome === "ok"
+      ),
+      audit.text,
+    );
+
+    // Retrieve and list: the provider's session records.
+    const retrieved = await sdk.beta.sessions.retrieve(session.id);
+    assert.deepEqual(retrieved, held.record);
+    const page = await sdk.beta.sessions.list();
+    assert.deepEqual(page.data.map((s: Json) => s.id), [session.id]);
+  } finally {
+    await native.close();
+  }
+});
+
+Deno.test("provider API: a follow-up and an interrupt go through the gateway's run", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const sdk = native.sdk(bearer);
+    // A session without a first turn waits idle and holds no active-run slot.
+    const session = await sdk.beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+    } as never);
+    assert.equal((await gateway.store.runs.get(session.id))?.state, "completed");
+    gateway.holdTurns(true);
+    const sent = await sdk.beta.sessions.events.send(session.id, {
+      events: [userMessage("Go on")],
+    } as never);
+    assert.equal((sent as Json).data[0].type, "user.message");
+    assert.ok(typeof (sent as Json).data[0].id === "string", "the provider's recorded event");
+    const woken = await gateway.store.runs.get(session.id);
+    assert.equal(woken?.state, "running");
+    assert.equal(woken?.turns, 1);
+    const interrupted = await sdk.beta.sessions.events.send(session.id, {
+      events: [{ type: "user.interrupt" }],
+    } as never);
+    assert.equal((interrupted as Json).data[0].type, "user.interrupt");
+    assert.equal((await gateway.store.runs.get(session.id))?.state, "cancelled");
+    const actions = (await gateway.request("GET", "/v1/audit")).json.entries.map((e: Json) =>
+      e.action
+    );
+    assert.ok(actions.includes("run.message") && actions.includes("run.cancelled"), actions);
+  } finally {
+    await native.close();
+  }
+});
