@@ -1,0 +1,210 @@
+/**
+ * The provider's own API through the gateway (`/provider`) against the same calls straight to the
+ * fake provider, with the vendor's SDK as the client both ways:
+ *
+ * - **stream throughput**: a session's turn of `--events N` agent messages (made by the fake as
+ *   fast as it can) read with `client.beta.sessions.events.stream` until its idle event, events per
+ *   second from the message that started the turn; the gateway's stream comes from the run's
+ *   native log (its tail reads the provider's stream, appends both logs to Deno KV, hands the
+ *   entries to the hub), the direct one straight from the fake. Target: through the gateway at
+ *   least 0.8× direct. For context, the same with the fake pacing its messages 1 ms apart (still
+ *   far faster than a model writes), a turn of a quarter as many.
+ * - **session create**: `client.beta.sessions.create` one at a time, the two paths alternating in
+ *   rounds; the difference of the medians is what the gateway adds (its rules, the run policy, the
+ *   slot reservation, the run record and audit entry in Deno KV). Sessions start without a turn,
+ *   so none holds an active-run slot. Target: at most 5 ms added at p50.
+ *
+ * Everything runs in this process (the fake provider, the gateway on `Deno.serve` with Deno KV in a
+ * temp file, the SDK clients), as `runs_bench.ts` does. Run: `deno run -A bench/native_bench.ts
+ * [--events N] [--creates N] [--rounds N] [--quick]`.
+ *
+ * @module
+ */
+import Vendor from "@anthropic-ai/sdk";
+import { startBenchGateway } from "./_gateway.ts";
+
+type Client = InstanceType<typeof Vendor>;
+
+function flag(args: string[], name: string, fallback: number): number {
+  const index = args.indexOf(`--${name}`);
+  return index === -1 ? fallback : Number(args[index + 1]);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** The result of {@linkcode runNativeBench}. */
+export interface NativeBenchResult {
+  /** Events per turn. */
+  events: number;
+  /** Events per second read straight from the fake, median of the rounds. */
+  directEventsPerSecond: number;
+  /** Events per second read through the gateway, median of the rounds. */
+  gatewayEventsPerSecond: number;
+  /** Creates timed per path. */
+  creates: number;
+  /** Median create straight to the fake, ms. */
+  directCreateMs: number;
+  /** Median create through the gateway, ms. */
+  gatewayCreateMs: number;
+  /** Paced turns (context): events per second direct and through the gateway. */
+  paced: { events: number; direct: number; gateway: number };
+}
+
+/** Runs the benchmark. */
+export async function runNativeBench(
+  options: { events?: number; creates?: number; rounds?: number } = {},
+): Promise<NativeBenchResult> {
+  const events = options.events ?? 2_000;
+  const creates = options.creates ?? 300;
+  const rounds = options.rounds ?? 5;
+  const gateway = await startBenchGateway({ prefix: "native-bench-" });
+  const { fake, agentId, environmentId } = gateway;
+  const state = fake.managedAgents!;
+  const burst = () =>
+    Array.from({ length: events }, (_, i) => ({
+      type: "agent.message",
+      content: [{ type: "text", text: `message ${i + 1} of the turn` }],
+    }));
+  const pacedEvents = Math.max(1, Math.floor(events / 4));
+  const paced = () =>
+    Array.from({ length: pacedEvents }, (_, i) => [
+      { delayMs: 1 },
+      { type: "agent.message", content: [{ type: "text", text: `message ${i + 1}` }] },
+    ]).flat();
+  state.script = burst;
+  // The fake provider reads `provider-version` and `provider-beta`; the SDK names them after its
+  // brand. Straight to the fake, a fetch renames them (the gateway reads either).
+  const direct: Client = new Vendor({
+    apiKey: fake.apiKey,
+    baseURL: fake.baseUrl,
+    maxRetries: 0,
+    fetch: (input: string | URL | Request, init?: RequestInit) => {
+      const headers = new Headers(init?.headers);
+      for (const [name, value] of [...headers]) {
+        const match = /^[a-z]+-(version|beta)$/.exec(name);
+        if (match !== null && !name.startsWith("provider-")) {
+          headers.delete(name);
+          headers.set(`provider-${match[1]}`, value);
+        }
+      }
+      return fetch(input, { ...init, headers });
+    },
+  } as never);
+  const through: Client = new Vendor({
+    apiKey: gateway.token,
+    baseURL: `${gateway.url}/provider`,
+    maxRetries: 0,
+  });
+
+  /** One turn read through `client`'s stream: events per second. */
+  async function turn(client: Client, expected = events): Promise<number> {
+    const session = await client.beta.sessions.create(
+      { agent: agentId, environment_id: environmentId } as never,
+    );
+    const stream = await client.beta.sessions.events.stream(session.id);
+    // The stream is open when its headers came; the turn starts now.
+    const began = performance.now();
+    await client.beta.sessions.events.send(session.id, {
+      events: [{ type: "user.message", content: [{ type: "text", text: "go" }] }],
+    } as never);
+    let count = 0;
+    for await (const event of stream) {
+      if ((event as { type: string }).type === "agent.message") count++;
+      if ((event as { type: string }).type === "session.status_idle") break;
+    }
+    const seconds = (performance.now() - began) / 1000;
+    if (count !== expected) throw new Error(`read ${count} of ${expected} messages`);
+    return count / seconds;
+  }
+
+  async function create(client: Client): Promise<number> {
+    const began = performance.now();
+    await client.beta.sessions.create({ agent: agentId, environment_id: environmentId } as never);
+    return performance.now() - began;
+  }
+
+  const directRates: number[] = [];
+  const gatewayRates: number[] = [];
+  const directTimes: number[] = [];
+  const gatewayTimes: number[] = [];
+  const pacedRates = { direct: [] as number[], gateway: [] as number[] };
+  try {
+    // Warm-up, not counted: the first turn and creates through cold code.
+    await turn(direct);
+    await turn(through);
+    for (let i = 0; i < 20; i++) {
+      await create(direct);
+      await create(through);
+    }
+    const perRound = Math.max(1, Math.ceil(creates / rounds));
+    for (let round = 0; round < rounds; round++) {
+      // Alternate which path goes first, so neither always follows the other's leftovers.
+      const order = round % 2 === 0 ? [direct, through] : [through, direct];
+      for (const client of order) {
+        (client === direct ? directRates : gatewayRates).push(await turn(client));
+      }
+      for (const client of order) {
+        const times = client === direct ? directTimes : gatewayTimes;
+        for (let i = 0; i < perRound; i++) times.push(await create(client));
+      }
+    }
+    state.script = paced;
+    for (let round = 0; round < 2; round++) {
+      pacedRates.direct.push(await turn(direct, pacedEvents));
+      pacedRates.gateway.push(await turn(through, pacedEvents));
+    }
+  } finally {
+    await gateway.close();
+  }
+  return {
+    events,
+    directEventsPerSecond: median(directRates),
+    gatewayEventsPerSecond: median(gatewayRates),
+    creates: directTimes.length,
+    directCreateMs: median(directTimes),
+    gatewayCreateMs: median(gatewayTimes),
+    paced: {
+      events: pacedEvents,
+      direct: median(pacedRates.direct),
+      gateway: median(pacedRates.gateway),
+    },
+  };
+}
+
+if (import.meta.main) {
+  const quick = Deno.args.includes("--quick") || Deno.env.get("BENCH_QUICK") === "1";
+  const result = await runNativeBench({
+    events: flag(Deno.args, "events", quick ? 500 : 2_000),
+    creates: flag(Deno.args, "creates", quick ? 40 : 300),
+    rounds: flag(Deno.args, "rounds", quick ? 2 : 5),
+  });
+  const ratio = result.gatewayEventsPerSecond / result.directEventsPerSecond;
+  const added = result.gatewayCreateMs - result.directCreateMs;
+  const rate = (value: number) => Math.round(value).toLocaleString("en-US");
+  console.log(
+    `provider API, a turn of ${result.events} messages with the vendor SDK's stream: direct ` +
+      `${rate(result.directEventsPerSecond)} events/s, through /provider ` +
+      `${rate(result.gatewayEventsPerSecond)} events/s (medians)`,
+  );
+  console.log(
+    `provider API stream through the gateway / direct = ${ratio.toFixed(2)}x ` +
+      `(target >= 0.8x: ${ratio >= 0.8 ? "met" : "missed"})`,
+  );
+  console.log(
+    `context: a turn of ${result.paced.events} messages paced 1 ms apart: direct ` +
+      `${rate(result.paced.direct)} events/s, through /provider ${rate(result.paced.gateway)} ` +
+      `events/s (${(result.paced.gateway / result.paced.direct).toFixed(2)}x)`,
+  );
+  console.log(
+    `provider API, ${result.creates} session creates per path: direct ` +
+      `${result.directCreateMs.toFixed(2)} ms, through /provider ` +
+      `${result.gatewayCreateMs.toFixed(2)} ms (medians); the gateway adds ${added.toFixed(2)} ms`,
+  );
+  console.log(
+    `provider API create: added p50 / 5 ms = ${(added / 5).toFixed(2)}x ` +
+      `(target <= 1.0x: ${added <= 5 ? "met" : "missed"}, ${added.toFixed(2)} ms added)`,
+  );
+}
