@@ -5,12 +5,18 @@
  * | operation | capability | what the gateway does |
  * |---|---|---|
  * | create | `session:write` | maps the body into the gateway's one start request (`runs/start_request.ts`) and starts the run: the principal's agents, agent overrides, active runs and every other start check; answers the provider's session |
- * | list | `session:read` | the caller's runs (approvers and admins: every run), newest first, each read from the provider; `limit` 1 to 100 (20), `page`, `order=desc`, `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[gt,gte,lt,lte]` |
- * | retrieve | `session:read` | a run the caller may read, passed on |
+ * | list | `session:read` | the caller's runs (approvers and admins: every run), newest first, each read from the provider (within the read budget below); `limit` 1 to 100 (20), `page`, `order=desc`, `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[gt,gte,lt,lte]` |
+ * | retrieve | `session:read` | a run the caller may read, read from the provider within the read budget |
  * | update | `session:write` | `title` and `metadata` on the caller's own runs; any other field needs `authority:admin`; passed on |
  * | archive, delete | `session:write` | the caller's own runs, passed on; the run's state is read again |
  *
  * Another principal's session is 404 `not_found_error`, as `/v1` answers `runNotFound`.
+ *
+ * The read budget (`_session_reads.ts`): a replica reads a session from the provider at most
+ * once in flight and keeps the answer for a second, for every caller, so clients polling a
+ * session in a loop cost the service's key about one read a second per session and replica. An
+ * update, archive or delete through this interface forgets the kept answer at once; a change
+ * made any other way (a turn ending, `/v1`) shows within that second.
  *
  * @module
  */
@@ -28,7 +34,9 @@ import {
 } from "../../wire/mod.ts";
 import type { NativeCall, NativeHandler } from "./_chain.ts";
 import { type NativeParts, providerPathOf, queryOf } from "./_parts.ts";
+import { inRanges, invalid, listParams, type TimeRange } from "./_query.ts";
 import { relayed, send, sendForText } from "./_relay.ts";
+import { SessionReads } from "./_session_reads.ts";
 
 /** Most sessions a list page holds. */
 export const MAX_SESSION_PAGE = 100;
@@ -36,12 +44,6 @@ export const MAX_SESSION_PAGE = 100;
 const READS_AT_ONCE = 8;
 /** The fields of an update a session's writer may change; others need `authority:admin`. */
 const WRITER_FIELDS: ReadonlySet<string> = new Set(["title", "metadata"]);
-
-function invalid(message: string): InterfaceError {
-  return new InterfaceError("invalidRequest", message, {
-    extra: { details: [{ path: "", message }] },
-  });
-}
 
 /**
  * The gateway's start request of a create body.
@@ -93,12 +95,10 @@ interface SessionQuery {
   agentVersion?: number;
   statuses: Set<string>;
   includeArchived: boolean;
-  createdAt: { op: "gt" | "gte" | "lt" | "lte"; value: string }[];
+  createdAt: readonly TimeRange[];
 }
 
-const CREATED_AT = /^created_at\[(gt|gte|lt|lte)\]$/;
 const KNOWN_PARAMS: ReadonlySet<string> = new Set([
-  "limit",
   "page",
   "order",
   "agent_id",
@@ -111,27 +111,15 @@ const KNOWN_PARAMS: ReadonlySet<string> = new Set([
 function sessionQuery(query: string): SessionQuery {
   const params = new URLSearchParams(query);
   const parsed: SessionQuery = {
-    limit: 20,
+    ...listParams(params, {
+      known: KNOWN_PARAMS,
+      what: "sessions",
+      maxLimit: MAX_SESSION_PAGE,
+      defaultLimit: 20,
+    }),
     statuses: new Set(params.getAll("statuses[]")),
     includeArchived: params.get("include_archived") === "true",
-    createdAt: [],
   };
-  for (const [name, value] of params) {
-    const range = CREATED_AT.exec(name);
-    if (range !== null) {
-      parsed.createdAt.push({ op: range[1] as SessionQuery["createdAt"][number]["op"], value });
-    } else if (!KNOWN_PARAMS.has(name)) {
-      throw invalid(`The gateway does not filter sessions by ${name}`);
-    }
-  }
-  const limit = params.get("limit");
-  if (limit !== null) {
-    const value = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : Number.NaN;
-    if (!(value >= 1 && value <= MAX_SESSION_PAGE)) {
-      throw invalid(`limit must be a whole number from 1 to ${MAX_SESSION_PAGE}`);
-    }
-    parsed.limit = value;
-  }
   const order = params.get("order");
   if (order !== null && order !== "desc") {
     throw invalid("The gateway lists sessions newest first only (order=desc)");
@@ -148,23 +136,6 @@ function sessionQuery(query: string): SessionQuery {
   return parsed;
 }
 
-function createdAtMatches(created: unknown, ranges: SessionQuery["createdAt"]): boolean {
-  if (ranges.length === 0) return true;
-  const at = typeof created === "string" ? Date.parse(created) : Number.NaN;
-  if (Number.isNaN(at)) return false;
-  return ranges.every(({ op, value }) => {
-    const bound = Date.parse(value);
-    if (Number.isNaN(bound)) throw invalid(`created_at[${op}] must be an RFC 3339 time`);
-    return op === "gt"
-      ? at > bound
-      : op === "gte"
-      ? at >= bound
-      : op === "lt"
-      ? at < bound
-      : at <= bound;
-  });
-}
-
 /** Reads `items` with `read`, at most {@linkcode READS_AT_ONCE} at a time, in order. */
 async function readAll<T, R>(items: readonly T[], read: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
@@ -179,21 +150,9 @@ async function readAll<T, R>(items: readonly T[], read: (item: T) => Promise<R>)
   return out;
 }
 
-/** The JSON text of a provider answer, or null when the provider no longer knows it (404). */
-async function sessionText(
-  parts: NativeParts,
-  call: NativeCall,
-  runId: string,
-): Promise<string | null> {
-  try {
-    return (await sendForText(parts, call, {
-      method: "GET",
-      path: `/v1/sessions/${encodeURIComponent(runId)}`,
-    })).text;
-  } catch (error) {
-    if (providerFailureOf(error)?.providerStatus === 404) return null;
-    throw error;
-  }
+/** What the API version and betas of `call` make of a session's answer (`SessionReads`). */
+function variantOf(call: NativeCall): string {
+  return `${call.upstream.providerVersion ?? ""}\n${(call.upstream.betas ?? []).join(",")}`;
 }
 
 /** The session handlers, by the operation table's access (`operations.ts`). */
@@ -206,14 +165,34 @@ export function sessionHandlers(parts: NativeParts): {
   deleteSession: NativeHandler;
 } {
   const { gateway, store } = parts;
+  const reads = new SessionReads(parts.now);
 
+  /** The session's JSON text from the provider, within the read budget (`_session_reads.ts`). */
+  function sessionText(call: NativeCall, runId: string): Promise<string> {
+    return reads.read(runId, variantOf(call), async () =>
+      (await sendForText(parts, call, {
+        method: "GET",
+        path: `/v1/sessions/${encodeURIComponent(runId)}`,
+      })).text);
+  }
+
+  /** {@linkcode sessionText}, or null when the provider no longer knows the session (404). */
+  async function sessionTextOrGone(call: NativeCall, runId: string): Promise<string | null> {
+    try {
+      return await sessionText(call, runId);
+    } catch (error) {
+      if (providerFailureOf(error)?.providerStatus === 404) return null;
+      throw error;
+    }
+  }
+
+  /** Passes a change of a session the caller may write on to the provider. */
   async function passOn(
     context: RequestContext,
     call: NativeCall,
-    access: "read" | "write",
     body?: unknown,
   ): Promise<{ record: StoredRunRecord; response: Response }> {
-    const record = await gateway.visibleRun(call.run.principal, context.params.sessionId, access);
+    const record = await gateway.visibleRun(call.run.principal, context.params.sessionId, "write");
     const response = await send(parts, call, {
       method: context.method as "GET" | "POST" | "DELETE",
       path: providerPathOf(context),
@@ -225,6 +204,7 @@ export function sessionHandlers(parts: NativeParts): {
 
   /** Reads the run's state again after the provider changed its session (best effort). */
   async function refreshed(record: StoredRunRecord, response: Response): Promise<Response> {
+    reads.forget(record.runId);
     const answer = new Response(await response.arrayBuffer(), response);
     await gateway.refreshRun(record.runId, { timeoutMs: 5_000 }).catch(() => null);
     return relayed(answer);
@@ -258,14 +238,14 @@ export function sessionHandlers(parts: NativeParts): {
         (query.agentId === undefined || run.agentId === query.agentId) &&
         (query.agentVersion === undefined || run.agentVersion === query.agentVersion)
       );
-      const texts = await readAll(runs, (run) => sessionText(parts, call, run.runId));
+      const texts = await readAll(runs, (run) => sessionTextOrGone(call, run.runId));
       const data: string[] = [];
       for (const text of texts) {
         if (text === null) continue;
         const session = JSON.parse(text) as Record<string, unknown>;
         if (!query.includeArchived && session.archived_at != null) continue;
         if (query.statuses.size > 0 && !query.statuses.has(String(session.status))) continue;
-        if (!createdAtMatches(session.created_at, query.createdAt)) continue;
+        if (!inRanges(session.created_at, query.createdAt)) continue;
         data.push(text);
       }
       const next = page.nextCursor === null ? "null" : JSON.stringify(page.nextCursor);
@@ -276,7 +256,10 @@ export function sessionHandlers(parts: NativeParts): {
 
     async getSession(context, call) {
       gateway.requireEnabled();
-      return relayed((await passOn(context, call, "read")).response);
+      const record = await gateway.visibleRun(call.run.principal, context.params.sessionId, "read");
+      return new Response(await sessionText(call, record.runId), {
+        headers: { "content-type": "application/json" },
+      });
     },
 
     async updateSession(context, call) {
@@ -292,18 +275,20 @@ export function sessionHandlers(parts: NativeParts): {
           { extra: { requiredCapability: "authority:admin" } },
         );
       }
-      return relayed((await passOn(context, call, "write", body)).response);
+      const { record, response } = await passOn(context, call, body);
+      reads.forget(record.runId);
+      return relayed(response);
     },
 
     async archiveSession(context, call) {
       gateway.requireEnabled();
-      const { record, response } = await passOn(context, call, "write");
+      const { record, response } = await passOn(context, call);
       return await refreshed(record, response);
     },
 
     async deleteSession(context, call) {
       gateway.requireEnabled();
-      const { record, response } = await passOn(context, call, "write");
+      const { record, response } = await passOn(context, call);
       return await refreshed(record, response);
     },
   };

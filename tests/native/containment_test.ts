@@ -42,7 +42,9 @@ Deno.test("provider API: the provider key never leaves the service; the bearer n
       status: 403,
       message: `${gateway.providerKey} is not allowed`,
     });
-    const refused = await sdk.beta.sessions.retrieve(session.id).catch((error) => error);
+    const refused = await sdk.beta.sessions.update(session.id, { title: "t" } as never).catch((
+      error,
+    ) => error);
     assert.ok(isA(refused, Vendor.PermissionDeniedError));
     assert.match(String(refused.message), /\[redacted\]/);
 

@@ -5,7 +5,7 @@
  * newest first; the events a client sends go through the gateway (follow-ups, interrupts).
  */
 import assert from "node:assert/strict";
-import { startNative, until, userMessage } from "./_native.ts";
+import { startNative, until, userMessage, writerSession } from "./_native.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -14,15 +14,11 @@ Deno.test("provider API: a session created with the SDK streams to its end and l
   const native = await startNative();
   const { gateway } = native;
   try {
-    const { bearer, principalId } = await gateway.issue(["session:read", "session:write"]);
-    const sdk = native.sdk(bearer);
-    const session = await sdk.beta.sessions.create({
-      agent: gateway.agentId,
-      environment_id: gateway.environmentId,
+    const { bearer, principalId, sdk, session } = await writerSession(native, {
       title: "triage",
       metadata: { team: "infra" },
       initial_events: [userMessage("Triage the open issues")],
-    } as never);
+    });
     // The provider's own session object, unchanged.
     const held = gateway.fake.managedAgents!.sessions.get(session.id)!;
     assert.equal(session.title, "triage");
@@ -90,13 +86,8 @@ Deno.test("provider API: a follow-up and an interrupt go through the gateway's r
   const native = await startNative();
   const { gateway } = native;
   try {
-    const { bearer } = await gateway.issue(["session:read", "session:write"]);
-    const sdk = native.sdk(bearer);
     // A session without a first turn waits idle and holds no active-run slot.
-    const session = await sdk.beta.sessions.create({
-      agent: gateway.agentId,
-      environment_id: gateway.environmentId,
-    } as never);
+    const { sdk, session } = await writerSession(native);
     assert.equal((await gateway.store.runs.get(session.id))?.state, "completed");
     gateway.holdTurns(true);
     const sent = await sdk.beta.sessions.events.send(session.id, {
@@ -116,6 +107,39 @@ Deno.test("provider API: a follow-up and an interrupt go through the gateway's r
       e.action
     );
     assert.ok(actions.includes("run.message") && actions.includes("run.cancelled"), actions);
+  } finally {
+    await native.close();
+  }
+});
+
+Deno.test("provider API: a session polled in a loop costs the provider one read a second; a change through the interface shows at once", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    const { sdk, session } = await writerSession(native, { title: "first" });
+    const reads = () =>
+      gateway.fake.requests.filter((r) =>
+        r.method === "GET" && r.path === `/v1/sessions/${session.id}`
+      ).length;
+    // Twenty clients at once, then twenty more in a row: one read from the provider.
+    const together = await Promise.all(
+      Array.from({ length: 20 }, () => sdk.beta.sessions.retrieve(session.id)),
+    );
+    for (let i = 0; i < 20; i++) await sdk.beta.sessions.retrieve(session.id);
+    assert.ok(together.every((s: Json) => s.title === "first"));
+    assert.equal(reads(), 1);
+    // The list reads within the same budget.
+    const listed = await sdk.beta.sessions.list();
+    assert.deepEqual(listed.data.map((s: Json) => s.title), ["first"]);
+    assert.equal(reads(), 1);
+    // An update through the interface forgets the kept answer: the next read sees it.
+    await sdk.beta.sessions.update(session.id, { title: "second" } as never);
+    assert.equal((await sdk.beta.sessions.retrieve(session.id) as Json).title, "second");
+    assert.equal(reads(), 2);
+    // A second later the provider is read again.
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    await sdk.beta.sessions.retrieve(session.id);
+    assert.equal(reads(), 3);
   } finally {
     await native.close();
   }
