@@ -4,8 +4,8 @@
  * | access | capability | check |
  * |---|---|---|
  * | `thread`, `threadStream` | `session:read` | the session is one the caller may read |
- * | `agentRead` | `session:read` | the agent is one the caller may use (a list keeps only those); another is 404 `not_found_error` |
- * | `environmentRead` | `session:read` | as the principal's run policy allows environments |
+ * | `agentRead` | `session:read` | the agent is one the caller may use (its `agentIds`; a list keeps only those); another is 404 `not_found_error` |
+ * | `environmentRead` | `session:read` | the environment is one the caller may use (its `environmentIds`; a list keeps only those); another is 404 `not_found_error` |
  * | `admin` | `authority:admin` | none: the request is passed on as it came (its body byte for byte) |
  *
  * Answers come back as the provider sent them (`_relay.ts`); an event stream is held like the
@@ -15,7 +15,7 @@
  */
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
-import { allowsAgent, runPolicyOf } from "../runs/policy.ts";
+import { runPolicyOf } from "../runs/policy.ts";
 import type { NativeCall, NativeHandler } from "./_chain.ts";
 import { type NativeParts, providerPathOf, queryOf } from "./_parts.ts";
 import { relayed, type RelayRequest, send, sendForText } from "./_relay.ts";
@@ -62,6 +62,33 @@ export function forwardedHandlers(parts: NativeParts): {
       }));
   }
 
+  /**
+   * A read of the agents or environments a principal's policy lists (`allowed`, null: any): one
+   * (`id`) outside it is not found, and a list keeps only those in it (its cursor stays the
+   * provider's).
+   */
+  async function scopedRead(
+    context: RequestContext,
+    call: NativeCall,
+    allowed: readonly string[] | null,
+    id: string | undefined,
+    what: string,
+  ): Promise<Response> {
+    if (id !== undefined) {
+      if (allowed !== null && !allowed.includes(id)) throw notFound(what);
+      return await forward(context, call);
+    }
+    if (allowed === null) return await forward(context, call);
+    const { status, text } = await sendForText(parts, call, asItCame(context));
+    const page = JSON.parse(text) as { data?: { id?: unknown }[] };
+    if (Array.isArray(page.data)) {
+      page.data = page.data.filter((item) =>
+        typeof item?.id === "string" && allowed.includes(item.id)
+      );
+    }
+    return Response.json(page, { status });
+  }
+
   return {
     async thread(context, call) {
       gateway.requireEnabled();
@@ -77,27 +104,15 @@ export function forwardedHandlers(parts: NativeParts): {
 
     async agentRead(context, call) {
       gateway.requireEnabled();
-      const policy = runPolicyOf(call.run.principal);
-      const agentId = context.params.agentId;
-      if (agentId !== undefined) {
-        if (!allowsAgent(policy, agentId)) throw notFound("agent");
-        return await forward(context, call);
-      }
-      if (policy.agentIds === null) return await forward(context, call);
-      // A list keeps the caller's agents only; its cursor stays the provider's.
-      const { status, text } = await sendForText(parts, call, asItCame(context));
-      const page = JSON.parse(text) as { data?: { id?: unknown }[] };
-      if (Array.isArray(page.data)) {
-        page.data = page.data.filter((agent) =>
-          typeof agent?.id === "string" && allowsAgent(policy, agent.id)
-        );
-      }
-      return Response.json(page, { status });
+      const { agentIds } = runPolicyOf(call.run.principal);
+      return await scopedRead(context, call, agentIds, context.params.agentId, "agent");
     },
 
     async environmentRead(context, call) {
       gateway.requireEnabled();
-      return await forward(context, call);
+      const { environmentIds } = runPolicyOf(call.run.principal);
+      const id = context.params.environmentId;
+      return await scopedRead(context, call, environmentIds, id, "environment");
     },
 
     async admin(context, call) {

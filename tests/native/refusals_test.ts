@@ -124,6 +124,23 @@ Deno.test("provider API: capabilities and the run policy are enforced before the
       } as never),
     );
     assert.ok(isA(resource, Vendor.BadRequestError), String(resource));
+
+    // The resource policy: a vault (an issued principal has none unless granted) and an
+    // environment outside the principal's.
+    const vault = await rejection(
+      native.sdk(writer.bearer).beta.sessions.create({ ...start, vault_ids: ["vlt_1"] } as never),
+    );
+    assert.ok(isA(vault, Vendor.PermissionDeniedError), String(vault));
+    assert.equal(vault.error.error.details.error_code, "resourceNotAllowed");
+    assert.match(vault.error.error.message, /vault/i);
+    const placed = await gateway.issue(["session:read", "session:write"], {
+      environmentIds: ["env_elsewhere"],
+    });
+    const environment = await rejection(
+      native.sdk(placed.bearer).beta.sessions.create(start as never),
+    );
+    assert.ok(isA(environment, Vendor.PermissionDeniedError), String(environment));
+    assert.equal(environment.error.error.details.error_code, "resourceNotAllowed");
     assert.equal(creations(native), before, "the provider never saw a refused start");
 
     // The bootstrap principal may override agents.
@@ -137,7 +154,9 @@ Deno.test("provider API: capabilities and the run policy are enforced before the
     // The refusals are audited like /v1's.
     const outcomes = (await gateway.request("GET", "/v1/audit?action=run.started")).json.entries
       .map((entry: Json) => entry.outcome);
-    for (const outcome of ["agentNotAllowed", "agentOverrideNotAllowed", "ok"]) {
+    for (
+      const outcome of ["agentNotAllowed", "agentOverrideNotAllowed", "resourceNotAllowed", "ok"]
+    ) {
       assert.ok(outcomes.includes(outcome), `${outcome} in ${outcomes}`);
     }
   } finally {
@@ -212,7 +231,7 @@ Deno.test("provider API: a confirmation needs session:approve; the rest needs au
   }
 });
 
-Deno.test("provider API: agents are limited to the caller's; a bad key is an AuthenticationError", async () => {
+Deno.test("provider API: agents and environments are limited to the caller's; a bad key is an AuthenticationError", async () => {
   const native = await startNative();
   const { gateway } = native;
   try {
@@ -229,6 +248,24 @@ Deno.test("provider API: agents are limited to the caller's; a bad key is an Aut
     // Every agent for a principal without agentIds.
     const all = await native.sdk(gateway.admin).beta.agents.list();
     assert.equal(all.data.length, 2);
+
+    // Environments likewise, by the principal's environmentIds.
+    const other = await native.sdk(gateway.admin).beta.environments.create({ name: "other" });
+    const placed = await gateway.issue(["session:read"], {
+      environmentIds: [gateway.environmentId],
+    });
+    const placedSdk = native.sdk(placed.bearer);
+    const environments = [];
+    for await (const environment of placedSdk.beta.environments.list()) {
+      environments.push(environment.id);
+    }
+    assert.deepEqual(environments, [gateway.environmentId]);
+    const own = await placedSdk.beta.environments.retrieve(gateway.environmentId);
+    assert.equal(own.id, gateway.environmentId);
+    const elsewhere = await rejection(placedSdk.beta.environments.retrieve(other.id));
+    assert.ok(isA(elsewhere, Vendor.NotFoundError), String(elsewhere));
+    const every = await native.sdk(gateway.admin).beta.environments.list();
+    assert.ok(every.data.some((environment) => environment.id === other.id));
 
     const before = native.received.length;
     const bad = await rejection(native.sdk(`art_${"x".repeat(43)}`).beta.sessions.list());
