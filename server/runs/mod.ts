@@ -20,6 +20,7 @@ export {
   RunGateway,
   type RunGatewayOptions,
   type SentToRun,
+  type StartAnswer,
   type StartedRun,
 } from "./runs.ts";
 export * from "./start_request.ts";

@@ -15,10 +15,11 @@
  *   `conflict_error`, `request_too_large`, `rate_limit_error`, `timeout_error`, `api_error`,
  *   `overloaded_error`), a 422 of the request's shape as 400 (as the provider answers it), and the
  *   service's code in `details.error_code`;
- * - `x-should-retry: false` on every refusal a retry cannot change: any 4xx but 408, a 429 for a
- *   quota or budget (`runQuotaExceeded`), and 409 `alreadyAnswered`; the vendor SDK then does not
- *   repeat it. A busy in-flight quota (429 `resourceExhausted`) or a request still in flight under
- *   its idempotency key (409 `idempotencyInFlight`) may be retried.
+ * - `x-should-retry: false` on every refusal a retry cannot change: any 4xx but 408 and 409, a
+ *   429 for a quota or budget (`runQuotaExceeded`), and the 409s `alreadyAnswered` and
+ *   `idempotencyUnsettled`; the vendor SDK then does not repeat it. A busy in-flight quota (429
+ *   `resourceExhausted`) or a request still in flight under its idempotency key (409
+ *   `idempotencyInFlight`) may be retried.
  *
  * @module
  */
@@ -60,6 +61,7 @@ const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 /** Refusals a retry cannot change although their status says otherwise. */
 const FINAL_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "alreadyAnswered",
+  "idempotencyUnsettled",
   "runQuotaExceeded",
 ]);
 

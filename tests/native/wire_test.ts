@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import Vendor from "@anthropic-ai/sdk";
 import { readSse } from "../../client/sse.ts";
-import { isA, startNative, until, userMessage } from "./_native.ts";
+import { isA, startNative, until, userMessage, writerSession } from "./_native.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -18,13 +18,9 @@ Deno.test("provider API: the SDK's version and betas reach the provider; every a
   const native = await startNative();
   const { gateway } = native;
   try {
-    const { bearer } = await gateway.issue(["session:read", "session:write"]);
-    const sdk = native.sdk(bearer);
-    const session = await sdk.beta.sessions.create({
-      agent: gateway.agentId,
-      environment_id: gateway.environmentId,
+    const { bearer, sdk, session } = await writerSession(native, {
       betas: ["extra-feature-2026-01-01"],
-    } as never);
+    });
     const created = gateway.fake.requests.find((r) =>
       r.method === "POST" && r.path === "/v1/sessions"
     )!;
@@ -65,7 +61,7 @@ Deno.test("provider API: the SDK's version and betas reach the provider; every a
   }
 });
 
-Deno.test("provider API: an idempotency-key replays a create; a timeout bounds the wait on the provider", async () => {
+Deno.test("provider API: an idempotency-key replays a create and never repeats a send; a timeout bounds the wait on the provider", async () => {
   const native = await startNative({ serverOptions: { providerTimeoutMs: 300 } });
   const { gateway } = native;
   try {
@@ -84,8 +80,10 @@ Deno.test("provider API: an idempotency-key replays a create; a timeout bounds t
     const first = await post(body);
     assert.equal(first.status, 200);
     const again = await post(body);
+    assert.equal(again.status, 200);
     assert.equal(again.headers.get("idempotent-replayed"), "true");
-    assert.equal((await again.json()).id, (await first.json()).id);
+    const created = await first.json();
+    assert.deepEqual(await again.json(), created, "the provider's session again");
     const creates = gateway.fake.requests.filter((r) =>
       r.method === "POST" && r.path === "/v1/sessions"
     );
@@ -93,6 +91,30 @@ Deno.test("provider API: an idempotency-key replays a create; a timeout bounds t
     const other = await post(JSON.stringify({ agent: gateway.agentId, environment_id: "env_x" }));
     assert.equal(other.status, 422);
     assert.equal((await other.json()).error.details.error_code, "idempotencyConflict");
+
+    // A send the provider did not answer in time may have taken effect: the key never sends it
+    // again.
+    const events = `/v1/sessions/${created.id}/events`;
+    const send = () =>
+      fetch(`${native.url}/provider${events}`, {
+        method: "POST",
+        headers: {
+          "x-api-key": bearer,
+          "content-type": "application/json",
+          "idempotency-key": "k-2",
+        },
+        body: JSON.stringify({ events: [userMessage("go")] }),
+      });
+    gateway.fake.delayNext({ method: "POST", path: events, ms: 1_000 });
+    const failed = await send();
+    assert.equal(failed.status, 504);
+    await failed.body?.cancel();
+    const retried = await send();
+    assert.equal(retried.status, 409);
+    assert.equal(retried.headers.get("x-should-retry"), "false");
+    assert.equal((await retried.json()).error.details.error_code, "idempotencyUnsettled");
+    const sends = gateway.fake.requests.filter((r) => r.method === "POST" && r.path === events);
+    assert.equal(sends.length, 1, "sent once");
 
     gateway.fake.delayNext({ method: "GET", path: /^\/v1\/agents/, ms: 2_000 });
     const began = Date.now();
