@@ -26,11 +26,13 @@ import type { IdempotencyRecord } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { isAnswerEvent } from "../runs/answers.ts";
 import type { PreviewSource } from "../runs/events.ts";
+import { sseResponse } from "../routes/run_events.ts";
 import { nativeErrorResponse } from "../runs/native_error.ts";
 import type { Capability } from "../store/types.ts";
 import type { NativeSendEventsBody } from "../../wire/mod.ts";
 import type { NativeCall, NativeHandler } from "./_chain.ts";
 import { type NativeParts, queryOf } from "./_parts.ts";
+import { inRanges, invalid, listParams, type TimeRange } from "./_query.ts";
 
 /** Most events of one page. */
 export const MAX_NATIVE_PAGE = 1000;
@@ -50,51 +52,30 @@ const NEEDS: Readonly<Record<string, Capability>> = {
   "user.tool_result": "session:write",
 };
 
-function invalid(message: string): InterfaceError {
-  return new InterfaceError("invalidRequest", message, {
-    extra: { details: [{ path: "", message }] },
-  });
-}
-
 /** A page cursor: `a<seq>` continues after seq (ascending), `d<seq>` before it (descending). */
 const CURSOR = /^([ad])([0-9]{1,15})$/;
-const CREATED_AT = /^created_at\[(gt|gte|lt|lte)\]$/;
-const KNOWN_PARAMS: ReadonlySet<string> = new Set(["limit", "page", "order", "types[]"]);
+const KNOWN_PARAMS: ReadonlySet<string> = new Set(["page", "order", "types[]"]);
 
 interface EventQuery {
   limit: number;
   order: "asc" | "desc";
   from?: number;
   types: Set<string>;
-  createdAt: { op: string; at: number }[];
+  createdAt: readonly TimeRange[];
 }
 
 function eventQuery(query: string): EventQuery {
   const params = new URLSearchParams(query);
   const parsed: EventQuery = {
-    limit: DEFAULT_NATIVE_PAGE,
+    ...listParams(params, {
+      known: KNOWN_PARAMS,
+      what: "events",
+      maxLimit: MAX_NATIVE_PAGE,
+      defaultLimit: DEFAULT_NATIVE_PAGE,
+    }),
     order: "asc",
     types: new Set(params.getAll("types[]")),
-    createdAt: [],
   };
-  for (const [name, value] of params) {
-    const range = CREATED_AT.exec(name);
-    if (range !== null) {
-      const at = Date.parse(value);
-      if (Number.isNaN(at)) throw invalid(`${name} must be an RFC 3339 time`);
-      parsed.createdAt.push({ op: range[1], at });
-    } else if (!KNOWN_PARAMS.has(name)) {
-      throw invalid(`The gateway does not filter events by ${name}`);
-    }
-  }
-  const limit = params.get("limit");
-  if (limit !== null) {
-    const value = /^[0-9]{1,5}$/.test(limit) ? Number(limit) : Number.NaN;
-    if (!(value >= 1 && value <= MAX_NATIVE_PAGE)) {
-      throw invalid(`limit must be a whole number from 1 to ${MAX_NATIVE_PAGE}`);
-    }
-    parsed.limit = value;
-  }
   const order = params.get("order");
   if (order !== null && order !== "asc" && order !== "desc") {
     throw invalid("order must be asc or desc");
@@ -112,14 +93,9 @@ function eventQuery(query: string): EventQuery {
 }
 
 /** Whether an event's `processed_at` lies in every range (only read when ranges are given). */
-function processedIn(json: string, ranges: EventQuery["createdAt"]): boolean {
+function processedIn(json: string, ranges: readonly TimeRange[]): boolean {
   if (ranges.length === 0) return true;
-  const event = JSON.parse(json) as { processed_at?: unknown };
-  const at = typeof event.processed_at === "string" ? Date.parse(event.processed_at) : Number.NaN;
-  if (Number.isNaN(at)) return false;
-  return ranges.every(({ op, at: bound }) =>
-    op === "gt" ? at > bound : op === "gte" ? at >= bound : op === "lt" ? at < bound : at <= bound
-  );
+  return inRanges((JSON.parse(json) as { processed_at?: unknown }).processed_at, ranges);
 }
 
 /**
@@ -267,14 +243,7 @@ export function eventHandlers(parts: NativeParts): {
         principalId: call.run.principal.principalId,
         ...(previews !== undefined ? { previews } : {}),
       });
-      return new Response(body, {
-        status: 200,
-        headers: {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-store",
-          "x-accel-buffering": "no",
-        },
-      });
+      return sseResponse(body);
     },
 
     async sendEvents(context, call) {

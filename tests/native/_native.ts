@@ -104,3 +104,32 @@ export function userMessage(
 export function isA(value: unknown, kind: Function): boolean {
   return value instanceof kind;
 }
+
+/** A principal that may read and write sessions, its SDK, and a session it created. */
+export interface WriterSession {
+  bearer: string;
+  principalId: string;
+  sdk: VendorClient;
+  /** The session, as the create answered it. */
+  // deno-lint-ignore no-explicit-any
+  session: any;
+}
+
+/**
+ * Issues a principal with `session:read` and `session:write` on `native` and creates a session
+ * with its SDK: the harness's agent and environment, and `fields` beside them.
+ */
+export async function writerSession(
+  native: Pick<NativeGateway, "gateway" | "sdk">,
+  fields: Record<string, unknown> = {},
+): Promise<WriterSession> {
+  const { gateway } = native;
+  const { bearer, principalId } = await gateway.issue(["session:read", "session:write"]);
+  const sdk = native.sdk(bearer);
+  const session = await sdk.beta.sessions.create({
+    agent: gateway.agentId,
+    environment_id: gateway.environmentId,
+    ...fields,
+  } as never);
+  return { bearer, principalId, sdk, session };
+}

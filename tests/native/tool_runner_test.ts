@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { Json } from "../support/fake_provider.ts";
-import { startNative, userMessage } from "./_native.ts";
+import { startNative, userMessage, writerSession } from "./_native.ts";
 
 /** Three custom tool calls in a row, one per turn, then a closing message. */
 function scriptThreeLookups(native: Awaited<ReturnType<typeof startNative>>): void {
@@ -51,13 +51,9 @@ Deno.test("provider API: the SDK's tool runner drives a session to its end, each
     };
     fake.dropNextStream({ afterFrames: 4 });
 
-    const { bearer } = await gateway.issue(["session:read", "session:write"]);
-    const sdk = native.sdk(bearer);
-    const session = await sdk.beta.sessions.create({
-      agent: gateway.agentId,
-      environment_id: gateway.environmentId,
+    const { sdk, session } = await writerSession(native, {
       initial_events: [userMessage("Look three things up")],
-    } as never);
+    });
 
     const runs: number[] = [];
     const lookup = {
