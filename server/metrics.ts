@@ -441,6 +441,8 @@ const OPERATION_LABELS: Readonly<Record<string, string>> = Object.freeze({
   "audit.append": "appendAudit",
   "audit.list": "listAudit",
   "events.append": "appendRunEvents",
+  // The tail appends both logs of a run in one call now: the same series as before.
+  "events.appendBatch": "appendRunEvents",
   "events.list": "listRunEvents",
   "events.acquireLease": "acquireRunLease",
   "events.releaseLease": "releaseRunLease",
