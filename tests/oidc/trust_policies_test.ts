@@ -194,3 +194,28 @@ Deno.test("a trust policy's body: its name, TTL, claims and fields are checked; 
     await setup.close();
   }
 });
+
+Deno.test("a trust policy may grant agent overrides (its creator, an admin, may), and its principals carry them", async () => {
+  const setup = await startExchange();
+  try {
+    // Only admins make trust policies, and an issued principal is never one: the grant rule
+    // (an issuer grants overrides only when it has them) is `grantRunPolicy`'s, tested with the
+    // provider interface.
+    const policy = await setup.createPolicy({ allowAgentOverrides: true });
+    assert.equal(policy.status, 201, policy.text);
+    assert.equal(policy.body.allowAgentOverrides, true);
+    const exchanged = await setup.exchange(await setup.issuer.mint(), "octo-repo");
+    assert.equal(exchanged.status, 201, exchanged.text);
+    assert.equal(exchanged.body.allowAgentOverrides, true);
+    const me = await setup.call("GET", "/v1/runtime", { bearer: exchanged.body.bearer });
+    assert.equal(me.body.allowAgentOverrides, true);
+    // Without it, a policy's principals have none.
+    await setup.call("DELETE", "/v1/trust-policies/octo-repo", { bearer: setup.admin });
+    assert.equal((await setup.createPolicy()).status, 201);
+    const plain = await setup.exchange(await setup.issuer.mint(), "octo-repo");
+    assert.equal(plain.status, 201, plain.text);
+    assert.equal("allowAgentOverrides" in plain.body, false);
+  } finally {
+    await setup.close();
+  }
+});
