@@ -2,7 +2,8 @@
  * The provider's own API through the gateway, with the vendor's SDK as the client: a session
  * created through it is a run of the caller (the same run on `/v1`, in the audit log), streams to
  * its end, and lists exactly what the provider holds for it; the caller's sessions are listed
- * newest first; the events a client sends go through the gateway (follow-ups, interrupts).
+ * newest first; the events a client sends go through the gateway (follow-ups, interrupts); its
+ * tool requests wait in the `/v1` inbox; reading a session in a loop stays within a read budget.
  */
 import assert from "node:assert/strict";
 import { startNative, until, userMessage, writerSession } from "./_native.ts";
@@ -140,6 +141,43 @@ Deno.test("provider API: a session polled in a loop costs the provider one read 
     await new Promise((resolve) => setTimeout(resolve, 1_050));
     await sdk.beta.sessions.retrieve(session.id);
     assert.equal(reads(), 3);
+  } finally {
+    await native.close();
+  }
+});
+
+Deno.test("provider API: a session's tool request waits in the /v1 inbox until it is confirmed through the provider's API", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    gateway.fake.managedAgents!.script = () => [
+      {
+        type: "agent.tool_use",
+        name: "bash",
+        input: { command: "ls" },
+        evaluated_permission: "ask",
+      },
+    ];
+    const approver = await gateway.issue(["session:read", "session:approve"]);
+    const { session } = await writerSession(native, {
+      initial_events: [userMessage("list files")],
+    });
+    const inbox = async () => {
+      const answer = await gateway.request("GET", "/v1/pending", { bearer: approver.bearer });
+      assert.equal(answer.status, 200, answer.text);
+      return answer.json.pending.filter((item: Json) => item.runId === session.id);
+    };
+    let waiting: Json[] = [];
+    await until(async () => (waiting = await inbox()).length === 1, "the request in the inbox");
+    assert.equal(waiting[0].name, "bash");
+    await native.sdk(approver.bearer).beta.sessions.events.send(session.id, {
+      events: [{
+        type: "user.tool_confirmation",
+        tool_use_id: waiting[0].toolUseId,
+        result: "allow",
+      }],
+    } as never);
+    await until(async () => (await inbox()).length === 0, "the request left the inbox");
   } finally {
     await native.close();
   }
