@@ -133,3 +133,19 @@ export async function writerSession(
   } as never);
   return { bearer, principalId, sdk, session };
 }
+
+/**
+ * A writer's session (as {@linkcode writerSession}) whose first turn asks to run `bash` and
+ * waits for a confirmation, with that tool use's id.
+ */
+export async function askingSession(
+  native: Pick<NativeGateway, "gateway" | "sdk">,
+): Promise<WriterSession & { toolUseId: string }> {
+  native.gateway.fake.managedAgents!.script = () => [
+    { type: "agent.tool_use", name: "bash", input: { command: "ls" }, evaluated_permission: "ask" },
+  ];
+  const created = await writerSession(native, { initial_events: [userMessage("list files")] });
+  const toolUse = native.gateway.fake.managedAgents!.sessions.get(created.session.id)!.events
+    .find((event) => event.type === "agent.tool_use")!;
+  return { ...created, toolUseId: toolUse.id as string };
+}

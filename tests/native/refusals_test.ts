@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import Vendor from "@anthropic-ai/sdk";
 import { grantRunPolicy, runPolicyOf } from "../../server/runs/policy.ts";
-import { isA, type NativeGateway, startNative, userMessage } from "./_native.ts";
+import { askingSession, isA, type NativeGateway, startNative, userMessage } from "./_native.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -168,26 +168,10 @@ Deno.test("provider API: a confirmation needs session:approve; the rest needs au
   const native = await startNative();
   const { gateway } = native;
   try {
-    gateway.fake.managedAgents!.script = () => [
-      {
-        type: "agent.tool_use",
-        name: "bash",
-        input: { command: "ls" },
-        evaluated_permission: "ask",
-      },
-    ];
-    const writer = await gateway.issue(["session:read", "session:write"]);
-    const sdk = native.sdk(writer.bearer);
-    const session = await sdk.beta.sessions.create({
-      agent: gateway.agentId,
-      environment_id: gateway.environmentId,
-      initial_events: [userMessage("list files")],
-    } as never);
-    const toolUse = gateway.fake.managedAgents!.sessions.get(session.id)!.events
-      .find((event) => event.type === "agent.tool_use")!;
+    const { sdk, session, toolUseId } = await askingSession(native);
     const confirmation = await rejection(
       sdk.beta.sessions.events.send(session.id, {
-        events: [{ type: "user.tool_confirmation", tool_use_id: toolUse.id, result: "allow" }],
+        events: [{ type: "user.tool_confirmation", tool_use_id: toolUseId, result: "allow" }],
       } as never),
     );
     assert.ok(isA(confirmation, Vendor.PermissionDeniedError), String(confirmation));
@@ -197,7 +181,7 @@ Deno.test("provider API: a confirmation needs session:approve; the rest needs au
       sdk.beta.sessions.events.send(session.id, {
         events: [
           userMessage("and then"),
-          { type: "user.tool_confirmation", tool_use_id: toolUse.id, result: "allow" },
+          { type: "user.tool_confirmation", tool_use_id: toolUseId, result: "allow" },
         ],
       } as never),
     );

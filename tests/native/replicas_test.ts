@@ -12,7 +12,7 @@ import { readSse } from "../../client/sse.ts";
 import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { startGateway } from "../gateway/_harness.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
-import { isA, serveGateway, userMessage } from "./_native.ts";
+import { askingSession, isA, serveGateway, userMessage } from "./_native.ts";
 
 type Served = ReturnType<typeof serveGateway>;
 // deno-lint-ignore no-explicit-any
@@ -67,23 +67,8 @@ Deno.test({
     const [a, b] = replicas;
     try {
       const fake = a.gateway.fake;
-      fake.managedAgents!.script = () => [
-        {
-          type: "agent.tool_use",
-          name: "bash",
-          input: { command: "ls" },
-          evaluated_permission: "ask",
-        },
-      ];
-      const owner = await a.gateway.issue(["session:read", "session:write"]);
       const approver = await a.gateway.issue(["session:read", "session:approve"]);
-      const session = await a.sdk(owner.bearer).beta.sessions.create({
-        agent: a.gateway.agentId,
-        environment_id: a.gateway.environmentId,
-        initial_events: [userMessage("list the files")],
-      } as never);
-      const toolUse = fake.managedAgents!.sessions.get(session.id)!.events
-        .find((event) => event.type === "agent.tool_use")!;
+      const { session, toolUseId } = await askingSession(a);
       const before = a.received.length + b.received.length;
       const results = await Promise.all(
         Array.from(
@@ -92,7 +77,7 @@ Deno.test({
             (i % 2 === 0 ? a : b).sdk(approver.bearer).beta.sessions.events.send(session.id, {
               events: [{
                 type: "user.tool_confirmation",
-                tool_use_id: toolUse.id,
+                tool_use_id: toolUseId,
                 result: "allow",
               }],
             } as never).then((answer) => ({ answer }), (error) => ({ error })),
@@ -126,7 +111,7 @@ Deno.test({
       // The one answer is the provider's recorded event.
       const recorded = (answered[0] as { answer: Json }).answer.data;
       assert.equal(recorded[0].type, "user.tool_confirmation");
-      assert.equal(recorded[0].tool_use_id, toolUse.id);
+      assert.equal(recorded[0].tool_use_id, toolUseId);
     } finally {
       await closeAll(replicas);
     }

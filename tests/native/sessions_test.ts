@@ -6,7 +6,7 @@
  * tool requests wait in the `/v1` inbox; reading a session in a loop stays within a read budget.
  */
 import assert from "node:assert/strict";
-import { startNative, until, userMessage, writerSession } from "./_native.ts";
+import { askingSession, startNative, until, userMessage, writerSession } from "./_native.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -150,18 +150,8 @@ Deno.test("provider API: a session's tool request waits in the /v1 inbox until i
   const native = await startNative();
   const { gateway } = native;
   try {
-    gateway.fake.managedAgents!.script = () => [
-      {
-        type: "agent.tool_use",
-        name: "bash",
-        input: { command: "ls" },
-        evaluated_permission: "ask",
-      },
-    ];
     const approver = await gateway.issue(["session:read", "session:approve"]);
-    const { session } = await writerSession(native, {
-      initial_events: [userMessage("list files")],
-    });
+    const { session } = await askingSession(native);
     const inbox = async () => {
       const answer = await gateway.request("GET", "/v1/pending", { bearer: approver.bearer });
       assert.equal(answer.status, 200, answer.text);
