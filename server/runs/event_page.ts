@@ -3,8 +3,18 @@
  * the MCP `run_events` tool through it), and the rule both pages and streams use to tell that the
  * log has nothing more to give: {@linkcode endsFinishedRun}.
  *
- * A page reads the store directly (one read, plus at most two more to settle `terminal`): pages
- * hold nothing open, so they share no feed with the streams.
+ * A page reads the store directly (one read, plus at most two more to settle `terminal`, and a
+ * few more while the run record lags behind a terminal entry: below): pages hold nothing open, so
+ * they share no feed with the streams.
+ *
+ * **The record has seen the end it is asked about.** The tail appends a turn's terminal entry,
+ * then writes the run record that says the run ended (`tail.ts`, step 4): a reader that finds the
+ * entry in that moment would read a record that does not know of it yet and answer "still going"
+ * about a log that ends. So when the entry a reader rests on is terminal, its seq is past the
+ * record's `lastEventSeq` and the record still says active, the reader reads the record again
+ * until it has taken the entry in, for at most {@linkcode RECORD_CATCH_UP_MS} (the write
+ * commits a few ms after the append; past the limit the record is answered as it stands). A record
+ * that has taken the entry in and is still active ran a follow-up turn: the log has not ended.
  *
  * @module
  */
@@ -12,6 +22,15 @@ import type { Store, StoredRunRecord } from "../store/types.ts";
 import type { RunEventPage } from "../../wire/mod.ts";
 import { ACTIVE_RUN_STATES } from "../store/types.ts";
 import { isTerminalEntry, publicEvent } from "./public_event.ts";
+
+/**
+ * How long a reader that found a terminal entry the run record has not taken in yet waits for the
+ * record, in ms (see the module doc). Under load the record's write commits within about 100 ms
+ * of the append.
+ */
+export const RECORD_CATCH_UP_MS = 1_000;
+/** The first wait before reading the record again, in ms; each next one is twice as long. */
+const CATCH_UP_FIRST_MS = 5;
 
 /** Options of {@linkcode readEventPage}. */
 export interface EventPageOptions {
@@ -68,7 +87,7 @@ export async function readEventPage(options: EventPageOptions): Promise<RunEvent
   if (entries.length < limit) {
     terminal = last === undefined
       ? await endsFinishedRun({ store, runId, seq: after, record })
-      : isTerminalEntry(last) && await runFinished(store, runId, record);
+      : isTerminalEntry(last) && await runFinished(store, runId, last.seq, record);
   }
   return { events: entries.map(publicEvent), nextAfter: last?.seq ?? after, terminal };
 }
@@ -116,19 +135,50 @@ export async function endsFinishedRun(options: EndsFinishedRunOptions): Promise<
   const { store, runId, seq, record } = options;
   if (seq <= 0) return false;
   let ends = options.terminal;
+  let past = false;
   if (ends === undefined) {
     const entry = (await store.events.list(runId, seq - 1, 1))[0];
-    ends = entry === undefined || isTerminalEntry(entry);
+    past = entry === undefined;
+    ends = past || isTerminalEntry(entry);
   }
-  return ends && await runFinished(store, runId, record);
+  // Past the log's end there is no entry for the record to take in.
+  return ends && await runFinished(store, runId, past ? 0 : seq, record);
 }
 
-/** Whether the run is in a final state: by `record` when given, else by reading it. */
+/**
+ * Whether the run is in a final state once its record has taken in the entry `seq` (see the
+ * module doc): by `record` when given, else by reading it, and read again while it lags.
+ */
 async function runFinished(
   store: Store,
   runId: string,
+  seq: number,
   record: StoredRunRecord | undefined,
 ): Promise<boolean> {
-  const current = record ?? await store.runs.get(runId);
+  let current = record ?? await store.runs.get(runId);
+  if (lags(current, seq)) current = await catchUp(store, runId, seq);
   return current !== null && !ACTIVE_RUN_STATES.has(current.state);
+}
+
+/** Whether a record is active and has not taken in the entry `seq` yet. */
+function lags(record: StoredRunRecord | null, seq: number): boolean {
+  return record !== null && ACTIVE_RUN_STATES.has(record.state) && record.lastEventSeq < seq;
+}
+
+/**
+ * The run's record once it has taken in the entry `seq`, or as it stands after
+ * {@linkcode RECORD_CATCH_UP_MS}: read again after 5 ms, then after twice as long each time.
+ */
+async function catchUp(
+  store: Store,
+  runId: string,
+  seq: number,
+): Promise<StoredRunRecord | null> {
+  const until = performance.now() + RECORD_CATCH_UP_MS;
+  for (let wait = CATCH_UP_FIRST_MS;; wait *= 2) {
+    const left = until - performance.now();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(Math.min(wait, left), 0)));
+    const current = await store.runs.get(runId);
+    if (!lags(current, seq) || left <= wait) return current;
+  }
 }

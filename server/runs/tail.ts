@@ -397,7 +397,8 @@ export class RunTails {
       await this.#writeRecord(runId, tail, appended, turns, waiting ? requests!.pending() : []);
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
-      // a terminal event with a follow-up message finds the run ended.
+      // a terminal event with a follow-up message finds the run ended. (A store read may bring
+      // them the entry sooner; where the log ends waits for the record: `event_page.ts`.)
       this.#onAppend(runId, appended.slice(changing));
       publishNative();
     }

@@ -4,7 +4,9 @@
  * once the record shows it, save the entries before the state change, which go at once. Store
  * reads of the log are held here, so only the hand-over can deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
  * most every `RECORD_DELAY_MS`. A record write derived from a record another writer changed since
- * is derived again, so a follow-up recorded meanwhile is kept.
+ * is derived again, so a follow-up recorded meanwhile is kept. A page or a resumed stream that
+ * reaches a terminal entry the record has not taken in yet waits for the record rather than say
+ * the run goes on.
  *
  * @module
  */
@@ -28,6 +30,8 @@ interface Held {
   heldRecords: { record: StoredRunRecord; release: () => void }[];
   /** Record writes so far. */
   recordWrites: number;
+  /** Record reads (`runs.get`) so far. */
+  recordReads: number;
   /** Lets every held call go. */
   releaseAll(): void;
 }
@@ -40,6 +44,7 @@ function holding(raw: Store): Held {
     holdRecords: false,
     heldRecords: [],
     recordWrites: 0,
+    recordReads: 0,
     releaseAll() {
       held.holdReads = false;
       held.holdRecords = false;
@@ -53,6 +58,12 @@ function holding(raw: Store): Held {
       return async (...args: [string, number, number]) => {
         if (held.holdReads) await new Promise<void>((resolve) => readers.push(resolve));
         return raw.events.list(...args);
+      };
+    }
+    if (part === "runs" && method === "get") {
+      return (runId: string) => {
+        held.recordReads++;
+        return raw.runs.get(runId);
       };
     }
     if (part === "runs" && method === "update") {
@@ -178,6 +189,56 @@ Deno.test("publish: a message reaches subscribers before the record write, a run
     assert.equal((frame as Frame).event, "run.completed");
     assert.equal((await gateway.store.runs.get(runId))?.state, "completed");
     assert.equal(await reader.nextEvent(), null, "the stream ends after the terminal event");
+  } finally {
+    store.releaseAll();
+    await gateway.close();
+  }
+});
+
+Deno.test("record: a page and a resumed stream that reach a turn's end the record lags behind wait for the record", async () => {
+  const { gateway, store, runId, reader } = await startedRun();
+  try {
+    await reader.cancel();
+    // The turn ends: the tail appends run.completed, and its write of the record is held.
+    store.holdRecords = true;
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "session.status_idle",
+      stop_reason: { type: "end_turn" },
+    });
+    await until(() => {
+      if (store.heldRecords.some(({ record }) => record.state === "completed")) return true;
+      for (const { release } of store.heldRecords.splice(0)) release();
+      return false;
+    }, "the tail writes the run's end");
+    const log = await store.store.events.list(runId, 0, 100);
+    const end = log.at(-1)!;
+    assert.equal(end.event.type, "run.completed", "the log ends with the turn's end");
+    assert.equal((await store.store.runs.get(runId))?.state, "running", "the record lags");
+
+    const reads = store.recordReads;
+    const page = gateway.request("GET", `/v1/runs/${runId}/events?after=2`);
+    const resumed = openEvents(
+      (request) => gateway.server.handler(request),
+      "http://127.0.0.1",
+      gateway.admin,
+      runId,
+      { lastEventId: String(end.seq) },
+    );
+    // Each reads the record for the request, finds it behind the log and reads it again.
+    await until(
+      () => store.recordReads >= reads + 4,
+      "the page and the stream read the record again rather than answer from the lagging one",
+    );
+    store.releaseAll();
+
+    const answered = await page;
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal(answered.json.events.at(-1).type, "run.completed");
+    assert.equal(answered.json.terminal, true, "the page ends at the run's end");
+    const stream = await resumed;
+    assert.equal(stream.response.status, 200);
+    assert.deepEqual(await within(stream.next(), 5_000), { retry: "2000" });
+    assert.equal(await within(stream.next(), 5_000), null, "ended at once, nothing to send");
   } finally {
     store.releaseAll();
     await gateway.close();

@@ -1,0 +1,97 @@
+/**
+ * Where a run's log ends, as pages and resumed streams tell it (`event_page.ts`): a terminal entry
+ * the run record has not taken in yet is answered once the record has (within
+ * `RECORD_CATCH_UP_MS`), a record that took it in and is still active ran a follow-up, and a
+ * record that never catches up is answered as it stands, without waiting longer.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  endsFinishedRun,
+  readEventPage,
+  RECORD_CATCH_UP_MS,
+} from "../../server/runs/event_page.ts";
+import type { RunEventEntry, Store, StoredRunRecord } from "../../server/store/types.ts";
+
+const RUN = "sesn_page";
+
+const LOG: RunEventEntry[] = [
+  { seq: 1, at: "t1", sourceId: "run.started", event: { type: "run.started", runId: RUN } },
+  {
+    seq: 2,
+    at: "t2",
+    sourceId: "sevt_1",
+    event: { type: "message.completed", runId: RUN, text: "hi" },
+  },
+  { seq: 3, at: "t3", sourceId: "sevt_2", event: { type: "run.completed", runId: RUN } },
+];
+
+function record(state: StoredRunRecord["state"], lastEventSeq: number): StoredRunRecord {
+  return {
+    runId: RUN,
+    principalId: "p",
+    agentId: "agent_1",
+    environmentId: "env_1",
+    state,
+    lastEventSeq,
+    createdAt: "t0",
+    updatedAt: "t0",
+  };
+}
+
+/** A store holding {@linkcode LOG} whose record reads answer `records` in turn (the last stays). */
+function storeOf(...records: StoredRunRecord[]): { store: Store; reads: () => number } {
+  let reads = 0;
+  const store = {
+    events: {
+      list: (_: string, after: number, limit: number) =>
+        Promise.resolve(LOG.filter((entry) => entry.seq > after).slice(0, limit)),
+    },
+    runs: {
+      get: () => Promise.resolve(records[Math.min(reads++, records.length - 1)]),
+    },
+  } as unknown as Store;
+  return { store, reads: () => reads };
+}
+
+Deno.test("event page: a turn's end the record has not taken in yet is answered once it has", async () => {
+  // The tail appended run.completed (seq 3); its record write lands two reads later.
+  const { store, reads } = storeOf(
+    record("running", 2),
+    record("running", 2),
+    record("completed", 3),
+  );
+  const page = await readEventPage({ store, runId: RUN, after: 1, limit: 100 });
+  assert.deepEqual(page.events.map((event) => event.seq), [2, 3]);
+  assert.equal(page.terminal, true);
+  assert.equal(reads(), 3);
+
+  // A stream resuming after the end reads the same way.
+  const resumed = storeOf(record("running", 2), record("completed", 3));
+  assert.equal(await endsFinishedRun({ store: resumed.store, runId: RUN, seq: 3 }), true);
+  assert.equal(resumed.reads(), 2);
+});
+
+Deno.test("event page: a record that took the end in and is still active ran a follow-up: not terminal, no wait", async () => {
+  const { store, reads } = storeOf(record("running", 3));
+  const page = await readEventPage({ store, runId: RUN, after: 0, limit: 100 });
+  assert.equal(page.terminal, false);
+  assert.equal(await endsFinishedRun({ store, runId: RUN, seq: 3 }), false);
+  assert.equal(reads(), 2, "one read each");
+  // A resume point past the end of an active run's log rests on no entry: no wait either.
+  const past = storeOf(record("running", 3));
+  assert.equal(await endsFinishedRun({ store: past.store, runId: RUN, seq: 9 }), false);
+  assert.equal(past.reads(), 1);
+});
+
+Deno.test("event page: a record that never catches up is answered as it stands after RECORD_CATCH_UP_MS", async () => {
+  const { store, reads } = storeOf(record("running", 2));
+  const began = performance.now();
+  const page = await readEventPage({ store, runId: RUN, after: 2, limit: 100 });
+  const took = performance.now() - began;
+  assert.equal(page.terminal, false);
+  assert.ok(took >= RECORD_CATCH_UP_MS - 5, `gave up after ${took.toFixed(0)} ms`);
+  assert.ok(took < RECORD_CATCH_UP_MS + 1_000, `waited ${took.toFixed(0)} ms`);
+  assert.ok(reads() <= 10, `${reads()} record reads`);
+});
