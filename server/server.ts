@@ -12,6 +12,7 @@
 import { Authenticator } from "./authenticator.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import { type Chain, compose, type Next, whileAnswering } from "./chain.ts";
+import { consoleRoutes, isConsolePath, setConsoleHeaders } from "./console/mod.ts";
 import { type CorsOptions, withCors } from "./cors.ts";
 import { RequestContext } from "./context.ts";
 import { errorResponse, InterfaceError } from "./errors.ts";
@@ -461,6 +462,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       allowLoopbackHttp: options.tokenExchange?.allowLoopbackHttp === true,
     }),
     ...tokenExchangeRoutes(services, options.tokenExchange),
+    ...consoleRoutes(),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];
@@ -528,6 +530,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
 
   function complete(context: RequestContext, answer: Response): Response {
     const response = finish(context, answer);
+    // Every answer under /console, a refusal too, carries the console's security headers.
+    if (isConsolePath(context.path)) setConsoleHeaders(response.headers);
     const request = context.request;
     // GET and HEAD requests have no body.
     if (

@@ -495,6 +495,42 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     },
     errors: ["authenticationFailed", "policyMismatch"],
   },
+  "GET /console": {
+    summary: "The web console: to its page",
+    description: "A relative redirect to `console/`. Every answer under `/console` carries the " +
+      "console's Content Security Policy.",
+    tag: "console",
+    answers: { 308: { description: "To the page.", headers: ["location"] } },
+  },
+  "GET /console/": {
+    summary: "The web console's page",
+    description: "Needs no header: the page signs in with a bearer the user pastes and calls " +
+      "the API from the browser. `no-cache` with an `etag`.",
+    tag: "console",
+    answers: {
+      200: {
+        description: "The page.",
+        contentType: "text/html",
+        headers: ["cache-control", "content-security-policy", "etag"],
+      },
+      304: { description: "Not modified (`If-None-Match`).", headers: ["etag"] },
+    },
+  },
+  "GET /console/:version/:file": {
+    summary: "A file of the web console",
+    description: "A script, style sheet or image of the console's current version (the page " +
+      "names it), cached for a year; any other version or file is 404.",
+    tag: "console",
+    answers: {
+      200: {
+        description: "The file.",
+        contentType: "*/*",
+        headers: ["cache-control", "content-security-policy", "etag"],
+      },
+      304: { description: "Not modified (`If-None-Match`).", headers: ["etag"] },
+    },
+    errors: ["notFound"],
+  },
   "POST /v1/mcp": {
     summary: "MCP: one JSON-RPC message",
     description: MCP,
