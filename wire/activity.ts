@@ -44,10 +44,20 @@ export const ACTIVITY_TYPES = [
 export type ActivityType = typeof ACTIVITY_TYPES[number];
 
 /**
- * The answer a tool request got: `allow` or `deny` for a confirmation, `ok` or `error` for a
- * custom tool's result.
+ * The answers a tool request can get: `allow` or `deny` for a confirmation, `ok` or `error` for
+ * a custom tool's result.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { TOOL_ANSWER_RESULTS } from "./activity.ts";
+ * assert.deepEqual([...TOOL_ANSWER_RESULTS], ["allow", "deny", "ok", "error"]);
+ * ```
  */
-export type ToolAnswerResult = "allow" | "deny" | "ok" | "error";
+export const TOOL_ANSWER_RESULTS = ["allow", "deny", "ok", "error"] as const;
+
+/** The answer a tool request got: one of {@linkcode TOOL_ANSWER_RESULTS}. */
+export type ToolAnswerResult = typeof TOOL_ANSWER_RESULTS[number];
 
 /** What every activity event carries. */
 export interface ActivityBase {

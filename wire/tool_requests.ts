@@ -8,10 +8,13 @@
  * - `POST /v1/runs/{runId}/tool-confirmations` takes a {@linkcode ConfirmToolBody} and answers a
  *   {@linkcode ToolConfirmation};
  * - `POST /v1/runs/{runId}/custom-tool-results` takes a {@linkcode RespondCustomToolBody} and
- *   answers a {@linkcode CustomToolAnswer}.
+ *   answers a {@linkcode CustomToolAnswer};
+ * - `GET /v1/runs/{runId}/answers` answers a {@linkcode RecordedToolAnswerList}: who answered
+ *   what.
  *
  * @module
  */
+import type { ToolAnswerResult } from "./activity.ts";
 
 /**
  * The kinds of tool request: `confirmation` (a tool call the agent may run once allowed) and
@@ -146,4 +149,29 @@ export interface CustomToolAnswer {
   answeredBy: string;
   /** RFC 3339 time it was recorded. */
   answeredAt: string;
+}
+
+/** A tool request's recorded answer: an entry of `GET /v1/runs/{runId}/answers`. */
+export interface RecordedToolAnswer {
+  /** The tool-use id. */
+  toolUseId: string;
+  /** What kind of request it answered. */
+  kind: ToolRequestKind;
+  /** The answer. */
+  result: ToolAnswerResult;
+  /**
+   * Who answered: a principal id, `runtime` for the fail-closed default, `external` for an
+   * answer sent outside the gateway.
+   */
+  answeredBy: string;
+  /** The answering principal's name, when it has one. */
+  answeredByName?: string;
+  /** RFC 3339 time it was recorded. */
+  answeredAt: string;
+}
+
+/** The answer of `GET /v1/runs/{runId}/answers`. */
+export interface RecordedToolAnswerList {
+  /** The run's answered tool requests, oldest answer first. */
+  answers: RecordedToolAnswer[];
 }

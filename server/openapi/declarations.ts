@@ -13,6 +13,7 @@ import type { ErrorCode } from "../errors.ts";
 import { NATIVE_OPERATIONS, NATIVE_PREFIX, type NativeOperation } from "../native/operations.ts";
 import {
   activityPageSchema,
+  answersSchema,
   auditPageSchema,
   customToolResultSchema,
   healthSchema,
@@ -390,6 +391,16 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     answers: { 202: { description: "Pending again.", schema: webhookDeliverySchema } },
     errors: ["providerNotConfigured", "notFound", "webhookSubscriptionDisabled"],
   },
+  "GET /v1/runs/:runId/answers": {
+    summary: "Who answered a run's tool requests",
+    description: "The run's answered tool requests, oldest answer first, each with the " +
+      "answering principal (and its name when it has one; `runtime` for the fail-closed " +
+      "default). From the store: no provider call. Kept 7 days.",
+    tag: "runs",
+    answers: { 200: { description: "The answers.", schema: answersSchema } },
+    errors: ["providerNotConfigured", "runNotFound"],
+  },
+
   "POST /v1/runs/:runId/tool-confirmations": {
     summary: "Allow or deny a tool call",
     description: "Exactly one answer per tool request, by anyone, on any replica.",

@@ -22,10 +22,12 @@ import {
   type PendingToolRequestList,
   type PrincipalPage,
   type PrincipalSummary,
+  type RecordedToolAnswerList,
   RUN_STATES,
   type RunPage,
   type RunRecord,
   type RuntimeInfo,
+  TOOL_ANSWER_RESULTS,
   TOOL_CONFIRMATION_RESULTS,
   TOOL_REQUEST_KINDS,
   type ToolConfirmation,
@@ -289,6 +291,17 @@ export const webhookDeliveryPageSchema = z.strictObject({
   deliveries: z.array(webhookDeliverySchema),
   nextCursor: z.string().nullable(),
 }) satisfies z.ZodType<WebhookDeliveryPage>;
+/** The 200 of `GET /v1/runs/{runId}/answers`. */
+export const answersSchema = z.strictObject({
+  answers: z.array(z.strictObject({
+    toolUseId: z.string(),
+    kind: z.enum(TOOL_REQUEST_KINDS),
+    result: z.enum(TOOL_ANSWER_RESULTS),
+    answeredBy: z.string(),
+    answeredByName: z.string().optional(),
+    answeredAt: timestamp,
+  })),
+}) satisfies z.ZodType<RecordedToolAnswerList>;
 
 /** The 200 of `POST /v1/runs/{runId}/tool-confirmations`. */
 export const toolConfirmationSchema = z.strictObject({
@@ -361,6 +374,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   WebhookSubscriptionPage: webhookSubscriptionPageSchema,
   WebhookDelivery: webhookDeliverySchema,
   WebhookDeliveryPage: webhookDeliveryPageSchema,
+  Answers: answersSchema,
   ToolConfirmation: toolConfirmationSchema,
   CustomToolResult: customToolResultSchema,
   AuditPage: auditPageSchema,

@@ -4,6 +4,7 @@
  * | method and path | capability | answer |
  * |---|---|---|
  * | `GET /v1/runs/{runId}/pending` | `session:read` | 200 `{pending: [...]}` |
+ * | `GET /v1/runs/{runId}/answers` | `session:read` | 200 `{answers: [...]}`: who answered what |
  * | `POST /v1/runs/{runId}/tool-confirmations` (idempotent) | `session:approve` | 200 `{toolUseId, result, answeredBy, answeredAt}` |
  * | `POST /v1/runs/{runId}/custom-tool-results` (idempotent) | `session:write` | 200 `{toolUseId, answeredBy, answeredAt}` |
  *
@@ -21,6 +22,7 @@ import type {
   ConfirmToolBody,
   CustomToolAnswer,
   PendingToolRequestList,
+  RecordedToolAnswerList,
   RespondCustomToolBody,
 } from "../../wire/mod.ts";
 import { runCallOf } from "./_run_call.ts";
@@ -58,6 +60,13 @@ export function answerRoutes(answers: ToolAnswers): RouteDefinition[] {
     return context.json(JSON.stringify(list), 200);
   }
 
+  async function answered(context: RequestContext): Promise<Response> {
+    const list: RecordedToolAnswerList = {
+      answers: await answers.answered(runCallOf(context), context.params.runId),
+    };
+    return context.json(JSON.stringify(list), 200);
+  }
+
   async function confirm(context: RequestContext): Promise<Response> {
     const body = context.body as ConfirmToolBody;
     const answer = await answers.confirm(runCallOf(context), context.params.runId, body);
@@ -82,6 +91,13 @@ export function answerRoutes(answers: ToolAnswers): RouteDefinition[] {
       kind: "shared",
       capability: "session:read",
       handle: pending,
+    },
+    {
+      method: "GET",
+      path: "/v1/runs/:runId/answers",
+      kind: "shared",
+      capability: "session:read",
+      handle: answered,
     },
     {
       method: "POST",

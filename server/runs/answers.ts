@@ -38,10 +38,16 @@ import type {
   ToolAnswerKind,
   ToolAnswerRecord,
   ToolAnswerResult,
+  ToolRequestKind,
 } from "../store/types.ts";
 import { appendAudit, audit } from "./audit.ts";
 import { deadlineSignal, type RunCall, upstreamOptions } from "./call.ts";
-import type { ConfirmToolBody, PendingToolRequest, RespondCustomToolBody } from "../../wire/mod.ts";
+import type {
+  ConfirmToolBody,
+  PendingToolRequest,
+  RecordedToolAnswer,
+  RespondCustomToolBody,
+} from "../../wire/mod.ts";
 import { pendingOf, readToolRequests, requestState } from "./pending.ts";
 import type { RunGateway } from "./runs.ts";
 import { isTerminal } from "./run_state.ts";
@@ -235,6 +241,43 @@ export class ToolAnswers {
       throw failures.refusal(error);
     }
     return pendingOf(found, await this.#store.answers.list(runId));
+  }
+
+  /**
+   * The answered tool requests of a run the caller may read, oldest answer first, each with who
+   * answered (and that principal's name, when it has one). From the store alone: no provider
+   * call. Answers are kept 7 days.
+   */
+  async answered(call: RunCall, runId: string): Promise<RecordedToolAnswer[]> {
+    await this.#gateway.readableRun(call, runId);
+    // Tool requests only: a `tool_result` (a tool the client ran itself) was never pending.
+    const records = (await this.#store.answers.list(runId))
+      .filter((record): record is ToolAnswerRecord & { kind: ToolRequestKind } =>
+        record.state === "answered" && record.answeredAt !== undefined &&
+        record.kind !== "tool_result"
+      )
+      .sort((a, b) => a.answeredAt!.localeCompare(b.answeredAt!));
+    const names = new Map<string, string | undefined>();
+    for (const { principalId } of records) {
+      if (names.has(principalId)) continue;
+      names.set(
+        principalId,
+        principalId === call.principal.principalId
+          ? call.principal.name
+          : (await this.#store.principals.get(principalId))?.name,
+      );
+    }
+    return records.map((record) => {
+      const name = names.get(record.principalId);
+      return {
+        toolUseId: record.toolUseId,
+        kind: record.kind,
+        result: record.result,
+        answeredBy: record.principalId,
+        ...(name !== undefined ? { answeredByName: name } : {}),
+        answeredAt: record.answeredAt!,
+      };
+    });
   }
 
   /** Answers a tool confirmation (any run the caller may read: approvers and admins). */

@@ -58,7 +58,10 @@ Deno.test("tool requests: pending, exactly one answer, 404 and 409, who may answ
     scriptToolCalls(gateway);
     const writer = await gateway.issue(["session:read", "session:write"]);
     const other = await gateway.issue(["session:read", "session:write"]);
-    const approver = await gateway.issue(["session:read", "session:approve"]);
+    const approver = await gateway.issue(
+      ["session:read", "session:approve"],
+      { name: "Ada Approver" } as Json,
+    );
     const runId = await startRun(gateway, writer.bearer);
     const ids = toolUseIds(gateway, runId);
 
@@ -185,6 +188,32 @@ Deno.test("tool requests: pending, exactly one answer, 404 and 409, who may answ
         }),
         409,
         "alreadyAnswered",
+      );
+    });
+
+    await t.step("GET answers: who answered what, with names, for every reader", async () => {
+      const seen = await gateway.request("GET", `/v1/runs/${runId}/answers`, {
+        bearer: writer.bearer,
+      });
+      assert.equal(seen.status, 200, seen.text);
+      assert.deepEqual(
+        seen.json.answers.map((a: Json) => [a.toolUseId, a.kind, a.result, a.answeredBy]),
+        [
+          [ids.ask, "confirmation", "deny", approver.principalId],
+          [ids.custom, "custom_tool", "ok", writer.principalId],
+        ],
+      );
+      assert.equal(seen.json.answers[0].answeredByName, "Ada Approver");
+      assert.equal("answeredByName" in seen.json.answers[1], false, "the writer has no name");
+      assert.ok(!Number.isNaN(Date.parse(seen.json.answers[0].answeredAt)));
+      const byApprover = await gateway.request("GET", `/v1/runs/${runId}/answers`, {
+        bearer: approver.bearer,
+      });
+      assert.deepEqual(byApprover.json, seen.json);
+      assertCode(
+        await gateway.request("GET", `/v1/runs/${runId}/answers`, { bearer: other.bearer }),
+        404,
+        "runNotFound",
       );
     });
 
