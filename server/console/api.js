@@ -6,7 +6,7 @@
 // `Last-Event-ID` after a dropped connection.
 //
 // The bearer lives in this module's memory; it is written to `sessionStorage` only when the user
-// asks to stay signed in for the tab, never to `localStorage`, a cookie or a URL.
+// asks to stay signed in for the tab, never to lasting storage, a cookie or a URL.
 
 const CONFIG = JSON.parse(document.getElementById("console-config")?.textContent ?? "{}");
 

@@ -9,6 +9,12 @@ import { requestItem, requestKey, tickCountdowns } from "./requests.js";
 
 /** Terminal run states: the event stream ends there. */
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+/** The run state each terminal event leaves. */
+const ENDED_BY = {
+  "run.completed": "completed",
+  "run.failed": "failed",
+  "run.cancelled": "cancelled",
+};
 /** Timeline entries a run page keeps; older ones give way (a note says so). */
 const MAX_ENTRIES = 2_000;
 
@@ -184,6 +190,18 @@ export function runView(ctx, runId) {
     }
   }
 
+  let answersRead = null;
+  /** Reads who answered the run's tool requests (one read at a time). */
+  function loadAnswers() {
+    answersRead ??= call("GET", `v1/runs/${encodeURIComponent(runId)}/answers`, { signal })
+      .then(({ answers: list }) => {
+        for (const answer of list) showAnswer(answer.toolUseId, answer);
+      }, (error) => {
+        if (!signal.aborted) ctx.signedOutBy(error);
+      }).finally(() => answersRead = null);
+    return answersRead;
+  }
+
   function entry(kind, ...children) {
     const item = h("li", { class: `event event-${kind}` }, ...children);
     timeline.append(item);
@@ -269,6 +287,7 @@ export function runView(ctx, runId) {
         const text = event.isError ? "Result: error" : "Result: done";
         if (slot !== undefined) slot.textContent = text;
         else entry("tool", text);
+        if (event.id !== undefined && !answers.has(event.id)) loadAnswers();
         break;
       }
       case "run.completed":
@@ -283,10 +302,10 @@ export function runView(ctx, runId) {
       default:
         entry("status", event.type);
     }
-    if (TERMINAL.has(event.type.slice(4))) {
+    if (Object.hasOwn(ENDED_BY, event.type)) {
       ended = true;
       if (run !== null) {
-        run = { ...run, state: event.type.slice(4) };
+        run = { ...run, state: ENDED_BY[event.type] };
         renderFacts();
       }
       loadPending();
@@ -342,6 +361,7 @@ export function runView(ctx, runId) {
   loadRun().then(() => {
     if (signal.aborted) return;
     loadPending();
+    loadAnswers();
     followEvents();
   });
   const ticker = setInterval(() => tickCountdowns(pendingList), 1_000);

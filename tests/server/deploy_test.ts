@@ -2,11 +2,12 @@
  * The Deploy-style entry (`server/deploy.ts`) run as hosts run it: `deno serve`, with the flags
  * of the `deploy-local` task. With `--parallel` and two workers, a revocation acknowledged by one
  * worker holds for every request after it, whichever worker answers; without the bootstrap
- * variables the entry refuses to start and writes nothing.
+ * variables the entry refuses to start and writes nothing. It serves the web console too.
  */
 import assert from "node:assert/strict";
 import { createDeployServer, DeployStartError } from "../../server/deploy.ts";
 import { createTestBootstrap, sharedHeaders, type TestBootstrap } from "../support/server.ts";
+import { assertServesConsole } from "./_console.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const ENTRY = new URL("server/deploy.ts", ROOT).pathname;
@@ -167,6 +168,8 @@ Deno.test("deploy entry: with two workers on one KV file, writes at the same tim
     }
     assert.equal(statuses.length, 200);
     assert.deepEqual(statuses.filter((status) => status !== 401), []);
+    // The web console, from the files embedded in the module graph (no read permission on them).
+    await assertServesConsole(base);
   } finally {
     try {
       child.kill("SIGTERM");
