@@ -30,7 +30,8 @@ const DAY = 86_400_000;
 /** What a tool asks to run: markup that would run script if it were ever parsed as HTML. */
 const HOSTILE = {
   command: "cat notes.txt",
-  note: `<img src=x onerror="globalThis.__xss = 'img'"><script>globalThis.__xss = 'script'</script>`,
+  note:
+    `<img src=x onerror="globalThis.__xss = 'img'"><script>globalThis.__xss = 'script'</script>`,
 };
 
 // deno-lint-ignore no-explicit-any
@@ -155,9 +156,11 @@ Deno.test({
         const context = await browser!.newContext({ viewport: { width: 1100, height: 760 } });
         context.setDefaultTimeout(10_000);
         context.on("request", (request) => {
-          pending.push(request.allHeaders().then((headers) => {
-            requests.push({ url: request.url(), headers });
-          }, () => {}));
+          pending.push(
+            request.allHeaders().then((headers) => {
+              requests.push({ url: request.url(), headers });
+            }, () => {}),
+          );
         });
         context.on("response", (response) => {
           if (new URL(response.url()).pathname.startsWith("/console")) {
@@ -317,54 +320,60 @@ Deno.test({
         await wendy.context.close();
       });
 
-      await t.step("an admin keeps signed in for the tab, reads the audit log, signs out", async () => {
-        const admin = await open("admin", gateway.admin, gateway.adminId);
-        await signIn(admin.page, gateway.admin, { keep: true });
-        const kept = await admin.page.evaluate(() => Object.values(sessionStorage));
-        assert.deepEqual(kept, [gateway.admin]);
-        await admin.page.reload();
-        await admin.page.getByRole("button", { name: "Sign out" }).waitFor();
-        await admin.page.getByRole("link", { name: "Audit log" }).click();
-        await admin.page.getByRole("cell", { name: "tool.confirmed" }).first().waitFor();
-        assert.deepEqual(await unnamedControls(admin.context, admin.page), []);
-        await screenshot(admin.page, "console-audit.png");
-        await admin.page.getByRole("button", { name: "Sign out" }).click();
-        await admin.page.getByLabel("Bearer token").waitFor();
-        assert.equal(await admin.page.evaluate(() => sessionStorage.length), 0);
-        await admin.page.reload();
-        await admin.page.getByRole("button", { name: "Sign in" }).waitFor();
-        await admin.context.close();
-      });
+      await t.step(
+        "an admin keeps signed in for the tab, reads the audit log, signs out",
+        async () => {
+          const admin = await open("admin", gateway.admin, gateway.adminId);
+          await signIn(admin.page, gateway.admin, { keep: true });
+          const kept = await admin.page.evaluate(() => Object.values(sessionStorage));
+          assert.deepEqual(kept, [gateway.admin]);
+          await admin.page.reload();
+          await admin.page.getByRole("button", { name: "Sign out" }).waitFor();
+          await admin.page.getByRole("link", { name: "Audit log" }).click();
+          await admin.page.getByRole("cell", { name: "tool.confirmed" }).first().waitFor();
+          assert.deepEqual(await unnamedControls(admin.context, admin.page), []);
+          await screenshot(admin.page, "console-audit.png");
+          await admin.page.getByRole("button", { name: "Sign out" }).click();
+          await admin.page.getByLabel("Bearer token").waitFor();
+          assert.equal(await admin.page.evaluate(() => sessionStorage.length), 0);
+          await admin.page.reload();
+          await admin.page.getByRole("button", { name: "Sign in" }).waitFor();
+          await admin.context.close();
+        },
+      );
 
-      await t.step("the bearer is in no URL, cookie, localStorage entry or other request", async () => {
-        await Promise.all(pending);
-        assert.ok(requests.length > 20, `only ${requests.length} requests seen`);
-        let withBearer = 0;
-        for (const request of requests) {
-          for (const bearer of bearers) {
-            assert.ok(!request.url.includes(bearer), `a bearer in ${request.url}`);
-            const carrying = Object.entries(request.headers).filter(([, value]) =>
-              value.includes(bearer)
-            );
-            if (carrying.length === 0) continue;
-            withBearer++;
-            assert.ok(request.url.startsWith(`${origin}/v1/`), `a bearer sent to ${request.url}`);
-            assert.deepEqual(carrying, [["authorization", `Bearer ${bearer}`]]);
+      await t.step(
+        "the bearer is in no URL, cookie, localStorage entry or other request",
+        async () => {
+          await Promise.all(pending);
+          assert.ok(requests.length > 20, `only ${requests.length} requests seen`);
+          let withBearer = 0;
+          for (const request of requests) {
+            for (const bearer of bearers) {
+              assert.ok(!request.url.includes(bearer), `a bearer in ${request.url}`);
+              const carrying = Object.entries(request.headers).filter(([, value]) =>
+                value.includes(bearer)
+              );
+              if (carrying.length === 0) continue;
+              withBearer++;
+              assert.ok(request.url.startsWith(`${origin}/v1/`), `a bearer sent to ${request.url}`);
+              assert.deepEqual(carrying, [["authorization", `Bearer ${bearer}`]]);
+            }
           }
-        }
-        assert.ok(withBearer > 10, `only ${withBearer} API calls seen`);
-        for (const person of [alice, bob]) {
-          assert.deepEqual(await person.context.cookies(), []);
-          const stored = await person.page.evaluate(() => ({
-            local: JSON.stringify(localStorage),
-            session: JSON.stringify(sessionStorage),
-            url: location.href,
-          }));
-          assert.deepEqual(stored.local, "{}");
-          assert.deepEqual(stored.session, "{}", "not kept: the box was not ticked");
-          assert.ok(!bearers.some((bearer) => stored.url.includes(bearer)));
-        }
-      });
+          assert.ok(withBearer > 10, `only ${withBearer} API calls seen`);
+          for (const person of [alice, bob]) {
+            assert.deepEqual(await person.context.cookies(), []);
+            const stored = await person.page.evaluate(() => ({
+              local: JSON.stringify(localStorage),
+              session: JSON.stringify(sessionStorage),
+              url: location.href,
+            }));
+            assert.deepEqual(stored.local, "{}");
+            assert.deepEqual(stored.session, "{}", "not kept: the box was not ticked");
+            assert.ok(!bearers.some((bearer) => stored.url.includes(bearer)));
+          }
+        },
+      );
 
       await t.step("every console answer carries the CSP, and the page breaks none of it", () => {
         assert.ok(consoleAnswers.length >= 10, `${consoleAnswers.length} console answers`);
