@@ -23,8 +23,8 @@
 import assert from "node:assert/strict";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { type Gateway, startGateway } from "../gateway/_harness.ts";
+import { CHROMIUM, CHROMIUM_FLAGS, HAS_CHROMIUM } from "../support/chromium.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const IMAGES = new URL("../../docs/images/", import.meta.url);
 const DAY = 86_400_000;
 /** What a tool asks to run: markup that would run script if it were ever parsed as HTML. */
@@ -50,8 +50,6 @@ interface SentRequest {
   url: string;
   headers: Record<string, string>;
 }
-
-const available = await Deno.stat(CHROMIUM).then(() => true, () => false);
 
 async function issue(gateway: Gateway, name: string, capabilities: string[]) {
   const principalId = crypto.randomUUID();
@@ -116,7 +114,7 @@ async function unnamedControls(context: BrowserContext, page: Page): Promise<str
 
 Deno.test({
   name: "console: approvers answer from the inbox in a real browser, safely",
-  ignore: !available,
+  ignore: !HAS_CHROMIUM,
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
@@ -141,16 +139,7 @@ Deno.test({
         executablePath: CHROMIUM,
         timeout: 30_000,
         // Playwright adds a fresh --user-data-dir of its own for each launch.
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
+        args: [...CHROMIUM_FLAGS],
       });
       const open = async (name: string, bearer: string, principalId: string) => {
         const context = await browser!.newContext({ viewport: { width: 1100, height: 760 } });

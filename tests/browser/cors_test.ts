@@ -7,10 +7,10 @@
  * URL or an argument.
  */
 import assert from "node:assert/strict";
+import { CHROMIUM, CHROMIUM_FLAGS, HAS_CHROMIUM } from "../support/chromium.ts";
 import { sharedHeaders, startServer, type TestServer } from "../support/server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
-const CHROMIUM = "/usr/bin/chromium";
 
 interface Outcome {
   ok: boolean;
@@ -92,18 +92,7 @@ function pageServer(sdk: string, config: { service: string; token: string }) {
 async function runChromium(url: string, outcome: Promise<Outcome>): Promise<Outcome> {
   const profile = await Deno.makeTempDir({ prefix: "art-chromium-" });
   const child = new Deno.Command(CHROMIUM, {
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      `--user-data-dir=${profile}`,
-      url,
-    ],
+    args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, url],
     stdin: "null",
     stdout: "null",
     stderr: "null",
@@ -163,7 +152,7 @@ async function scenario(listed: boolean): Promise<{ outcome: Outcome; count: num
 
 Deno.test({
   name: "browser: a listed origin issues, lists and revokes across origins with the SDK",
-  ignore: !(await Deno.stat(CHROMIUM).then(() => true, () => false)),
+  ignore: !HAS_CHROMIUM,
   async fn() {
     const { outcome, count } = await scenario(true);
     assert.equal(outcome.ok, true, JSON.stringify(outcome));
@@ -177,7 +166,7 @@ Deno.test({
 
 Deno.test({
   name: "browser: an unlisted origin is blocked by the browser and the service sees no call",
-  ignore: !(await Deno.stat(CHROMIUM).then(() => true, () => false)),
+  ignore: !HAS_CHROMIUM,
   async fn() {
     const { outcome, count } = await scenario(false);
     assert.equal(outcome.ok, false, JSON.stringify(outcome));

@@ -42,7 +42,7 @@ Deno.test("console: every file of server/console/ is embedded and named by the p
   assert.ok(!page.includes("{{"), "every placeholder is filled");
 });
 
-Deno.test("console: no inline script, style or handler, no other origin, no HTML from strings", async () => {
+Deno.test("console: no inline script, style or handler, no other origin, no HTML from strings", () => {
   const assets = consoleAssets();
   const page = new TextDecoder().decode(assets.page.body);
   for (const tag of page.match(/<script\b[^>]*>/g) ?? []) {
