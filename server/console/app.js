@@ -65,6 +65,7 @@ function makeContext(me) {
     },
     /** A principal as people read it: its name when known, else its id. */
     principalLabel(principalId, name) {
+      if (typeof principalId !== "string") return "";
       if (typeof name === "string" && name !== "") names.set(principalId, name);
       const known = names.get(principalId);
       const label = known === undefined ? principalId : `${known} (${principalId.slice(0, 8)})`;
