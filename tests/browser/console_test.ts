@@ -112,6 +112,43 @@ async function unnamedControls(context: BrowserContext, page: Page): Promise<str
   }
 }
 
+/**
+ * A TCP relay in front of the service whose open connections can be cut at once, as a network
+ * drop does: the browser's streams break, and new connections go through again.
+ */
+function droppingRelay(target: number) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.Conn>();
+  const close = (conn: Deno.Conn) => {
+    open.delete(conn);
+    try {
+      conn.close();
+    } catch {
+      // Already closed.
+    }
+  };
+  (async () => {
+    for await (const conn of listener) {
+      Deno.connect({ hostname: "127.0.0.1", port: target }).then((upstream) => {
+        open.add(conn);
+        open.add(upstream);
+        Promise.allSettled([
+          conn.readable.pipeTo(upstream.writable),
+          upstream.readable.pipeTo(conn.writable),
+        ]).then(() => [conn, upstream].forEach(close));
+      }, () => close(conn));
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    cut: () => [...open].forEach(close),
+    close() {
+      listener.close();
+      [...open].forEach(close);
+    },
+  };
+}
+
 Deno.test({
   name: "console: approvers answer from the inbox in a real browser, safely",
   ignore: !HAS_CHROMIUM,
@@ -126,7 +163,9 @@ Deno.test({
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => gateway.server.handler(request),
     );
-    const origin = `http://127.0.0.1:${http.addr.port}`;
+    // The browser reaches the service through a relay the test can cut.
+    const relay = droppingRelay(http.addr.port);
+    const origin = `http://127.0.0.1:${relay.port}`;
     const writer = await issue(gateway, "Wendy Writer", ["session:read", "session:write"]);
     const bearers = [gateway.admin, writer.bearer];
     const requests: SentRequest[] = [];
@@ -245,8 +284,32 @@ Deno.test({
         await bob.page.getByRole("button", { name: "Sign in" }).waitFor();
       });
 
-      await t.step("Deny with a reason reaches the provider as the deny message", async () => {
+      await t.step("the run page resumes after a dropped connection, nothing twice", async () => {
+        gateway.fake.managedAgents!.continuation = () => [
+          { type: "agent.message", content: [{ type: "text", text: "Finished after the drop" }] },
+        ];
+        const runId = await startRun(gateway, writer.bearer, "Survive a network drop");
+        await alice.page.goto(`${origin}/console/#/runs/${encodeURIComponent(runId)}`);
+        await alice.page.getByText("Tool call: bash").waitFor();
+        await alice.page.locator(".connection", { hasText: "Live" }).waitFor();
+        relay.cut();
+        await alice.page.locator(".connection", { hasText: "reconnecting" }).waitFor();
+        // The run goes on while the page is cut off.
+        const { json } = await gateway.request("GET", `/v1/runs/${runId}/pending`);
+        const answer = await gateway.request("POST", `/v1/runs/${runId}/tool-confirmations`, {
+          body: { toolUseId: json.pending[0].toolUseId, result: "allow" },
+        });
+        assert.equal(answer.status, 200, answer.text);
+        await alice.page.getByText("Finished after the drop").waitFor();
+        await alice.page.getByText(`Allowed by ${gateway.adminId}`).waitFor();
+        const events = alice.page.locator("ol.timeline > li");
+        assert.equal(await events.filter({ hasText: "Run started" }).count(), 1);
+        assert.equal(await events.filter({ hasText: "Tool call: bash" }).count(), 1);
+        assert.equal(await events.filter({ hasText: "Finished after the drop" }).count(), 1);
         await alice.page.getByRole("link", { name: /^Inbox/ }).click();
+      });
+
+      await t.step("Deny with a reason reaches the provider as the deny message", async () => {
         const runId = await startRun(gateway, writer.bearer, "Rotate the keys");
         const request = item(alice.page, "Rotate the keys");
         await request.getByRole("button", { name: "Deny" }).click();
@@ -378,6 +441,7 @@ Deno.test({
       });
     } finally {
       await browser?.close();
+      relay.close();
       await http.shutdown();
       await gateway.close();
     }
