@@ -13,6 +13,7 @@
 import { AUDIT_ACTIONS, INTERFACE_VERSION, RUN_STATES } from "../../wire/mod.ts";
 import { sha256Hex } from "../digest.ts";
 import PAGE from "./index.html" with { type: "text" };
+import ACTIVITY from "./activity.js" with { type: "text" };
 import APP from "./app.js" with { type: "text" };
 import API from "./api.js" with { type: "text" };
 import AUDIT from "./audit.js" with { type: "text" };
@@ -48,6 +49,7 @@ const JS = "text/javascript; charset=utf-8";
 
 /** The versioned files: name, text, content type. */
 const SOURCES: readonly (readonly [string, string, string])[] = [
+  ["activity.js", ACTIVITY, JS],
   ["app.js", APP, JS],
   ["api.js", API, JS],
   ["audit.js", AUDIT, JS],

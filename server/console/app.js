@@ -2,6 +2,7 @@
 // feed every view listens to, and the views by the location's hash (`#/inbox`, `#/runs`,
 // `#/runs/<runId>`, `#/audit`).
 
+import { startActivity } from "./activity.js";
 import { call, isSignedOut, restoreSignIn, signIn, signOut } from "./api.js";
 import { auditView } from "./audit.js";
 import { h } from "./dom.js";
@@ -29,6 +30,8 @@ const notices = $("notices");
 let ctx = null;
 /** The view on screen: `{ element, stop() }`. */
 let view = null;
+/** Stops the activity feed. */
+let stopActivity = null;
 
 /** Says `text` to screen readers (and shows it in the status line). */
 function announce(text) {
@@ -50,7 +53,16 @@ function notice(text) {
   announce(text);
 }
 
+/** What the feed's states read as. */
+const FEED_STATUS = {
+  connecting: "Live updates: connecting…",
+  live: "Live updates: on",
+  reconnecting: "Live updates: reconnecting…",
+  failed: "Live updates: off (the activity feed was refused)",
+};
+
 function makeContext(me) {
+  let feedStatus = "connecting";
   const has = (capability) => me.capabilities.includes(capability);
   const names = new Map();
   if (me.name) names.set(me.principalId, me.name);
@@ -86,13 +98,31 @@ function makeContext(me) {
       end("Your session ended: the bearer token is no longer accepted. Sign in again.");
       return true;
     },
-    /** Calls `listener` with each activity event; answers the function that stops it. */
+    /**
+     * Calls `listener(event)` with each activity event, and `listener(null)` each time the feed
+     * (re)connects; answers the function that stops it.
+     */
     onActivity(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    /** Hands an activity event to every listener. */
+    dispatch(event) {
+      if (event.type === "tool.answered" && event.answeredByName) {
+        names.set(event.answeredBy, event.answeredByName);
+      }
+      for (const listener of listeners) listener(event);
+    },
+    /** The feed's state: "live", "reconnecting", …; listeners hear of each reconnection. */
+    setFeedStatus(status) {
+      feedStatus = status;
+      for (const element of document.querySelectorAll("[data-feed-status]")) {
+        element.textContent = FEED_STATUS[status] ?? status;
+      }
+      if (status === "live") { for (const listener of listeners) listener(null); }
+    },
+    feedStatusText: () => FEED_STATUS[feedStatus] ?? feedStatus,
     names,
-    listeners,
   };
 }
 
@@ -150,6 +180,7 @@ async function start() {
   }
   ctx = makeContext(me);
   await learnNames(ctx);
+  stopActivity = startActivity(ctx);
   signInView.hidden = true;
   nav.hidden = false;
   who.hidden = false;
@@ -164,6 +195,8 @@ async function start() {
 /** Signs out: forgets the bearer, stops every view and stream, shows the sign-in form. */
 function end(message) {
   signOut();
+  stopActivity?.();
+  stopActivity = null;
   view?.stop();
   view = null;
   ctx = null;

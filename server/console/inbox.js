@@ -6,30 +6,24 @@ import { call } from "./api.js";
 import { freshId, h } from "./dom.js";
 import { requestItem, requestKey, tickCountdowns } from "./requests.js";
 
-/** Pending requests of every run the caller may see. */
+/** Pages of `GET /v1/pending` read at most at once (runs per page: 100). */
+const MAX_PAGES = 20;
+/** How often the inbox is read again besides the feed's news, in ms: a safety net. */
+const RESYNC_MS = 30_000;
+
+/** Every pending request the caller may see (`GET /v1/pending`, page by page), soonest denied first. */
 async function loadPending(signal) {
-  const page = await call("GET", "v1/runs", {
-    query: { state: "requires_action", limit: 100 },
-    signal,
-  });
-  const lists = await Promise.all(page.runs.map(async (run) => {
-    try {
-      const { pending } = await call("GET", `v1/runs/${encodeURIComponent(run.runId)}/pending`, {
-        signal,
-      });
-      return pending.map((request) => ({
-        ...request,
-        runId: run.runId,
-        title: run.title,
-        agentId: run.agentId,
-        principalId: run.principalId,
-      }));
-    } catch (error) {
-      if (error.code === "runNotFound") return [];
-      throw error;
-    }
-  }));
-  return lists.flat();
+  const requests = [];
+  let cursor = null;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const answer = await call("GET", "v1/pending", { query: { limit: 100, cursor }, signal });
+    requests.push(...answer.pending);
+    cursor = answer.nextCursor;
+    if (cursor === null) break;
+  }
+  return requests.sort((a, b) =>
+    a.deniedAt.localeCompare(b.deniedAt) || a.requestedAt.localeCompare(b.requestedAt)
+  );
 }
 
 /** The inbox view: `{ element, stop() }`. */
@@ -41,6 +35,7 @@ export function inboxView(ctx) {
   const empty = h("p", { class: "empty", hidden: true }, "Nothing is waiting for an answer.");
   const loading = h("p", { class: "loading" }, "Loading…");
   const failure = h("p", { class: "error", role: "alert", hidden: true });
+  const feed = h("p", { class: "feed", "data-feed-status": "" }, ctx.feedStatusText());
   const element = h(
     "section",
     { class: "inbox" },
@@ -52,6 +47,7 @@ export function inboxView(ctx) {
         ? "Tool requests of every run waiting for an answer. Unanswered confirmations are denied automatically when their time runs out."
         : "Tool requests of your runs waiting for an answer. Confirmations need an approver.",
     ),
+    feed,
     loading,
     failure,
     empty,
@@ -87,7 +83,10 @@ export function inboxView(ctx) {
       const key = requestKey(request);
       let entry = shown.get(key);
       if (entry === undefined) {
-        entry = { element: requestItem(ctx, request, { showRun: true, onGone: gone }) };
+        entry = {
+          runId: request.runId,
+          element: requestItem(ctx, request, { showRun: true, onGone: gone }),
+        };
         shown.set(key, entry);
       }
       const before = previous === null ? list.firstChild : previous.nextSibling;
@@ -122,14 +121,28 @@ export function inboxView(ctx) {
     return running;
   }
 
+  /** The feed's news: an answer takes its item away at once; anything else reads again. */
+  function onActivity(event) {
+    if (event === null) return refresh();
+    if (event.type === "tool.answered") {
+      gone({ runId: event.runId, toolUseId: event.toolUseId });
+    } else if (event.type === "tool.pending") refresh();
+    else if (event.type === "run.state") {
+      for (const entry of shown.values()) {
+        if (entry.runId === event.runId) return refresh();
+      }
+    }
+  }
+  const unsubscribe = ctx.onActivity(onActivity);
   refresh();
-  const poll = setInterval(refresh, 1_500);
+  const resync = setInterval(refresh, RESYNC_MS);
   const ticker = setInterval(() => tickCountdowns(list), 1_000);
   return {
     element,
     stop() {
       controller.abort();
-      clearInterval(poll);
+      unsubscribe();
+      clearInterval(resync);
       clearInterval(ticker);
     },
   };

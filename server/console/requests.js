@@ -6,7 +6,7 @@
 // longer pending" (404) say so and take the item away.
 
 import { call, serviceNow } from "./api.js";
-import { formatDuration, freshId, h, inputText, runHref, timeElement } from "./dom.js";
+import { append, formatDuration, freshId, h, inputText, runHref, timeElement } from "./dom.js";
 
 /** The longest deny reason the service takes. */
 const MAX_DENY_MESSAGE = 4096;
@@ -72,7 +72,7 @@ export function requestItem(ctx, request, options = {}) {
       h("dd", {}, h("span", { class: "countdown", "data-denied-at": request.deniedAt })),
     );
   }
-  item.append(
+  append(item, [
     h(
       "h3",
       { id: headingId },
@@ -83,7 +83,10 @@ export function requestItem(ctx, request, options = {}) {
     h("dl", { class: "facts" }, details),
     h("p", { class: "label" }, "Input"),
     h("pre", { class: "input" }, inputText(request.input)),
-  );
+    request.inputTruncated
+      ? h("p", { class: "note" }, "The input is cut at 16 KiB: the run's page has all of it.")
+      : null,
+  ]);
 
   let gone = false;
   function leave(how) {

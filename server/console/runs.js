@@ -345,13 +345,14 @@ export function runView(ctx, runId) {
 
   /** What the activity feed says of this run: read it again, follow it again once it resumes. */
   function onActivity(event) {
-    if (event.runId !== runId) return;
-    if (event.toolUseId !== undefined && event.answeredBy !== undefined) {
-      showAnswer(event.toolUseId, event);
+    if (event !== null && event.runId !== runId) return;
+    if (event?.type === "tool.answered") showAnswer(event.toolUseId, event);
+    if (event === null || event.type === "tool.pending" || event.type === "tool.answered") {
+      loadPending();
     }
-    loadRun();
-    loadPending();
-    if (ended && event.state !== undefined && !TERMINAL.has(event.state)) {
+    if (event === null || event.type === "run.state") loadRun();
+    if (ended && event?.type === "run.state" && !TERMINAL.has(event.state)) {
+      // A follow-up message woke the run: follow its log again from where it ended.
       ended = false;
       followEvents();
     }

@@ -241,10 +241,11 @@ Deno.test({
         await item(bob.page, "Deploy the docs site").waitFor();
         assert.equal(loads.alice, 0, "the page was not reloaded");
         const text = await item(alice.page, "Deploy the docs site").innerText();
-        // TODO(i37 inbox API): the principal's name comes with GET /v1/pending.
-        for (const part of ["bash", writer.principalId, "Deploy the docs site"]) {
+        for (const part of ["bash", "Wendy Writer", "Deploy the docs site", gateway.agentId]) {
           assert.ok(text.includes(part), `the item shows ${part}: ${text}`);
         }
+        // The fail-closed deny is 10 minutes after the request.
+        assert.match(text, /Denied automatically in\s+(9 min|10 min 00 s)/);
         assert.deepEqual(await unnamedControls(alice.context, alice.page), []);
         await screenshot(alice.page, "console-inbox.png");
       });
