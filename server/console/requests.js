@@ -117,6 +117,7 @@ export function requestItem(ctx, request, options = {}) {
     } catch (error) {
       if (error.code === "alreadyAnswered") {
         const by = error.body.answeredBy;
+        await learnAnswerer(by);
         ctx.notice(
           `Already answered: ${request.name} in run ${runLabel(request)} was ${
             verbOf(error.body.result)
@@ -132,6 +133,27 @@ export function requestItem(ctx, request, options = {}) {
         status.textContent = `Not sent: ${error.message}`;
         busy(false);
       }
+    }
+  }
+
+  /**
+   * Learns the name of whoever answered first (the refusal names its id only). Its answer is
+   * listed once it reached the provider, which may be a moment after the refusal: a few reads.
+   */
+  async function learnAnswerer(by) {
+    if (typeof by !== "string" || by === "runtime" || by === "external") return;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        const { answers } = await call("GET", path("answers"));
+        const found = answers.find((answer) => answer.toolUseId === request.toolUseId);
+        if (found !== undefined) {
+          ctx.principalLabel(by, found.answeredByName);
+          return;
+        }
+      } catch {
+        return; // The id stands in for the name.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
     }
   }
 

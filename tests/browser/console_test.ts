@@ -338,8 +338,9 @@ Deno.test({
         await Promise.all(buttons.map((button) => button!.evaluate((b) => (b as Json).click())));
         const told = await Promise.any(
           [alice, bob].map(async (person) => {
-            await person.page.getByText(/Already answered: bash in run "Migrate the database"/)
-              .waitFor();
+            await person.page.locator(".notice", {
+              hasText: 'Already answered: bash in run "Migrate the database"',
+            }).waitFor();
             return person.name;
           }),
         );
