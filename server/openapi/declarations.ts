@@ -115,7 +115,7 @@ const NATIVE_ACCESS: Readonly<Record<NativeOperation["access"], string>> = {
   thread: "A thread of a session the caller may read, passed on.",
   threadStream: "A thread of a session the caller may read, its stream passed on.",
   agentRead: "Only the agents the caller may use; others are not found.",
-  environmentRead: "Environments, passed on.",
+  environmentRead: "Only the environments the caller may use; others are not found.",
   admin: "`authority:admin` only, passed on as it is.",
 };
 
@@ -254,7 +254,13 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     summary: "Send user turns to a run",
     tag: "runs",
     answers: { 202: { description: "Sent.", schema: runSchema } },
-    errors: [...PROVIDER_ERRORS, "runNotFound", "runQuotaExceeded", "idempotencyUnsettled"],
+    errors: [
+      ...PROVIDER_ERRORS,
+      "runNotFound",
+      "resourceNotAllowed",
+      "runQuotaExceeded",
+      "idempotencyUnsettled",
+    ],
   },
   "GET /v1/runs/:runId/events": {
     summary: "A run's events: an SSE stream, or a JSON page",
@@ -421,6 +427,7 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
     errors: [
       ...PROVIDER_ERRORS,
       "runNotFound",
+      "resourceNotAllowed",
       "toolUseNotFound",
       "alreadyAnswered",
     ] as ErrorCode[],

@@ -5,7 +5,8 @@
  * Answering, in order (the same path for a caller and for the fail-closed default):
  *
  * 1. Read the run's tool requests (`pending.ts`); none by that id and kind: 404
- *    `toolUseNotFound`. (Through the provider's own API a client also answers a tool it runs
+ *    `toolUseNotFound`. (Before that, a caller's answer that names a file outside its `fileIds`
+ *    is refused: 403 `resourceNotAllowed`, `policy.ts`.) (Through the provider's own API a client also answers a tool it runs
  *    itself, with `user.tool_result`: the same steps, kind `tool_result`.)
  * 2. Claim `(runId, toolUseId)` in the store. Held by someone (answered, or being sent): 409
  *    `alreadyAnswered` with who and what.
@@ -310,6 +311,7 @@ export class ToolAnswers {
     const caller = call.principal;
     await this.#gateway.providerClient();
     const record = await this.#gateway.visibleRun(caller, runId, "write");
+    await this.#gateway.admitContent(call, runId, "tool.responded", "content", body.content);
     return (await this.#audited(call, "tool.responded", runId, {
       runId,
       ownerId: record.principalId,
@@ -341,6 +343,8 @@ export class ToolAnswers {
     const caller = call.principal;
     await this.#gateway.providerClient();
     const record = await this.#gateway.visibleRun(caller, runId, what.access);
+    const action = what.kind === "confirmation" ? "tool.confirmed" : "tool.responded";
+    await this.#gateway.admitContent(call, runId, action, "events", event);
     const toolUseId = event[what.idField];
     if (typeof toolUseId !== "string" || toolUseId === "" || toolUseId.length > 256) {
       throw toolUseNotFound();
@@ -352,7 +356,7 @@ export class ToolAnswers {
       : "ok";
     return await this.#audited(
       call,
-      what.kind === "confirmation" ? "tool.confirmed" : "tool.responded",
+      action,
       runId,
       {
         runId,

@@ -25,6 +25,12 @@
  * `file` by `file_id`, `memory_store` by `memory_store_id`. A principal limited in any resource
  * list gets a resource of another type, or a malformed one, refused.
  *
+ * Content ({@linkcode contentViolation}): the events a run starts with, and every message, tool
+ * result and outcome sent to it later, may name files by id (a document or image whose source is
+ * a file, a rubric given as a file). Each `file_id` in them, at any depth, must be in the
+ * principal's `fileIds`, as a mounted file must: otherwise a principal given no files could show
+ * the agent any file of the provider's account by naming it in a message.
+ *
  * Records written before the resource policy existed have no resource lists: their principals
  * may use any environment and attach nothing (read as empty lists), like newly issued ones.
  *
@@ -273,7 +279,26 @@ export interface RunStartScope {
   readonly resources?: readonly Readonly<Record<string, unknown>>[];
   /** Whether it overrides the agent (`agent_with_overrides` with a model, system prompt, …). */
   readonly agentOverrides?: boolean;
+  /**
+   * The events it starts with, by the request field that carried them (`input` on `/v1`,
+   * `initial_events` on the provider's API): the files their content refers to are checked.
+   */
+  readonly content?: readonly StartContent[];
 }
+
+/** Events of a start, with the request field that carried them. */
+export interface StartContent {
+  /** The request field. */
+  readonly field: ContentField;
+  /** Its events, in the provider's shape. */
+  readonly events: readonly unknown[];
+}
+
+/**
+ * A request field whose content may refer to files: a start's `input` or `initial_events`, the
+ * `events` sent to a session, a custom tool's result `content`.
+ */
+export type ContentField = "input" | "initial_events" | "events" | "content";
 
 /** Why a start was refused: which request field, and which policy list (when one) refused it. */
 export interface PolicyViolation {
@@ -281,9 +306,16 @@ export interface PolicyViolation {
   readonly code: "agentNotAllowed" | "resourceNotAllowed" | "agentOverrideNotAllowed";
   /**
    * The request field in the provider's terms: `agent_id`, `environment_id`, `vault_ids`,
-   * `resources`, or `agent` (an override).
+   * `resources`, `agent` (an override), or a field of events whose content refers to a file
+   * (`input`, `initial_events`, `events`, `content`).
    */
-  readonly field: "agent_id" | "environment_id" | "vault_ids" | "resources" | "agent";
+  readonly field:
+    | "agent_id"
+    | "environment_id"
+    | "vault_ids"
+    | "resources"
+    | "agent"
+    | ContentField;
   /** The principal's policy list that refused it, or absent for a resource of no known type. */
   readonly policyField?: "agentIds" | ResourcePolicyField;
   /** What was refused, in a sentence. */
@@ -361,7 +393,8 @@ export function startResourceOf(resource: Readonly<Record<string, unknown>>): St
 
 /**
  * The first reason `policy` refuses `start`, or null when it may start: the agent, then the
- * environment, the vaults, the resources and an agent override, in order (see the module doc).
+ * environment, the vaults, the resources, the files its events refer to and an agent override,
+ * in order (see the module doc).
  *
  * @example
  * ```ts
@@ -415,6 +448,10 @@ export function startViolation(policy: RunPolicy, start: RunStartScope): PolicyV
       return refused("resources", read.kind, `${RESOURCE_NOUN[read.kind]} ${read.id}`);
     }
   }
+  for (const { field, events } of start.content ?? []) {
+    const violation = contentViolation(policy, field, events);
+    if (violation !== null) return violation;
+  }
   if (start.agentOverrides === true && !policy.allowAgentOverrides) {
     return {
       code: "agentOverrideNotAllowed",
@@ -422,6 +459,85 @@ export function startViolation(policy: RunPolicy, start: RunStartScope): PolicyV
       message: "The principal may not override the agent's model, system prompt, tools, MCP " +
         "servers or skills",
     };
+  }
+  return null;
+}
+
+/**
+ * The file ids that content refers to: the `file_id` of every object in it, at any depth (a
+ * document or an image whose `source` is a file, an outcome's `rubric` given as a file, a
+ * container upload, and whatever else the provider's API names a file by), in the order met. A
+ * `file_id` that is not a non-empty string reads as `""`, which no policy lists.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { referencedFileIds } from "./policy.ts";
+ * assert.deepEqual(
+ *   referencedFileIds([
+ *     { type: "user.message", content: [{ type: "document", source: { type: "file", file_id: "f1" } }] },
+ *     { type: "user.define_outcome", description: "d", rubric: { type: "file", file_id: 7 } },
+ *   ]),
+ *   ["f1", ""],
+ * );
+ * ```
+ */
+export function referencedFileIds(content: unknown): string[] {
+  const ids: string[] = [];
+  // A walk of its own stack: content nested deeper than the call stack cannot overflow it.
+  const stack: unknown[] = [content];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== "object" || value === null) continue;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    if (Object.hasOwn(record, "file_id")) {
+      const id = record.file_id;
+      ids.push(typeof id === "string" ? id : "");
+    }
+    const children = Object.values(record);
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
+  }
+  return ids;
+}
+
+/**
+ * The first file that content sent by a principal refers to outside its `fileIds`, as a
+ * violation of `field`; null when every file is allowed (or the principal is not limited in
+ * files). A principal limited in files may refer only to the files it may attach: a file id in a
+ * message, an outcome's rubric or a tool result reaches the agent as surely as a mounted file.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { contentViolation, runPolicyOf } from "./policy.ts";
+ * const policy = runPolicyOf({ fileIds: ["f1"] });
+ * const rubric = (file_id: string) => [{ type: "user.define_outcome", rubric: { type: "file", file_id } }];
+ * assert.equal(contentViolation(policy, "events", rubric("f1")), null);
+ * assert.equal(contentViolation(policy, "events", rubric("f2"))?.policyField, "fileIds");
+ * assert.equal(contentViolation(runPolicyOf({ bootstrap: true }), "events", rubric("f2")), null);
+ * ```
+ */
+export function contentViolation(
+  policy: RunPolicy,
+  field: ContentField,
+  content: unknown,
+): PolicyViolation | null {
+  const allowed = policy.fileIds;
+  if (allowed === null) return null;
+  for (const id of referencedFileIds(content)) {
+    if (id === "") {
+      return {
+        code: "resourceNotAllowed",
+        field,
+        policyField: "fileIds",
+        message: "The principal may not refer to a file whose file_id is not a string",
+      };
+    }
+    if (!allowed.includes(id)) return refused(field, "fileIds", `file ${id}`);
   }
   return null;
 }

@@ -57,6 +57,7 @@ import { InterfaceError, invalidRequest, type ValidationDetail } from "../errors
 import type { RuntimeLogger } from "../log.ts";
 import {
   ACTIVE_RUN_STATES,
+  type AuditAction,
   type RunListQuery,
   type RunSlotResult,
   type Store,
@@ -71,7 +72,10 @@ import { changeRun } from "./_change_run.ts";
 import { openSession, type SessionView } from "./_open_session.ts";
 import { ProviderReads } from "./_provider_reads.ts";
 import {
+  type ContentField,
+  contentViolation,
   type PolicyHolder,
+  type PolicyViolation,
   type RunPolicy,
   runPolicyOf,
   type RunStartScope,
@@ -138,6 +142,18 @@ function notConfigured(): InterfaceError {
 
 function runNotFound(): InterfaceError {
   return new InterfaceError("runNotFound", "No run with this id");
+}
+
+/** The refusal of a policy violation: 403 with its code, naming the field and the list. */
+function policyRefusal(violation: PolicyViolation): InterfaceError {
+  return new InterfaceError(violation.code, violation.message, {
+    extra: violation.code === "resourceNotAllowed"
+      ? {
+        field: violation.field,
+        ...(violation.policyField !== undefined ? { policyField: violation.policyField } : {}),
+      }
+      : undefined,
+  });
 }
 
 function quotaExceeded(which: "principal" | "service"): InterfaceError {
@@ -333,6 +349,14 @@ export class RunGateway {
       ...(request.agentOverrides !== undefined ? { agentOverrides: true } : {}),
       ...(request.vaultIds !== undefined ? { vaultIds: request.vaultIds } : {}),
       ...(request.resources !== undefined ? { resources: request.resources } : {}),
+      content: [
+        ...(request.initialEvents !== undefined
+          ? [{ field: "initial_events" as const, events: request.initialEvents }]
+          : []),
+        ...(request.kickoff !== undefined
+          ? [{ field: "input" as const, events: request.kickoff }]
+          : []),
+      ],
     });
     const slotId = `reservation:${crypto.randomUUID()}`;
     let reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
@@ -501,6 +525,7 @@ export class RunGateway {
   async interrupt(call: RunCall, runId: string, event?: ManagedAgentEvent): Promise<SentToRun> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "write");
+    if (event !== undefined) await this.admitContent(call, runId, "run.cancelled", "events", event);
     const whole = event === undefined || event.session_thread_id === undefined;
     let updated = record;
     let recorded: ManagedAgentEvent[] = [];
@@ -531,18 +556,25 @@ export class RunGateway {
    * run's tail is woken: the new turn must be followed.
    */
   async send(call: RunCall, runId: string, input: StartRunBody["input"]): Promise<RunRecord> {
-    return (await this.followUp(call, runId, userMessages(input))).run;
+    return (await this.followUp(call, runId, userMessages(input), "input")).run;
   }
 
   /**
    * Sends events that start a turn (`user.message`, `user.define_outcome`) to a run the caller
    * may write: a finished run starts again once a slot is reserved for it, and the run's tail is
-   * woken. Answers the run and the events the provider recorded.
+   * woken. Answers the run and the events the provider recorded. Files their content refers to
+   * must be in the caller's `fileIds` (`field`: the request field that carried them).
    */
-  async followUp(call: RunCall, runId: string, events: ManagedAgentEvent[]): Promise<SentToRun> {
+  async followUp(
+    call: RunCall,
+    runId: string,
+    events: ManagedAgentEvent[],
+    field: ContentField = "events",
+  ): Promise<SentToRun> {
     const client = await this.providerClient();
     const caller = call.principal;
     const record = await this.visibleRun(caller, runId, "write");
+    await this.admitContent(call, runId, "run.message", field, events);
     const waking = isTerminal(record.state);
     if (waking) {
       // The slot counts against the run's owner, who may not be the caller (an admin).
@@ -646,14 +678,25 @@ export class RunGateway {
     const violation = startViolation(policy, scope);
     if (violation === null) return policy;
     await this.#audit(call, "run.started", undefined, violation.code);
-    throw new InterfaceError(violation.code, violation.message, {
-      extra: violation.code === "resourceNotAllowed"
-        ? {
-          field: violation.field,
-          ...(violation.policyField !== undefined ? { policyField: violation.policyField } : {}),
-        }
-        : undefined,
-    });
+    throw policyRefusal(violation);
+  }
+
+  /**
+   * Refuses content the caller sends to run `runId` (a message, an outcome, a tool result, any
+   * event) when it refers to a file outside the caller's `fileIds` (`policy.ts`): 403
+   * `resourceNotAllowed` naming `field`, audited as `action`, before the provider sees it.
+   */
+  async admitContent(
+    call: RunCall,
+    runId: string,
+    action: AuditAction,
+    field: ContentField,
+    content: unknown,
+  ): Promise<void> {
+    const violation = contentViolation(runPolicyOf(call.principal), field, content);
+    if (violation === null) return;
+    await this.#audit(call, action, runId, violation.code);
+    throw policyRefusal(violation);
   }
 
   #reserve(principalId: string, slotId: string, principalLimit: number): Promise<RunSlotResult> {
@@ -674,7 +717,7 @@ export class RunGateway {
 
   #audit(
     call: RunCall,
-    action: "run.started" | "run.cancelled" | "run.message",
+    action: AuditAction,
     runId: string | undefined,
     outcome: string,
   ): Promise<void> {

@@ -1,11 +1,14 @@
 /**
  * The run policy rules of `server/runs/policy.ts` on their own: the subset rules of issuance
  * against a limited issuer (the bootstrap can only test them against an unlimited one over HTTP),
- * and the start check over normalized start fields, repository URLs included.
+ * and the start check over normalized start fields, repository URLs included, and the files that
+ * content refers to.
  */
 import assert from "node:assert/strict";
 import {
+  contentViolation,
   grantRunPolicy,
+  referencedFileIds,
   repositoryOfUrl,
   type RunPolicy,
   runPolicyOf,
@@ -97,4 +100,24 @@ Deno.test("policy: only plain https://github.com/owner/name URLs name a reposito
   ) {
     assert.equal(repositoryOfUrl(url), null, String(url));
   }
+});
+
+Deno.test("policy: every file_id in content is found, at any depth, without overflowing the stack", () => {
+  const events = [
+    { type: "user.message", content: [{ type: "image", source: { type: "file", file_id: "f1" } }] },
+    { type: "user.define_outcome", rubric: { type: "file", file_id: "f2" } },
+    { type: "user.custom_tool_result", content: [{ type: "container_upload", file_id: null }] },
+  ];
+  assert.deepEqual(referencedFileIds(events), ["f1", "f2", ""]);
+  // A body of 1 MiB can nest far deeper than the call stack allows.
+  let deep: unknown = { file_id: "f3" };
+  for (let i = 0; i < 200_000; i++) deep = [deep];
+  assert.deepEqual(referencedFileIds(deep), ["f3"]);
+  const limited = runPolicyOf({ fileIds: ["f1", "f2"] });
+  assert.equal(contentViolation(limited, "events", events.slice(0, 2)), null);
+  const refused = contentViolation(limited, "events", events);
+  assert.equal(refused?.code, "resourceNotAllowed");
+  assert.equal(refused?.field, "events");
+  assert.equal(contentViolation(runPolicyOf({}), "input", deep)?.policyField, "fileIds");
+  assert.equal(contentViolation(runPolicyOf({ bootstrap: true }), "input", deep), null);
 });

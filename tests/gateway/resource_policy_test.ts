@@ -275,3 +275,141 @@ Deno.test("resource policy: an issued principal without lists attaches nothing; 
     await gateway.close();
   }
 });
+
+Deno.test("resource policy: a file named in a message, an outcome or a tool result is checked like a mounted one", async (t) => {
+  const gateway = await startGateway();
+  try {
+    gateway.fake.managedAgents!.script = () => [
+      { type: "agent.custom_tool_use", name: "lookup", input: { q: "x" } },
+    ];
+    const scoped = await gateway.issue(["session:read", "session:write"], {
+      agentIds: [gateway.agentId],
+      fileIds: ["file_a"],
+    });
+    const bearer = scoped.bearer;
+    const document = (fileId: string) => ({
+      type: "document",
+      source: { type: "file", file_id: fileId },
+    });
+    const message = (fileId: string) => ({ type: "user.message", content: [document(fileId)] });
+    const outcome = (fileId: unknown) => ({
+      type: "user.define_outcome",
+      description: "done",
+      rubric: { type: "file", file_id: fileId },
+    });
+    /** Every event the fake provider took for any session, as JSON text. */
+    const sentText = () =>
+      JSON.stringify([...gateway.fake.managedAgents!.sessions.values()].map((s) => s.events));
+    const refused = (answer: Json, field: string) => {
+      assert.equal(answer.status, 403, answer.text);
+      const error = answer.json.error;
+      // /v1 answers {error: {code, field}}; the provider's API {error: {type, details}}.
+      const code = error.code ?? error.details?.error_code;
+      assert.equal(code, "resourceNotAllowed", answer.text);
+      if (error.code !== undefined) {
+        assert.equal(error.field, field);
+        assert.equal(error.policyField, "fileIds");
+      }
+    };
+
+    let runId = "";
+    await t.step("a start whose input names a file of the policy starts", async () => {
+      const answer = await gateway.request("POST", "/v1/runs", {
+        bearer,
+        body: { input: [{ role: "user", content: [document("file_a")] }] },
+      });
+      assert.equal(answer.status, 201, answer.text);
+      runId = answer.json.runId;
+    });
+
+    await t.step("another file in a start's input, or in initial_events, is refused", async () => {
+      const before = sessionCreations(gateway);
+      refused(
+        await gateway.request("POST", "/v1/runs", {
+          bearer,
+          body: { input: [{ role: "user", content: [document("file_b")] }] },
+        }),
+        "input",
+      );
+      for (const event of [message("file_b"), outcome("file_b"), outcome(7)]) {
+        refused(
+          await gateway.request("POST", "/provider/v1/sessions", {
+            bearer,
+            body: {
+              agent: gateway.agentId,
+              environment_id: gateway.environmentId,
+              initial_events: [event],
+            },
+          }),
+          "initial_events",
+        );
+      }
+      assert.equal(sessionCreations(gateway), before, "the provider never saw the starts");
+    });
+
+    await t.step("a follow-up or a sent event naming another file is refused", async () => {
+      refused(
+        await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+          bearer,
+          body: { input: [{ role: "user", content: [document("file_b")] }] },
+        }),
+        "input",
+      );
+      for (const event of [message("file_b"), outcome("file_b")]) {
+        refused(
+          await gateway.request("POST", `/provider/v1/sessions/${runId}/events`, {
+            bearer,
+            body: { events: [event] },
+          }),
+          "events",
+        );
+      }
+    });
+
+    await t.step("a custom tool's result naming another file is refused", async () => {
+      const toolUse = gateway.fake.managedAgents!.sessions.get(runId)!.events
+        .find((event: Json) => event.type === "agent.custom_tool_use");
+      assert.ok(toolUse, "the fake asked for the custom tool");
+      refused(
+        await gateway.request("POST", `/v1/runs/${runId}/custom-tool-results`, {
+          bearer,
+          body: { toolUseId: toolUse.id, content: [document("file_b")] },
+        }),
+        "content",
+      );
+      refused(
+        await gateway.request("POST", `/provider/v1/sessions/${runId}/events`, {
+          bearer,
+          body: {
+            events: [{
+              type: "user.custom_tool_result",
+              custom_tool_use_id: toolUse.id,
+              content: [document("file_b")],
+            }],
+          },
+        }),
+        "events",
+      );
+      assert.ok(!sentText().includes("file_b"), "no event naming file_b reached the provider");
+      const answer = await gateway.request("POST", `/v1/runs/${runId}/custom-tool-results`, {
+        bearer,
+        body: { toolUseId: toolUse.id, content: [document("file_a")] },
+      });
+      assert.equal(answer.status, 200, answer.text);
+    });
+
+    await t.step("the refusals are audited; the bootstrap principal names any file", async () => {
+      const audit = await gateway.request("GET", "/v1/audit?limit=100");
+      const mine = audit.json.entries.filter((entry: Json) =>
+        entry.actorId === scoped.principalId && entry.outcome === "resourceNotAllowed"
+      );
+      assert.equal(mine.length, 9, JSON.stringify(mine));
+      const answer = await gateway.request("POST", "/v1/runs", {
+        body: { input: [{ role: "user", content: [document("file_b")] }] },
+      });
+      assert.equal(answer.status, 201, answer.text);
+    });
+  } finally {
+    await gateway.close();
+  }
+});
