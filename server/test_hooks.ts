@@ -24,12 +24,14 @@ export interface RuntimeTestHooks {
   readonly providerClient?: ProviderManagedAgentClient;
   /**
    * Notification seams: the DNS lookup of targets, the delays between delivery attempts (ms),
-   * and the time between the dispatcher's and the sender's passes (ms).
+   * the time between the dispatcher's and the sender's passes (ms), and root certificates
+   * trusted for `https` targets besides Deno's.
    */
   readonly notifications?: {
     readonly resolve?: ResolveHost;
     readonly retryDelaysMs?: readonly number[];
     readonly pollMs?: number;
+    readonly caCerts?: readonly string[];
   };
 }
 

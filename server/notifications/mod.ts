@@ -63,11 +63,12 @@ export interface NotificationsOptions extends NotificationSettings {
   now: () => number;
   /** The service's public URL: deliveries link to its console (`<url>/console/`). */
   publicUrl?: string;
-  /** Test seams: the DNS lookup, the retry delays, the pass interval. */
+  /** Test seams: the DNS lookup, the retry delays, the pass interval, trusted certificates. */
   seams?: {
     resolve?: ResolveHost;
     retryDelaysMs?: readonly number[];
     pollMs?: number;
+    caCerts?: readonly string[];
   };
 }
 
@@ -103,6 +104,7 @@ export class Notifications {
       resolve,
       retryDelaysMs: options.seams?.retryDelaysMs ?? RETRY_DELAYS_MS,
       pollMs,
+      ...(options.seams?.caCerts !== undefined ? { caCerts: [...options.seams.caCerts] } : {}),
     });
     const base = options.publicUrl?.replace(/\/+$/, "");
     this.#dispatcher = new NotificationDispatcher({

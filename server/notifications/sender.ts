@@ -4,14 +4,17 @@
  * once) and, for each, in order:
  *
  * 1. reads its subscription: gone or disabled, the delivery fails without an attempt;
- * 2. checks the target again on the addresses its host resolves to now (`targets.ts`: DNS
- *    rebinding gets nothing) unless private targets are allowed;
+ * 2. checks the target again on the addresses its host resolves to now (`targets.ts`) unless
+ *    private targets are allowed;
  * 3. opens the subscription's secrets that still sign (the current one, and the previous one
  *    for 24 h after a rotation) and signs the body per Standard Webhooks (`webhook-id` is the
  *    delivery's id on every attempt, `webhook-timestamp` the attempt's second,
  *    `webhook-signature` one `v1,` signature per secret);
- * 4. POSTs it (10 s timeout, redirects not followed: a 3xx is a failure), reading none of the
- *    answer's body;
+ * 4. POSTs it to one of the addresses step 2 checked, never resolving the name again
+ *    (`_pinned_post.ts`: a name that answers the check with a public address and the connection
+ *    with a private one, DNS rebinding, gets nothing), or through the outbound proxy when
+ *    `HTTPS_PROXY`/`HTTP_PROXY` names one (10 s timeout, redirects not followed: a 3xx is a
+ *    failure), reading none of the answer's body;
  * 5. settles it while it still holds the lease: a 2xx is `delivered`; otherwise the attempt is
  *    kept (status or error) and the next one is due after a growing delay (5 s, 30 s, 2 min,
  *    10 min, 30 min, 1 h, 2 h, then every 4 h), until 24 h after the delivery was created: then
@@ -31,7 +34,7 @@ import { appendAudit } from "../runs/audit.ts";
 import type { DeliveryAttempt } from "../../wire/mod.ts";
 import type { Store, StoredDelivery, StoredSubscription } from "../store/types.ts";
 import type { SecretBox } from "./secrets.ts";
-import { checkTarget, type ResolveHost, TargetRefusedError } from "./targets.ts";
+import { type ResolveHost, resolveTarget, TargetRefusedError } from "./targets.ts";
 
 /** The delays between attempts, in ms; the last repeats. */
 export const RETRY_DELAYS_MS: readonly number[] = Object.freeze([
@@ -78,6 +81,8 @@ export interface NotificationSenderOptions {
   retryDelaysMs?: readonly number[];
   /** Time between passes when nothing wakes it, in ms. */
   pollMs: number;
+  /** Root certificates trusted besides Deno's for `https` targets (tests). */
+  caCerts?: string[];
 }
 
 /** Sends this replica's share of the due deliveries (see the module doc). */
@@ -205,7 +210,7 @@ export class NotificationSender {
     });
     try {
       const url = new URL(subscription.url);
-      await checkTarget(url, {
+      const addresses = await resolveTarget(url, {
         allowPrivate: this.#options.allowPrivateTargets,
         resolve: this.#options.resolve,
       });
@@ -221,16 +226,33 @@ export class NotificationSender {
         id: delivery.deliveryId,
         timestampSeconds: Math.floor(now / 1000),
       });
+      const headers = {
+        "content-type": "application/json",
+        "user-agent": "automation-runtime-notifications",
+        ...signed,
+      };
+      const signal = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS);
+      if (addresses.length > 0 && !proxied(url)) {
+        // To the checked address, never resolving the name again (`_pinned_post.ts`).
+        const { postPinned } = await import("./_pinned_post.ts");
+        const status = await postPinned({
+          url,
+          addresses,
+          headers,
+          body: delivery.body,
+          signal,
+          ...(this.#options.caCerts !== undefined ? { caCerts: this.#options.caCerts } : {}),
+        });
+        return done({ status });
+      }
+      // A private target `resolve` does not know (allowed by the setting), or an outbound
+      // proxy, which resolves and connects by itself.
       const response = await fetch(url, {
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "automation-runtime-notifications",
-          ...signed,
-        },
+        headers,
         body: delivery.body,
         redirect: "manual",
-        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+        signal,
       });
       await response.body?.cancel().catch(() => {});
       return done({ status: response.status });
@@ -242,6 +264,19 @@ export class NotificationSender {
   /** Stops the passes (a pass under way finishes). */
   stop(): Promise<void> {
     return this.#passes.stop();
+  }
+}
+
+/**
+ * Whether `fetch` would send a request to `url` through an outbound proxy (`HTTPS_PROXY` or
+ * `HTTP_PROXY` for its scheme, in either case): the proxy then resolves the name and connects.
+ */
+function proxied(url: URL): boolean {
+  const name = url.protocol === "https:" ? "https_proxy" : "http_proxy";
+  try {
+    return Boolean(Deno.env.get(name) || Deno.env.get(name.toUpperCase()));
+  } catch {
+    return false; // No permission to read the environment: fetch could not read it either.
   }
 }
 

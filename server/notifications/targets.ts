@@ -16,7 +16,10 @@
  *
  * The check runs when a subscription is created (422 `webhookTargetNotAllowed`) and again before
  * every attempt, on the addresses the name resolves to then: a name that later resolves to a
- * private address (DNS rebinding) gets no delivery. Redirects are never followed.
+ * private address gets no delivery. The attempt then connects to an address that check passed,
+ * never resolving the name a second time (`_pinned_post.ts`), so a name answering a public address
+ * to the check and a private one to the connection (DNS rebinding) gets nothing either. Redirects
+ * are never followed.
  *
  * @module
  */
@@ -208,9 +211,61 @@ export async function resolveWithDns(hostname: string): Promise<string[]> {
 }
 
 /**
- * Checks where a URL leads: with `allowPrivate`, anywhere; otherwise the host must not be a
- * refused name, and every address it is or resolves to (through `resolve`) must be public.
- * Throws {@linkcode TargetRefusedError} saying why.
+ * Checks where a URL leads and answers the addresses a delivery may connect to: the host's own
+ * address, or the addresses its name resolves to (through `resolve`). Unless `allowPrivate`, the
+ * host must not be a refused name and every address must be public, else
+ * {@linkcode TargetRefusedError} says why; with it, anything goes, and a name that `resolve`
+ * does not know answers no address (the system's resolver then finds it when the delivery
+ * connects). A delivery connects to these addresses and never resolves the name again
+ * (`_pinned_post.ts`): what was checked is where it goes.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { resolveTarget, TargetRefusedError } from "./targets.ts";
+ * const resolve = (name: string) => Promise.resolve(name === "hooks.example" ? ["93.184.215.14"] : ["10.0.0.1"]);
+ * const options = { allowPrivate: false, resolve };
+ * assert.deepEqual(await resolveTarget(new URL("https://hooks.example/x"), options), ["93.184.215.14"]);
+ * assert.deepEqual(await resolveTarget(new URL("https://[2606:2800::1]/"), options), ["2606:2800::1"]);
+ * await assert.rejects(resolveTarget(new URL("https://inner.example/"), options), TargetRefusedError);
+ * ```
+ */
+export async function resolveTarget(
+  url: URL,
+  options: { allowPrivate: boolean; resolve: ResolveHost },
+): Promise<string[]> {
+  const hostname = url.hostname.toLowerCase().replace(/\.$/, "");
+  if (!options.allowPrivate && (BLOCKED_NAMES.has(hostname) || hostname.endsWith(".localhost"))) {
+    throw new TargetRefusedError("The target is a loopback or metadata name");
+  }
+  const literal = addressOf(hostname);
+  if (literal !== null) {
+    if (!options.allowPrivate && isRefusedAddress(literal)) throw refusedAddresses();
+    return [literal];
+  }
+  let addresses: string[];
+  try {
+    addresses = await options.resolve(hostname);
+  } catch {
+    addresses = [];
+  }
+  if (options.allowPrivate) return addresses;
+  if (addresses.length === 0) throw new TargetRefusedError("The target's host does not resolve");
+  if (addresses.some(isRefusedAddress)) throw refusedAddresses();
+  return addresses;
+}
+
+function refusedAddresses(): TargetRefusedError {
+  return new TargetRefusedError(
+    "The target resolves to a loopback, private, link-local or metadata address",
+  );
+}
+
+/**
+ * Checks where a URL leads ({@linkcode resolveTarget}, its addresses dropped): with
+ * `allowPrivate`, anywhere; otherwise the host must not be a refused name, and every address it
+ * is or resolves to (through `resolve`) must be public. Throws {@linkcode TargetRefusedError}
+ * saying why.
  *
  * @example
  * ```ts
@@ -230,24 +285,5 @@ export async function checkTarget(
   options: { allowPrivate: boolean; resolve: ResolveHost },
 ): Promise<void> {
   if (options.allowPrivate) return;
-  const hostname = url.hostname.toLowerCase().replace(/\.$/, "");
-  if (BLOCKED_NAMES.has(hostname) || hostname.endsWith(".localhost")) {
-    throw new TargetRefusedError("The target is a loopback or metadata name");
-  }
-  const literal = addressOf(hostname);
-  let addresses: string[];
-  if (literal !== null) addresses = [literal];
-  else {
-    try {
-      addresses = await options.resolve(hostname);
-    } catch {
-      addresses = [];
-    }
-  }
-  if (addresses.length === 0) throw new TargetRefusedError("The target's host does not resolve");
-  if (addresses.some(isRefusedAddress)) {
-    throw new TargetRefusedError(
-      "The target resolves to a loopback, private, link-local or metadata address",
-    );
-  }
+  await resolveTarget(url, options);
 }

@@ -391,3 +391,183 @@ Deno.test("notifications: loopback, private, link-local and metadata targets are
     await hook.close();
   }
 });
+
+/** `openssl`, or null when it is missing (CI has it: the nginx test needs it too). */
+async function openssl(): Promise<string | null> {
+  try {
+    const { success } = await new Deno.Command("openssl", { args: ["version"], stdout: "null" })
+      .output();
+    return success ? "openssl" : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A certificate and key for `name`, self-signed (made with `openssl`). */
+async function certificateFor(tool: string, name: string): Promise<{ cert: string; key: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "art-hook-tls-" });
+  try {
+    const { success, stderr } = await new Deno.Command(tool, {
+      args: [
+        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"],
+        ...["-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`, "-days", "2"],
+        ...["-subj", `/CN=${name}`, "-addext", `subjectAltName=DNS:${name}`],
+        ...["-addext", "basicConstraints=critical,CA:FALSE"],
+        ...["-addext", "extendedKeyUsage=serverAuth"],
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.ok(success, new TextDecoder().decode(stderr));
+    return {
+      cert: await Deno.readTextFile(`${dir}/cert.pem`),
+      key: await Deno.readTextFile(`${dir}/key.pem`),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("notifications: an attempt connects to the address the check resolved, never resolving the name again (http and https)", async () => {
+  // `.invalid` never resolves on any real resolver (RFC 6761): a delivery reaches the receiver
+  // only by connecting to the address the target check got from the seam. A second lookup (the
+  // one a DNS rebinding answers differently) would find nothing.
+  const name = "pinned.invalid";
+  const tool = await openssl();
+  if (tool === null && Deno.env.get("CI")) throw new Error("CI must have openssl");
+  const tls = tool === null ? null : await certificateFor(tool, name);
+  const hosts: string[] = [];
+  const bodies: Received[] = [];
+  const handler = async (request: Request) => {
+    hosts.push(request.headers.get("host") ?? "");
+    bodies.push({ headers: request.headers, body: await request.text() });
+    return new Response(null, { status: 204 });
+  };
+  const plain = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);
+  const secure = tls === null
+    ? null
+    : Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {}, ...tls }, handler);
+  const lookups: string[] = [];
+  const gateway = await gatewayWith({
+    answerTestHooks: {
+      notifications: {
+        ...FAST.notifications,
+        resolve: (host) => {
+          lookups.push(host);
+          return Promise.resolve(host === name ? ["127.0.0.1"] : []);
+        },
+        ...(tls !== null ? { caCerts: [tls.cert] } : {}),
+      },
+    },
+  });
+  try {
+    const writer = await gateway.issue(["session:read", "session:write"]);
+    const targets = [`http://${name}:${plain.addr.port}/hook?q=1`];
+    if (secure !== null) targets.push(`https://${name}:${secure.addr.port}/hook`);
+    else console.error("notifications_test: the https target is skipped (no openssl)");
+    const secrets: string[] = [];
+    for (const url of targets) {
+      secrets.push(
+        (await subscribe(gateway, writer.bearer, { url, events: ["run.completed"] }))
+          .secret,
+      );
+    }
+    const started = await gateway.request("POST", "/v1/runs", {
+      bearer: writer.bearer,
+      body: { input: "go" },
+    });
+    assert.equal(started.status, 201, started.text);
+    await waitFor(() => bodies.length >= targets.length ? true : undefined);
+    assert.deepEqual(
+      hosts.toSorted(),
+      targets.map((url) => new URL(url).host).toSorted(),
+      "each request names the target's host, as a fetch would",
+    );
+    for (const received of bodies) {
+      const verified = secrets.some((secret) => {
+        try {
+          new Webhook(secret).verify(received.body, headerRecord(received.headers));
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      assert.ok(verified, "the delivery verifies with its subscription's secret");
+    }
+    assert.ok(lookups.every((host) => host === name), "only the seam resolved the name");
+  } finally {
+    await gateway.close();
+    await plain.shutdown();
+    await secure?.shutdown();
+  }
+});
+
+Deno.test("notifications: an interim 1xx answer is skipped for the final status; an answer that is not HTTP fails the attempt", async () => {
+  /** A TCP receiver that reads a request's head and answers `reply` as it is. */
+  function raw(reply: string) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const served = (async () => {
+      for await (const conn of listener) {
+        try {
+          const buffer = new Uint8Array(65_536);
+          let text = "";
+          while (!text.includes("\r\n\r\n")) {
+            const read = await conn.read(buffer);
+            if (read === null) break;
+            text += new TextDecoder().decode(buffer.subarray(0, read));
+          }
+          await conn.write(new TextEncoder().encode(reply));
+        } catch {
+          // The sender went away.
+        } finally {
+          conn.close();
+        }
+      }
+    })();
+    return {
+      url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/hook`,
+      close: async () => {
+        listener.close();
+        await served.catch(() => {});
+      },
+    };
+  }
+  const interim = raw(
+    "HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+  );
+  const garbage = raw("SSH-2.0-OpenSSH_9.6\r\n\r\n");
+  const gateway = await gatewayWith();
+  try {
+    const writer = await gateway.issue(["session:read", "session:write"]);
+    const ids = [];
+    for (const hook of [interim, garbage]) {
+      ids.push(
+        (await subscribe(gateway, writer.bearer, {
+          url: hook.url,
+          events: ["run.completed"],
+        })).subscriptionId,
+      );
+    }
+    const started = await gateway.request("POST", "/v1/runs", {
+      bearer: writer.bearer,
+      body: { input: "go" },
+    });
+    assert.equal(started.status, 201, started.text);
+    const attempts = await Promise.all(
+      ids.map((id) =>
+        waitFor(async () =>
+          (await gateway.request("GET", `/v1/webhook-subscriptions/${id}/deliveries`, {
+            bearer: writer.bearer,
+          })).json.deliveries[0]?.attempts[0]
+        )
+      ),
+    );
+    assert.equal(attempts[0].status, 202, JSON.stringify(attempts[0]));
+    assert.equal(attempts[1].status, undefined);
+    assert.equal(attempts[1].error, "connection failed");
+  } finally {
+    await gateway.close();
+    await interim.close();
+    await garbage.close();
+  }
+});
