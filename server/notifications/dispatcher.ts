@@ -72,6 +72,35 @@ export function deliveryIdOf(subscriptionId: string, seq: number): string {
   return `msg_${sha256Hex(`${subscriptionId}:${seq}`).slice(0, 32)}`;
 }
 
+/** Which runs a subscription's owner may read: every run, its own, or none. */
+export type OwnerReach = "all" | "own" | "none";
+
+/**
+ * Which runs the owner of a subscription may read at `now`: every run (the bootstrap principal,
+ * approvers, admins), its own, or none (unknown, revoked, expired, or without `session:read`):
+ * a revoked or expired owner's subscriptions get nothing more, neither new deliveries nor
+ * further attempts of old ones.
+ *
+ * @example
+ * ```ts ignore
+ * const reach = await ownerReach(store, bootstrapPrincipalId, subscription.principalId, Date.now());
+ * ```
+ */
+export async function ownerReach(
+  store: Store,
+  bootstrapPrincipalId: string,
+  principalId: string,
+  now: number,
+): Promise<OwnerReach> {
+  if (principalId === bootstrapPrincipalId) return "all";
+  const record: PrincipalRecord | null = await store.principals.get(principalId);
+  if (record === null || record.revokedAt !== null || Date.parse(record.expiresAt) <= now) {
+    return "none";
+  }
+  if (!record.capabilities.includes("session:read")) return "none";
+  return readsEveryRun({ capabilities: record.capabilities }) ? "all" : "own";
+}
+
 /** Turns the activity log into deliveries on this replica (see the module doc). */
 export class NotificationDispatcher {
   readonly #options: NotificationDispatcherOptions;
@@ -149,7 +178,7 @@ export class NotificationDispatcher {
     subscriptions: readonly StoredSubscription[],
   ): Promise<StoredDelivery[]> {
     const now = this.#options.now();
-    const owners = new Map<string, Promise<"all" | "own" | "none">>();
+    const owners = new Map<string, Promise<OwnerReach>>();
     const reach = (principalId: string) => {
       let found = owners.get(principalId);
       if (found === undefined) {
@@ -213,15 +242,9 @@ export class NotificationDispatcher {
     return out;
   }
 
-  /** Which runs a subscription's owner may read now: every run, its own, or none. */
-  async #reachOf(principalId: string, now: number): Promise<"all" | "own" | "none"> {
-    if (principalId === this.#options.bootstrapPrincipalId) return "all";
-    const record: PrincipalRecord | null = await this.#store.principals.get(principalId);
-    if (record === null || record.revokedAt !== null || Date.parse(record.expiresAt) <= now) {
-      return "none";
-    }
-    if (!record.capabilities.includes("session:read")) return "none";
-    return readsEveryRun({ capabilities: record.capabilities }) ? "all" : "own";
+  /** Which runs a subscription's owner may read now (`ownerReach`). */
+  #reachOf(principalId: string, now: number): Promise<OwnerReach> {
+    return ownerReach(this.#store, this.#options.bootstrapPrincipalId, principalId, now);
   }
 
   /** Stops the passes (a pass under way finishes). */

@@ -102,6 +102,7 @@ export class Notifications {
       now,
       allowPrivateTargets,
       resolve,
+      bootstrapPrincipalId: options.bootstrap.principalId,
       retryDelaysMs: options.seams?.retryDelaysMs ?? RETRY_DELAYS_MS,
       pollMs,
       ...(options.seams?.caCerts !== undefined ? { caCerts: [...options.seams.caCerts] } : {}),

@@ -3,7 +3,8 @@
  * replica holds (`store.notifications.claimDue`, leased for 60 s, at most 16 at a time, 4 sent at
  * once) and, for each, in order:
  *
- * 1. reads its subscription: gone or disabled, the delivery fails without an attempt;
+ * 1. reads its subscription: gone or disabled, or its owner revoked or expired since (it would
+ *    not get the delivery made now), the delivery fails without an attempt;
  * 2. checks the target again on the addresses its host resolves to now (`targets.ts`) unless
  *    private targets are allowed;
  * 3. opens the subscription's secrets that still sign (the current one, and the previous one
@@ -30,6 +31,7 @@
  */
 import type { RuntimeLogger } from "../log.ts";
 import { Passes } from "./_passes.ts";
+import { ownerReach } from "./dispatcher.ts";
 import { appendAudit } from "../runs/audit.ts";
 import type { DeliveryAttempt } from "../../wire/mod.ts";
 import type { Store, StoredDelivery, StoredSubscription } from "../store/types.ts";
@@ -77,6 +79,8 @@ export interface NotificationSenderOptions {
   allowPrivateTargets: boolean;
   /** Resolves a host's addresses (DNS). */
   resolve: ResolveHost;
+  /** The bootstrap principal's id (it has no principal record, and is never revoked). */
+  bootstrapPrincipalId: string;
   /** Delays between attempts (default {@linkcode RETRY_DELAYS_MS}). */
   retryDelaysMs?: readonly number[];
   /** Time between passes when nothing wakes it, in ms. */
@@ -134,13 +138,14 @@ export class NotificationSender {
 
   async #deliver(delivery: StoredDelivery): Promise<void> {
     const subscription = await this.#store.notifications.getSubscription(delivery.subscriptionId);
-    if (subscription === null || subscription.state !== "active") {
+    const refusal = await this.#refusal(subscription);
+    if (subscription === null || refusal !== null) {
       const failed: StoredDelivery = {
         ...delivery,
         state: "failed",
         attempts: keep([...delivery.attempts, {
           at: new Date(this.#options.now()).toISOString(),
-          error: subscription === null ? "subscription deleted" : "subscription disabled",
+          error: refusal ?? "subscription deleted",
           durationMs: 0,
         }]),
       };
@@ -194,6 +199,20 @@ export class NotificationSender {
         outcome: "consecutiveFailures",
       });
     }
+  }
+
+  /** Step 1: why a delivery to `subscription` is not sent at all, or null. */
+  async #refusal(subscription: StoredSubscription | null): Promise<string | null> {
+    if (subscription === null) return "subscription deleted";
+    if (subscription.state !== "active") return "subscription disabled";
+    const { bootstrapPrincipalId, now } = this.#options;
+    const reach = await ownerReach(
+      this.#store,
+      bootstrapPrincipalId,
+      subscription.principalId,
+      now(),
+    );
+    return reach === "none" ? "owner revoked or expired" : null;
   }
 
   /** Steps 2 to 4: one attempt, its status or why it failed. */

@@ -571,3 +571,39 @@ Deno.test("notifications: an interim 1xx answer is skipped for the final status;
     await garbage.close();
   }
 });
+
+Deno.test("notifications: a revoked owner's pending deliveries get no further attempt", async () => {
+  const hook = receiver(() => 500);
+  const gateway = await gatewayWith();
+  try {
+    const writer = await gateway.issue(["session:read", "session:write"]);
+    const { subscriptionId } = await subscribe(gateway, writer.bearer, {
+      url: hook.url,
+      events: ["run.completed"],
+    });
+    const started = await gateway.request("POST", "/v1/runs", {
+      bearer: writer.bearer,
+      body: { input: "go" },
+    });
+    assert.equal(started.status, 201, started.text);
+    await waitFor(() => hook.requests.length >= 1 ? true : undefined);
+    const revoked = await gateway.request("DELETE", `/v1/principals/${writer.principalId}`);
+    assert.equal(revoked.status, 204, revoked.text);
+    const sent = hook.requests.length;
+    // Retries come every 40 ms here: a few would have come by now.
+    const delivery = await waitFor(async () => {
+      const listed = await gateway.request(
+        "GET",
+        `/v1/webhook-subscriptions/${subscriptionId}/deliveries`,
+      );
+      const found = listed.json.deliveries[0];
+      return found?.state === "failed" ? found : undefined;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(hook.requests.length <= sent + 1, "at most the attempt under way went on");
+    assert.equal(delivery.attempts.at(-1).error, "owner revoked or expired");
+  } finally {
+    await gateway.close();
+    await hook.close();
+  }
+});
