@@ -3,7 +3,7 @@
  *
  * | access | capability | check |
  * |---|---|---|
- * | `thread`, `threadStream` | `session:read` | the session is one the caller may read |
+ * | `thread`, `threadStream` | `session:read` | the session is one the caller may read, and no id of the path decodes to a path of its own (`plainIds`) |
  * | `agentRead` | `session:read` | the agent is one the caller may use (its `agentIds`; a list keeps only those); another is 404 `not_found_error` |
  * | `environmentRead` | `session:read` | the environment is one the caller may use (its `environmentIds`; a list keeps only those); another is 404 `not_found_error` |
  * | `admin` | `authority:admin` | none: the request is passed on as it came (its body byte for byte) |
@@ -22,6 +22,18 @@ import { relayed, type RelayRequest, send, sendForText } from "./_relay.ts";
 
 function notFound(what: string): InterfaceError {
   return new InterfaceError("notFound", `No ${what} with this id`);
+}
+
+/**
+ * Refuses (404) a request whose path ids, decoded, hold a slash or a backslash or are `.` or
+ * `..`: the path is passed on as it came, still encoded, and a provider (or a proxy before it)
+ * that decoded `%2F` and resolved dot segments would read another path than the one checked
+ * here, such as another session's thread. No id of the provider's looks like that.
+ */
+function plainIds(context: RequestContext, what: string): void {
+  for (const id of Object.values(context.params)) {
+    if (id.includes("/") || id.includes("\\") || id === "." || id === "..") throw notFound(what);
+  }
 }
 
 /** The request as it came: method, provider path, query, and body with its content type. */
@@ -76,6 +88,7 @@ export function forwardedHandlers(parts: NativeParts): {
   ): Promise<Response> {
     if (id !== undefined) {
       if (allowed !== null && !allowed.includes(id)) throw notFound(what);
+      plainIds(context, what);
       return await forward(context, call);
     }
     if (allowed === null) return await forward(context, call);
@@ -93,12 +106,14 @@ export function forwardedHandlers(parts: NativeParts): {
     async thread(context, call) {
       gateway.requireEnabled();
       await gateway.visibleRun(call.run.principal, context.params.sessionId, "read");
+      plainIds(context, "thread");
       return await forward(context, call);
     },
 
     async threadStream(context, call) {
       gateway.requireEnabled();
       await gateway.visibleRun(call.run.principal, context.params.sessionId, "read");
+      plainIds(context, "thread");
       return await forward(context, call);
     },
 

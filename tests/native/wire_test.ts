@@ -147,6 +147,31 @@ Deno.test("provider API: threads of the caller's sessions are read; another's ar
     const hidden = await native.sdk(other.bearer).beta.sessions.threads.list(session.id)
       .catch((error) => error);
     assert.ok(isA(hidden, Vendor.NotFoundError), String(hidden));
+
+    // A thread id that decodes to a path of its own (another session's thread, were the
+    // provider to decode %2F and resolve dot segments) is not found, and never passed on.
+    const own = await native.sdk(other.bearer).beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+    } as never);
+    const before = gateway.fake.requests.length;
+    for (
+      const tail of [
+        `x%2F..%2F..%2F..%2Fsessions%2F${session.id}%2Fthreads%2F${primary.id}`,
+        `${primary.id}%5C..%5C..`,
+      ]
+    ) {
+      for (const suffix of ["", "/events", "/stream"]) {
+        const answer = await fetch(
+          `${native.url}/provider/v1/sessions/${own.id}/threads/${tail}${suffix}`,
+          { headers: { "x-api-key": other.bearer } },
+        );
+        const text = await answer.text();
+        assert.equal(answer.status, 404, `${tail}${suffix}: ${text}`);
+        assert.equal(JSON.parse(text).error.type, "not_found_error");
+      }
+    }
+    assert.equal(gateway.fake.requests.length, before, "the provider saw none of them");
   } finally {
     await native.close();
   }
