@@ -70,6 +70,11 @@ export interface RouteDefinition {
   readonly body?: BodySchema;
   /** A body limit of its own, in bytes, below the server's (`maxBodyBytes`). */
   readonly maxBodyBytes?: number;
+  /**
+   * How long its body may take to arrive, in ms, within the request's deadline: a route any
+   * caller may reach keeps a slow body from holding a slot of the shared quota for long.
+   */
+  readonly maxBodyMs?: number;
   /** Answers the request. */
   handle(context: RequestContext): Response | Promise<Response>;
   /** Rebuilds a recorded response on replay (default: the recorded status and body as JSON). */

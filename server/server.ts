@@ -326,9 +326,12 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     if (anonymous && route.capability !== undefined) {
       throw new Error(`Route ${route.method} ${route.path} has a capability but no authentication`);
     }
-    const body = route.maxBodyBytes === undefined
+    const body = route.maxBodyBytes === undefined && route.maxBodyMs === undefined
       ? shared.body
-      : bodyRule({ maxBytes: Math.min(route.maxBodyBytes, maxBodyBytes) });
+      : bodyRule({
+        maxBytes: Math.min(route.maxBodyBytes ?? maxBodyBytes, maxBodyBytes),
+        ...(route.maxBodyMs !== undefined ? { maxMs: route.maxBodyMs } : {}),
+      });
     const rules = route.kind !== "shared" ? [] : inRuleOrder<RequestContext>({
       ...stepsOf(route, {
         duplicates: shared.duplicates,

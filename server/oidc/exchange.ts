@@ -52,6 +52,8 @@ export interface TokenExchangeOptions {
   totalPerMinute?: number;
   /** The fetch used for issuers' discovery documents and keys (default: the global `fetch`). */
   fetch?: typeof fetch;
+  /** How long an exchange's body may take to arrive, in ms (default 10 s). */
+  bodyTimeoutMs?: number;
 }
 
 /** Options of {@linkcode TokenExchange}. */

@@ -13,6 +13,9 @@
  * `token.exchanged` audit entry (the token's issuer, subject, `jti` and matched claims, never the
  * token), checked against the policy as read, so a policy deleted meanwhile issues nothing.
  *
+ * Its body must arrive within 10 s ({@linkcode EXCHANGE_BODY_MS}) and the request's deadline,
+ * else 408 `deadlineExceeded`: the in-flight quota is shared by every anonymous caller.
+ *
  * Refusals: 401 `authenticationFailed` with `details.reason` (`TOKEN_EXCHANGE_REFUSALS`), 403
  * `policyMismatch` with `details.claim`, 429 `resourceExhausted` with `Retry-After`, 408
  * `deadlineExceeded` when the issuer's keys do not arrive before the request's deadline.
@@ -43,6 +46,13 @@ interface LoadedExchange {
 
 /** The body limit of the exchange: an ID token is at most 16 KiB. */
 export const MAX_EXCHANGE_BODY_BYTES = 32_768;
+
+/**
+ * How long the exchange's body may take to arrive, in ms (10 s, as for the webhook intake): every
+ * anonymous request shares one in-flight quota, and a client trickling its body must not hold a
+ * slot of it until a deadline of up to 300 s.
+ */
+export const EXCHANGE_BODY_MS = 10_000;
 
 /** Body schema of {@linkcode TokenExchangeBody}, loaded with zod on the first body. */
 export const tokenExchangeSchema: LazyBodySchema = lazyBodySchema(async () =>
@@ -145,6 +155,7 @@ export function tokenExchangeRoutes(
     idempotency: "atomic",
     body: tokenExchangeSchema,
     maxBodyBytes: MAX_EXCHANGE_BODY_BYTES,
+    maxBodyMs: options.bodyTimeoutMs ?? EXCHANGE_BODY_MS,
     handle,
     replay: replayIssued(store, bootstrap),
   }];

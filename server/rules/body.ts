@@ -99,13 +99,12 @@ export async function readLimitedBody(
  * The body rule; sets `context.bodyBytes`. It runs after authentication, so no byte of an
  * unauthenticated body is read.
  */
-export function bodyRule(options: { maxBytes: number }): Rule<RequestContext> {
-  const maxBytes = options.maxBytes;
+export function bodyRule(options: { maxBytes: number; maxMs?: number }): Rule<RequestContext> {
+  const { maxBytes, maxMs } = options;
   return async function body(context: RequestContext, next: Next): Promise<Response> {
     const elapsed = performance.now() - context.startedAt;
-    const timeoutMs = context.deadline > 0
-      ? context.deadline - context.receivedAt - elapsed
-      : undefined;
+    const left = context.deadline > 0 ? context.deadline - context.receivedAt - elapsed : undefined;
+    const timeoutMs = maxMs === undefined ? left : Math.min(left ?? maxMs, maxMs - elapsed);
     context.bodyBytes = await readLimitedBody(context.request, { maxBytes, timeoutMs });
     return next();
   };

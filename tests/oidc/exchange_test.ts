@@ -336,6 +336,54 @@ Deno.test("the in-flight quota counts every anonymous exchange together", async 
   }
 });
 
+Deno.test("a body that trickles in is cut at the exchange's body time, and gives its slot back", async () => {
+  const setup = await startExchange({
+    wallClock: true,
+    inFlightQuota: 1,
+    tokenExchange: { bodyTimeoutMs: 300 },
+  });
+  const { issuer, time } = setup;
+  try {
+    assert.equal((await setup.createPolicy()).status, 201);
+    // One byte, then nothing: the client holds the request open until its 300 s deadline.
+    let stalled: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        stalled = controller;
+        controller.enqueue(new TextEncoder().encode("{"));
+      },
+    });
+    const started = Date.now();
+    const slow = await setup.server.handler(
+      new Request("http://127.0.0.1/v1/token-exchange", {
+        method: "POST",
+        headers: {
+          "x-interface-version": "2026-07-23",
+          "x-correlation-id": crypto.randomUUID(),
+          "x-deadline": new Date(time.now() + 299_000).toISOString(),
+          "idempotency-key": crypto.randomUUID(),
+          "content-type": "application/json",
+        },
+        body,
+        duplex: "half",
+      } as RequestInit),
+    );
+    const elapsed = Date.now() - started;
+    assert.equal(slow.status, 408, await slow.text());
+    assert.ok(elapsed < 5_000, `cut after ${elapsed} ms, not at the deadline`);
+    try {
+      stalled?.close();
+    } catch {
+      // The server cancelled the body already.
+    }
+    // The one anonymous slot is free again: a job's exchange goes through.
+    const exchanged = await setup.exchange(await issuer.mint(), "octo-repo");
+    assert.equal(exchanged.status, 201, exchanged.text);
+  } finally {
+    await setup.close();
+  }
+});
+
 Deno.test("the exchange's body is checked without echoing it, and limited to 32 KiB", async () => {
   const setup = await startExchange();
   try {
