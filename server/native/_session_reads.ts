@@ -115,3 +115,61 @@ export class SessionReads {
     if (this.#kept.size >= MAX_KEPT_SESSIONS) this.#kept.clear();
   }
 }
+
+/**
+ * Provider reads of one principal's sessions, at most `limit` at a time on this replica (first
+ * come, first served): a session list reads up to a hundred sessions, and a principal sending many
+ * lists at once would otherwise have hundreds of reads in flight on the service's one key, whose
+ * rate every principal shares. The reads waiting are bounded by the principal's requests in
+ * flight (the in-flight quota) times a page. A principal with nothing in flight is forgotten.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { PrincipalReads } from "./_session_reads.ts";
+ * const reads = new PrincipalReads(2);
+ * let running = 0;
+ * let most = 0;
+ * const read = async () => {
+ *   most = Math.max(most, ++running);
+ *   await new Promise((resolve) => setTimeout(resolve, 5));
+ *   running--;
+ * };
+ * await Promise.all(Array.from({ length: 6 }, () => reads.run("p", read)));
+ * assert.equal(most, 2);
+ * assert.equal(reads.principals, 0);
+ * ```
+ */
+export class PrincipalReads {
+  readonly #limit: number;
+  readonly #slots = new Map<string, { active: number; waiting: (() => void)[] }>();
+
+  /** At most `limit` reads of one principal at a time. */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Principals with reads in flight or waiting. */
+  get principals(): number {
+    return this.#slots.size;
+  }
+
+  /** Runs `read` for `principalId` once one of its slots is free. */
+  async run<T>(principalId: string, read: () => Promise<T>): Promise<T> {
+    let slot = this.#slots.get(principalId);
+    if (slot === undefined) {
+      slot = { active: 0, waiting: [] };
+      this.#slots.set(principalId, slot);
+    }
+    if (slot.active < this.#limit) slot.active++;
+    else await new Promise<void>((resolve) => slot.waiting.push(resolve));
+    try {
+      return await read();
+    } finally {
+      // The slot goes to the next read waiting, or is given back.
+      const next = slot.waiting.shift();
+      if (next !== undefined) next();
+      else if (--slot.active === 0) this.#slots.delete(principalId);
+    }
+  }
+}

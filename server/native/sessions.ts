@@ -14,7 +14,9 @@
  *
  * The read budget (`_session_reads.ts`): a replica reads a session from the provider at most
  * once in flight and keeps the answer for a second, for every caller, so clients polling a
- * session in a loop cost the service's key about one read a second per session and replica. An
+ * session in a loop cost the service's key about one read a second per session and replica; and
+ * it reads at most eight sessions of one principal at a time, however many lists and retrieves
+ * that principal sends at once (a list reads up to a hundred). An
  * update, archive or delete through this interface forgets the kept answer at once; a change
  * made any other way (a turn ending, `/v1`) shows within that second.
  *
@@ -36,11 +38,11 @@ import type { NativeCall, NativeHandler } from "./_chain.ts";
 import { type NativeParts, providerPathOf, queryOf } from "./_parts.ts";
 import { inRanges, invalid, listParams, type TimeRange } from "./_query.ts";
 import { relayed, send, sendForText } from "./_relay.ts";
-import { SessionReads } from "./_session_reads.ts";
+import { PrincipalReads, SessionReads } from "./_session_reads.ts";
 
 /** Most sessions a list page holds. */
 export const MAX_SESSION_PAGE = 100;
-/** Sessions read from the provider at once while a page is made. */
+/** Sessions read from the provider at once while a page is made, and per principal. */
 const READS_AT_ONCE = 8;
 /** The fields of an update a session's writer may change; others need `authority:admin`. */
 const WRITER_FIELDS: ReadonlySet<string> = new Set(["title", "metadata"]);
@@ -166,14 +168,26 @@ export function sessionHandlers(parts: NativeParts): {
 } {
   const { gateway, store } = parts;
   const reads = new SessionReads(parts.now);
+  const principalReads = new PrincipalReads(READS_AT_ONCE);
 
-  /** The session's JSON text from the provider, within the read budget (`_session_reads.ts`). */
+  /**
+   * The session's JSON text from the provider, within the read budget (`_session_reads.ts`): a
+   * read a caller starts waits for one of its principal's {@linkcode READS_AT_ONCE} slots.
+   */
   function sessionText(call: NativeCall, runId: string): Promise<string> {
-    return reads.read(runId, variantOf(call), async () =>
-      (await sendForText(parts, call, {
-        method: "GET",
-        path: `/v1/sessions/${encodeURIComponent(runId)}`,
-      })).text);
+    return reads.read(
+      runId,
+      variantOf(call),
+      () =>
+        principalReads.run(
+          call.run.principal.principalId,
+          async () =>
+            (await sendForText(parts, call, {
+              method: "GET",
+              path: `/v1/sessions/${encodeURIComponent(runId)}`,
+            })).text,
+        ),
+    );
   }
 
   /** {@linkcode sessionText}, or null when the provider no longer knows the session (404). */

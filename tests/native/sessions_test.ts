@@ -3,7 +3,8 @@
  * created through it is a run of the caller (the same run on `/v1`, in the audit log), streams to
  * its end, and lists exactly what the provider holds for it; the caller's sessions are listed
  * newest first; the events a client sends go through the gateway (follow-ups, interrupts); its
- * tool requests wait in the `/v1` inbox; reading a session in a loop stays within a read budget.
+ * tool requests wait in the `/v1` inbox; reading a session in a loop stays within a read budget,
+ * and one principal's reads of its sessions are limited in number at once.
  */
 import assert from "node:assert/strict";
 import { askingSession, startNative, until, userMessage, writerSession } from "./_native.ts";
@@ -141,6 +142,49 @@ Deno.test("provider API: a session polled in a loop costs the provider one read 
     await new Promise((resolve) => setTimeout(resolve, 1_050));
     await sdk.beta.sessions.retrieve(session.id);
     assert.equal(reads(), 3);
+  } finally {
+    await native.close();
+  }
+});
+
+Deno.test("provider API: one principal's session lists read at most eight of its sessions from the provider at a time", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    const { sdk } = await writerSession(native);
+    for (let i = 0; i < 31; i++) {
+      await sdk.beta.sessions.create({
+        agent: gateway.agentId,
+        environment_id: gateway.environmentId,
+      } as never);
+    }
+    // The four pages of eight, by their cursors.
+    const pages: (string | undefined)[] = [undefined];
+    for (let i = 0; i < 3; i++) {
+      const page = await sdk.beta.sessions.list({ limit: 8, page: pages[i] } as never);
+      pages.push((page as Json).next_page);
+    }
+    // Each read of a session is held 300 ms: the reads that arrived meanwhile are the ones in
+    // flight. The four pages at once, each read eight at a time, would be 32 reads in flight.
+    const isRead = (r: { method: string; path: string }) =>
+      r.method === "GET" && /^\/v1\/sessions\/[^/]+$/.test(r.path);
+    await new Promise((resolve) => setTimeout(resolve, 1_050)); // past the kept answers
+    gateway.fake.delayNext({ method: "GET", path: /^\/v1\/sessions\/[^/]+$/, ms: 300, times: 200 });
+    const before = gateway.fake.requests.filter(isRead).length;
+    const lists = Promise.all(
+      pages.map((page) => sdk.beta.sessions.list({ limit: 8, page } as never)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const inFlight = gateway.fake.requests.filter(isRead).length - before;
+    assert.ok(inFlight >= 1 && inFlight <= 8, `${inFlight} reads in flight at once`);
+    const listed = await lists;
+    assert.deepEqual(listed.map((page) => (page as Json).data.length), [8, 8, 8, 8]);
+    // Another principal is not held behind the first one's reads.
+    const other = await writerSession(native);
+    const started = Date.now();
+    const mine = await other.sdk.beta.sessions.retrieve(other.session.id);
+    assert.equal(mine.id, other.session.id);
+    assert.ok(Date.now() - started < 2_000);
   } finally {
     await native.close();
   }
