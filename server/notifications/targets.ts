@@ -10,9 +10,13 @@
  * - link-local: `169.254.0.0/16` (the usual metadata address `169.254.169.254` among them),
  *   `fe80::/10`;
  * - metadata names: `metadata`, `metadata.google.internal`;
- * - and what is no host to send to: `0.0.0.0/8`, `::`, `192.0.0.0/24`, the benchmarking
- *   `198.18.0.0/15`, multicast, the reserved `240.0.0.0/4` and broadcast. IPv6 forms of an IPv4
- *   address (`::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`) are judged as that IPv4 address.
+ * - and what is no host to send to: `0.0.0.0/8`, `::`, `192.0.0.0/24`, the documentation
+ *   ranges (`192.0.2.0/24`, `198.51.100.0/24`, `203.0.113.0/24`, `2001:db8::/32`), the 6to4 relay
+ *   `192.88.99.0/24`, the benchmarking `198.18.0.0/15`, multicast, the reserved `240.0.0.0/4`,
+ *   broadcast, the discard-only `100::/64`. IPv6 forms of an IPv4 address (`::ffff:a.b.c.d`,
+ *   `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, 6to4 `2002:a.b.c.d::`) are judged as that IPv4
+ *   address; Teredo (`2001::/32`) and local-use NAT64 (`64:ff9b:1::/48`), whose IPv4 address
+ *   cannot be told, are refused.
  *
  * The check runs when a subscription is created (422 `webhookTargetNotAllowed`) and again before
  * every attempt, on the addresses the name resolves to then: a name that later resolves to a
@@ -59,8 +63,12 @@ const BLOCKED_V4: readonly [string, number][] = [
   ["169.254.0.0", 16],
   ["172.16.0.0", 12],
   ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
   ["192.168.0.0", 16],
   ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
   ["224.0.0.0", 4],
   ["240.0.0.0", 4],
 ];
@@ -122,7 +130,7 @@ function v6Groups(address: string): number[] | null {
  * import assert from "node:assert/strict";
  * import { isRefusedAddress } from "./targets.ts";
  * for (const address of ["127.0.0.1", "10.1.2.3", "169.254.169.254", "::1", "fe80::1",
- *   "fd00:ec2::254", "::ffff:192.168.0.1", "100.100.100.200"]) {
+ *   "fd00:ec2::254", "::ffff:192.168.0.1", "100.100.100.200", "2002:7f00:1::", "::ffff:0:7f00:1"]) {
  *   assert.equal(isRefusedAddress(address), true, address);
  * }
  * assert.equal(isRefusedAddress("93.184.215.14"), false);
@@ -141,9 +149,17 @@ export function isRefusedAddress(address: string): boolean {
     if (g5 === 0 && g6 === 0 && (g7 === 0 || g7 === 1)) return true; // :: and ::1
     return v4Blocked(embedded);
   }
+  // ::ffff:0:a.b.c.d (IPv4-translated, SIIT).
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0xffff && g5 === 0) {
+    return v4Blocked(embedded);
+  }
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
     return v4Blocked(embedded);
   }
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return true; // local-use NAT64, 64:ff9b:1::/48
+  if (g0 === 0x2002) return v4Blocked(g1 * 65536 + g2); // 6to4: 2002:a.b.c.d::/48
+  if (g0 === 0x2001 && (g1 === 0 || g1 === 0xdb8)) return true; // Teredo, documentation
+  if (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) return true; // discard-only, 100::/64
   if ((g0 & 0xfe00) === 0xfc00) return true; // fc00::/7
   if ((g0 & 0xffc0) === 0xfe80) return true; // fe80::/10
   if ((g0 & 0xff00) === 0xff00) return true; // multicast

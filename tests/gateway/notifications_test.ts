@@ -347,6 +347,11 @@ Deno.test("notifications: loopback, private, link-local and metadata targets are
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]/x",
         "http://[::ffff:192.168.1.1]/x",
+        "http://[::ffff:0:7f00:1]/x",
+        "http://[2002:a9fe:a9fe::1]/latest/meta-data",
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x",
+        "http://[64:ff9b:1::a00:1]/x",
+        "http://203.0.113.7/x",
         "http://metadata.google.internal/x",
         "https://loops.example/x",
       ]
