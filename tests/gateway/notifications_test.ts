@@ -82,6 +82,14 @@ async function subscribe(
   };
 }
 
+/** Subscribes `url` to `run.completed` as `bearer`, then starts a run; answers the subscription. */
+async function subscribedRun(gateway: Gateway, bearer: string, url: string): Promise<string> {
+  const { subscriptionId } = await subscribe(gateway, bearer, { url, events: ["run.completed"] });
+  const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+  assert.equal(started.status, 201, started.text);
+  return subscriptionId;
+}
+
 function headerRecord(headers: Headers): Record<string, string> {
   return {
     "webhook-id": headers.get("webhook-id")!,
@@ -280,15 +288,7 @@ Deno.test("notifications: twenty failed attempts in a row disable the subscripti
   const hook = receiver(() => 500);
   try {
     const writer = await gateway.issue(["session:read", "session:write"]);
-    const { subscriptionId } = await subscribe(gateway, writer.bearer, {
-      url: hook.url,
-      events: ["run.completed"],
-    });
-    const started = await gateway.request("POST", "/v1/runs", {
-      bearer: writer.bearer,
-      body: { input: "x" },
-    });
-    assert.equal(started.status, 201, started.text);
+    const subscriptionId = await subscribedRun(gateway, writer.bearer, hook.url);
     const disabled = await waitFor(async () => {
       const read = await gateway.request("GET", `/v1/webhook-subscriptions/${subscriptionId}`, {
         bearer: writer.bearer,
@@ -582,15 +582,7 @@ Deno.test("notifications: a revoked owner's pending deliveries get no further at
   const gateway = await gatewayWith();
   try {
     const writer = await gateway.issue(["session:read", "session:write"]);
-    const { subscriptionId } = await subscribe(gateway, writer.bearer, {
-      url: hook.url,
-      events: ["run.completed"],
-    });
-    const started = await gateway.request("POST", "/v1/runs", {
-      bearer: writer.bearer,
-      body: { input: "go" },
-    });
-    assert.equal(started.status, 201, started.text);
+    const subscriptionId = await subscribedRun(gateway, writer.bearer, hook.url);
     await waitFor(() => hook.requests.length >= 1 ? true : undefined);
     const revoked = await gateway.request("DELETE", `/v1/principals/${writer.principalId}`);
     assert.equal(revoked.status, 204, revoked.text);
