@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { claimAuthority } from "../server/authority_lease.ts";
 import { bootstrapClaim, deriveBootstrapCredential } from "../server/bootstrap/credential.ts";
 import { generateBootstrapValues } from "../server/bootstrap/variables.ts";
 import { createJsonLogger, type RuntimeLogger } from "../server/log.ts";
@@ -74,7 +75,7 @@ export async function demoCommand(args: string[]): Promise<number> {
       const values = generateBootstrapValues();
       const bootstrap = deriveBootstrapCredential({ ...values, source: "auto-init" });
       store = await openKvStore({ path: `${dir}/store.kv`, namespace: bootstrap.namespace });
-      await store.authority.claim(Date.now(), bootstrapClaim(bootstrap));
+      await claimAuthority(store, Date.now(), bootstrapClaim(bootstrap));
       const provider: ProviderSettings = {
         apiKey,
         baseUrl: simulator.baseUrl,

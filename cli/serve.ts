@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { claimAuthority } from "../server/authority_lease.ts";
 import { bootstrapClaim } from "../server/bootstrap/credential.ts";
 import { resolveBootstrap } from "../server/bootstrap/resolve.ts";
 import { createJsonLogger } from "../server/log.ts";
@@ -80,7 +81,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     return reportError(new Error(`Cannot open the store: ${(error as Error).message}`));
   }
   try {
-    await store.authority.claim(Date.now(), bootstrapClaim(credential));
+    await claimAuthority(store, Date.now(), bootstrapClaim(credential));
   } catch (error) {
     await store.close();
     return reportError(new Error(`Cannot serve this store: ${(error as Error).message}`));

@@ -2,32 +2,38 @@
  * Bearer authentication: the bootstrap digest compared in constant time first, then the store
  * looked up by the SHA-256 digest of the bearer, with an optional in-process principal cache.
  *
- * Revocation is immediate on every process sharing the store: each authenticated request first
- * makes sure it holds the store's current authority state, then
+ * Revocation holds on every process sharing the store once it has been answered: each
+ * authenticated request is decided under an authority state that is current for it, then
  *
- * 1. refuses every bearer, its own bootstrap included, when another bootstrap has claimed the
+ * 1. refuses every bearer, its own bootstrap included, once another bootstrap has claimed the
  *    store (`init --force` and a restart elsewhere): this process must be restarted with the
  *    current credential; refuses its own bootstrap bearer only (401, "rotated") when a later
  *    generation of the bootstrap holds the store (`init --rotate` and a restart elsewhere): the
  *    principals it issued stay valid;
- * 2. empties the cache when the revocation epoch moved since the last request (any process
- *    revoked a principal);
+ * 2. empties the cache when the namespace's epoch moved (any process revoked a principal, or the
+ *    bootstrap was rotated);
  * 3. answers from the cache, else reads the principal and caches it only when the epoch is still
- *    the one read in step 1 (a revocation racing the read cannot leave a stale entry).
+ *    the one the request was decided under (a revocation racing the read cannot leave a stale
+ *    entry).
  *
- * "Current" means read after the request arrived, or proven unchanged since: the store's
- * `store.authority.changeMarker()` (a Deno KV file's commit counter, read in 1 µs with no round trip)
- * is equal to the marker taken just before the last authority read began, so nothing was
- * committed by any process since. Then a cached principal is answered synchronously. Otherwise
- * (the marker moved, or the backend has none: PostgreSQL, remote or in-memory KV) the request
- * waits for `store.authority.readState()`, one round trip shared by the requests that
- * arrive together.
+ * "Current" means one of two things. While this process holds its authority lease
+ * (`authority_lease.ts`), the state the lease acknowledged is current: a change that must hold
+ * everywhere waits, before it is answered, until every lease has acknowledged it or lapsed. A
+ * cached principal is then answered synchronously, with no store call. Without a valid lease (the
+ * first requests, a store that cannot be reached, `leaseMs: 0`) the request waits for
+ * `store.authority.readState()` started after it arrived, one round trip shared by the requests
+ * that arrive together.
  *
  * Expiry needs no read: it is checked against the cached expiry on every request. See
  * `docs/deployment.md` for the measurements behind this design.
  *
  * @module
  */
+import {
+  AuthorityLease,
+  awaitAcknowledged,
+  DEFAULT_AUTHORITY_LEASE_MS,
+} from "./authority_lease.ts";
 import { constantTimeEqual, sha256Ascii, sha256Hex, toHex } from "./digest.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import type { AuthenticatedPrincipal } from "./context.ts";
@@ -44,11 +50,17 @@ export interface AuthenticatorOptions {
   store: Store;
   /**
    * Keep principals found in the store in memory (default true). Safe with several processes on
-   * one store: the cache is emptied whenever the store's revocation epoch moves.
+   * one store: the cache is emptied whenever the namespace's epoch moves.
    */
   cache?: boolean;
   /** Most cached principals before the cache is emptied (default 10000). */
   cacheSize?: number;
+  /**
+   * Length of this process's authority lease in ms (default 3000): the longest a revocation
+   * waits for a process that stopped answering. 0 holds none: every authenticated request then
+   * reads the authority state.
+   */
+  leaseMs?: number;
 }
 
 /** Longest bearer token accepted, in characters. */
@@ -157,10 +169,17 @@ export class Authenticator {
   #store: Store;
   #cache: Map<string, AuthenticatedPrincipal> | null;
   #cacheSize: number;
-  /** The revocation epoch the cache's entries were read under. */
+  /** The epoch the cache's entries were read under: the latest one adopted. */
   #epoch: string | null = null;
-  /** The last authority state read, with the store's change marker taken before the read. */
-  #known: { marker: number; state: AuthorityState } | null = null;
+  /** Set once another bootstrap claimed the store: every bearer is refused from then on. */
+  #superseded = false;
+  /**
+   * Set once a later generation of this bootstrap holds the store (of the latest state adopted,
+   * whatever state a request is decided under): this bootstrap bearer is refused from then on.
+   */
+  #rotated = false;
+  /** This process's authority lease; null with `leaseMs: 0`. */
+  readonly #lease: AuthorityLease | null;
   /** The authority read running now, if any. */
   #running: Promise<AuthorityState> | null = null;
   /** The read that starts once the running one settles, shared by the requests waiting for it. */
@@ -189,6 +208,13 @@ export class Authenticator {
     this.#store = options.store;
     this.#cache = options.cache === false ? null : new Map();
     this.#cacheSize = options.cacheSize ?? 10_000;
+    const leaseMs = options.leaseMs ?? DEFAULT_AUTHORITY_LEASE_MS;
+    this.#lease = leaseMs <= 0 ? null : new AuthorityLease({
+      store: options.store,
+      leaseMs,
+      epoch: () => this.#epoch,
+      adopt: (state) => this.#adopt(state),
+    });
   }
 
   /** The bootstrap principal. */
@@ -198,9 +224,9 @@ export class Authenticator {
 
   /**
    * Authenticates an `Authorization` header value at time `now` (ms). A malformed header is
-   * refused synchronously (it throws); so is any bearer while the store's change marker proves
-   * the last authority state current, and a cached principal or the bootstrap is then answered
-   * synchronously. Anything else returns a promise (see the module doc).
+   * refused synchronously (it throws); while this process holds its authority lease, so is any
+   * refused bearer, and a cached principal or the bootstrap is answered synchronously. Anything
+   * else returns a promise (see the module doc).
    *
    * @example
    * ```ts ignore
@@ -214,13 +240,16 @@ export class Authenticator {
     if (authorization === null) throw authenticationFailed("Authorization header is required");
     const token = bearerToken(authorization);
     if (token === null) throw authenticationFailed(MALFORMED);
+    if (this.#superseded) throw bootstrapSuperseded();
     // The bearer is printable ASCII here, so the fast synchronous digest applies.
     const digest = sha256Ascii(token, DIGEST);
     const isBootstrap = constantTimeEqual(digest, this.#bootstrapDigest);
     const hex = isBootstrap ? "" : toHex(DIGEST);
-    const known = this.#known;
-    if (known !== null && known.marker === this.#store.authority.changeMarker()) {
-      return this.#decide(known.state, isBootstrap, hex, now);
+    const lease = this.#lease;
+    if (lease !== null) {
+      const state = lease.stateAt(now);
+      if (state !== null) return this.#decide(state, isBootstrap, hex, now);
+      lease.start();
     }
     return this.#readAuthority().then((state) => this.#decide(state, isBootstrap, hex, now));
   }
@@ -232,9 +261,10 @@ export class Authenticator {
     hex: string,
     now: number,
   ): AuthenticatedPrincipal | Promise<AuthenticatedPrincipal> {
-    this.#observe(state);
+    if (state.epoch !== this.#epoch || !state.current) this.#adopt(state);
+    if (this.#superseded) throw bootstrapSuperseded();
     if (isBootstrap) {
-      if (state.bootstrapGeneration > this.#bootstrapGeneration) throw bootstrapRotated();
+      if (this.#rotated) throw bootstrapRotated();
       if (now >= this.#bootstrap.expiresAtMs) throw tokenExpired();
       return this.#bootstrap;
     }
@@ -248,9 +278,8 @@ export class Authenticator {
   /**
    * Reads the authority state for a request that arrived now: joins the next read to start, never
    * one already running (it may have begun before a revocation this request must see). Requests
-   * arriving while a read runs share ONE later read, so under load the store is read about once
-   * per read latency instead of once per request (a short wrk run at 50 connections: 4,100 req/s
-   * with a read per request, see docs/deployment.md for the figures with this).
+   * arriving while a read runs share ONE later read, so without a lease the store is read about
+   * once per read latency instead of once per request.
    */
   #readAuthority(): Promise<AuthorityState> {
     if (this.#running === null) return this.#startRead();
@@ -262,31 +291,69 @@ export class Authenticator {
   }
 
   #startRead(): Promise<AuthorityState> {
-    // Taken before the read: a commit racing the read moves the marker, so the next request
-    // reads again rather than trusting a state that may predate it.
-    const marker = this.#store.authority.changeMarker();
     const read = this.#store.authority.readState();
     this.#running = read;
     const settled = () => {
       if (this.#running === read) this.#running = null;
     };
-    read.then((state) => {
-      this.#known = marker === null ? null : { marker, state };
-      settled();
-    }, settled);
+    read.then(settled, settled);
     return read;
   }
 
-  /** Steps 1 and 2 of the module doc: refuse when superseded, forget all when the epoch moved. */
-  #observe(state: AuthorityState): void {
+  /**
+   * Steps 1 and 2 of the module doc for a state read from the store: a claim by another bootstrap
+   * is final, and so is a later generation of this bootstrap; a newer epoch empties the cache; an
+   * older one (a read that raced a newer) changes nothing.
+   */
+  #adopt(state: AuthorityState): void {
     if (!state.current) {
+      this.#superseded = true;
       this.#cache?.clear();
-      throw bootstrapSuperseded();
+      return;
     }
-    if (state.epoch !== this.#epoch) {
+    if (this.#epoch === null || state.epoch > this.#epoch) {
       this.#cache?.clear();
       this.#epoch = state.epoch;
+      if (state.bootstrapGeneration > this.#bootstrapGeneration) this.#rotated = true;
     }
+  }
+
+  /**
+   * Waits, after a change that must hold on every process before it is answered (a revocation),
+   * until every live authority lease of the namespace has acknowledged the store's epoch or
+   * lapsed. This process adopts that epoch first (and acknowledges it in its own lease). Resolves
+   * with true, or false when `options.deadline` (wall-clock ms) came first; the change itself is
+   * committed either way. Rejects when the store cannot be read.
+   *
+   * @example
+   * ```ts ignore
+   * await store.principals.revoke(principalId, revokedAt);
+   * if (!await authenticator.settle({ deadline: context.deadline })) throw deadlineExceeded();
+   * ```
+   */
+  async settle(options: { deadline?: number } = {}): Promise<boolean> {
+    const since = performance.now();
+    const state = await this.#store.authority.readState();
+    this.#adopt(state);
+    if (this.#lease?.active) await this.#lease.renew();
+    return await awaitAcknowledged(this.#store.leases, {
+      epoch: state.epoch,
+      since,
+      deadline: options.deadline,
+    });
+  }
+
+  /**
+   * Stops renewing this process's authority lease and deletes its record, so that no change waits
+   * for it. Authentication goes on without the lease (reading the authority state per request).
+   *
+   * @example
+   * ```ts ignore
+   * await authenticator.close();
+   * ```
+   */
+  async close(): Promise<void> {
+    await this.#lease?.close();
   }
 
   /**

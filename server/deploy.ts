@@ -14,16 +14,19 @@
  *    Without them the module fails to load with one clear message, so the host serves nothing;
  * 2. opens the store `AUTOMATION_RUNTIME_STORE` names (`postgres://…` or a KV path), else the
  *    host's own KV (`Deno.openKv()` with no path);
- * 3. claims the store for this bootstrap (a rotated-away bootstrap is refused), then serves.
+ * 3. claims the store for this bootstrap (a rotated-away bootstrap is refused; the isolates of a
+ *    bootstrap it replaced acknowledge that first), then serves.
  *
- * Every isolate answers with the same truth: a revocation made through any of them holds for the
- * next request on all of them (see `server/authenticator.ts`). The settings the table of
+ * Every isolate answers with the same truth: each holds its own authority lease, and a revocation
+ * made through any of them is answered once all of them acknowledged it (see
+ * `server/authenticator.ts`). The settings the table of
  * `server/settings.ts` marks for this entry (the store, the CORS and MCP lists, the retention) are
  * read from their variables as `serve` reads them; the host owns the listener, and without a
  * provider credential this entry serves no runs, so the other settings keep their defaults.
  *
  * @module
  */
+import { claimAuthority } from "./authority_lease.ts";
 import { bootstrapClaim } from "./bootstrap/credential.ts";
 import { resolveEnvironmentBootstrap } from "./bootstrap/resolve.ts";
 import { createJsonLogger } from "./log.ts";
@@ -111,7 +114,7 @@ export async function createDeployServer(
     });
   }
   try {
-    await store.authority.claim(now(), bootstrapClaim(bootstrap));
+    await claimAuthority(store, now(), bootstrapClaim(bootstrap));
   } catch (error) {
     await store.close();
     throw new DeployStartError(`Cannot serve this store: ${(error as Error).message}`, {

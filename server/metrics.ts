@@ -431,6 +431,11 @@ const OPERATION_LABELS: Readonly<Record<string, string>> = Object.freeze({
   "authority.claim": "claimAuthority",
   "authority.readState": "readAuthorityState",
   "authority.purgeRetired": "purgeRetired",
+  "leases.renew": "renewAuthorityLease",
+  "leases.release": "releaseAuthorityLease",
+  "leases.list": "listAuthorityLeases",
+  "leases.purge": "purgeAuthorityLeases",
+  "leases.watch": "watchAuthority",
   "runs.reserveSlot": "reserveRunSlot",
   "runs.releaseSlot": "releaseRunSlot",
   "runs.countSlots": "countRunSlots",
@@ -461,8 +466,7 @@ const OPERATION_LABELS: Readonly<Record<string, string>> = Object.freeze({
  * A store whose calls are timed into `metrics.storeDuration`, by operation (see
  * {@linkcode OPERATION_LABELS}) and outcome (`ok`, or `error` when it threw or rejected). It is
  * built once through the store's one seam (`wrapStore`), each method's timer with its label
- * values made then, so a call allocates nothing for its labels. `authority.changeMarker` is not
- * timed: it is a 1 µs local read, not a store call.
+ * values made then, so a call allocates nothing for its labels.
  *
  * @example
  * ```ts
@@ -479,7 +483,6 @@ const OPERATION_LABELS: Readonly<Record<string, string>> = Object.freeze({
 export function measuredStore(store: Store, metrics: RuntimeMetrics): Store {
   const histogram = metrics.storeDuration;
   return wrapStore(store, (part, method, call) => {
-    if (part === "authority" && method === "changeMarker") return call;
     const operation = OPERATION_LABELS[`${part}.${method}`] ?? `${part}.${method}`;
     const ok: readonly string[] = [operation, "ok"];
     const failed: readonly string[] = [operation, "error"];

@@ -10,6 +10,7 @@
  * @module
  */
 import { Authenticator } from "./authenticator.ts";
+import { LEASE_GRACE_MS } from "./authority_lease.ts";
 import type { BootstrapCredential } from "./bootstrap/credential.ts";
 import { type Chain, compose, type Next, whileAnswering } from "./chain.ts";
 import { consoleRoutes, isConsolePath, setConsoleHeaders } from "./console/mod.ts";
@@ -104,10 +105,17 @@ export interface RuntimeServerOptions {
   now?: () => number;
   /**
    * Cache principals in this process (default on). Safe with several processes or replicas on
-   * one store: every authenticated request reads the store's revocation epoch and the cache is
-   * emptied when it moved (see `server/authenticator.ts`).
+   * one store: the cache is emptied when the namespace's epoch moves, and a revocation waits for
+   * every process to acknowledge it (see `server/authenticator.ts`).
    */
   principalCache?: boolean;
+  /**
+   * Length of this process's authority lease in ms (default 3000): while it holds the lease, a
+   * cached principal is answered with no store call, and a revocation waits at most this long for
+   * a process that stopped answering. 0: no lease, every authenticated request reads the
+   * authority state (see `server/authority_lease.ts`).
+   */
+  authorityLeaseMs?: number;
   /**
    * How long revoked and expired principals, and the records of a rotated-away bootstrap, are
    * kept, in ms (default 30 days). They are purged with the idempotency records.
@@ -281,6 +289,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     bootstrap,
     store,
     cache: options.principalCache ?? true,
+    leaseMs: options.authorityLeaseMs,
   });
   const quota = new InFlightQuota(options.inFlightQuota ?? DEFAULT_IN_FLIGHT_QUOTA);
   const idempotency = new Idempotency({ store });
@@ -581,6 +590,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store.idempotency.purgeExpired(at),
       store.principals.purgeRetired({ now: at, retentionMs }),
       store.authority.purgeRetired({ now: at, retentionMs }),
+      store.leases.purge({ now: at, graceMs: LEASE_GRACE_MS }),
       purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),
       store.trustPolicies.purgeTokenUses(at),
       store.activity.purge(new Date(at - ACTIVITY_RETENTION_MS).toISOString()),
@@ -616,6 +626,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       await tails?.close();
       closed = true;
       if (cleaning !== null) await cleaning;
+      await authenticator.close();
       logger.flush();
     },
   };

@@ -15,6 +15,11 @@
  *
  * @module
  */
+import {
+  DEFAULT_AUTHORITY_LEASE_MS,
+  MAX_AUTHORITY_LEASE_MS,
+  MIN_AUTHORITY_LEASE_MS,
+} from "./authority_lease.ts";
 import { parseCorsOrigins } from "./cors.ts";
 import { DEFAULT_MAX_REPLAY_BYTES, DEFAULT_MAX_SESSION_REPLAY_BYTES } from "./mcp/event_store.ts";
 import { parseAllowedHosts, parseAllowedOrigins } from "./mcp/origin.ts";
@@ -223,6 +228,23 @@ const TRIMMED: SettingParser<string> = {
   parse: (text: string): string | undefined => text.trim() === "" ? undefined : text.trim(),
 };
 
+/** An authority lease: 0 (none), or a length in ms within the lease's bounds. */
+const AUTHORITY_LEASE: SettingParser<number> = {
+  accepts: `0 or ${MIN_AUTHORITY_LEASE_MS} to ${MAX_AUTHORITY_LEASE_MS}`,
+  parse(text: string, name: string): number | undefined {
+    if (text === "") return undefined;
+    const number = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+    if (
+      number !== 0 && !(number >= MIN_AUTHORITY_LEASE_MS && number <= MAX_AUTHORITY_LEASE_MS)
+    ) {
+      throw new Error(
+        `${name} must be 0 or an integer from ${MIN_AUTHORITY_LEASE_MS} to ${MAX_AUTHORITY_LEASE_MS}`,
+      );
+    }
+    return number;
+  },
+};
+
 /**
  * The settings of `serve`, in the order of its help. The three provider settings also have a
  * key in the provider file, which `resolveProviderSettings` reads after the environment.
@@ -405,6 +427,15 @@ export const SERVE_SETTINGS = Object.freeze({
     defaultText: `\`${DEFAULT_PROVIDER_TIMEOUT_MS}\` (1 min)`,
     help: "a call of the provider's own API at `/provider` waits at most N ms for the provider " +
       "(unless it sends `x-deadline`)",
+  }),
+  authorityLeaseMs: setting({
+    flag: "authority-lease-ms",
+    placeholder: "N",
+    env: "AUTOMATION_RUNTIME_AUTHORITY_LEASE_MS",
+    parser: AUTHORITY_LEASE,
+    default: DEFAULT_AUTHORITY_LEASE_MS,
+    help: "authority lease in ms: the longest a revocation waits for a frozen process (0: none)",
+    deploy: true,
   }),
   corsOrigins: setting({
     flag: "cors-origins",
@@ -614,6 +645,7 @@ export type SettingsServerOptions =
       | "tokenExchange"
       | "notifications"
       | "providerTimeoutMs"
+      | "authorityLeaseMs"
     >
   >
   & Pick<RuntimeServerOptions, "cors" | "retentionMs" | "publicUrl">;
@@ -658,6 +690,7 @@ export function serverOptionsOf(settings: ServeSettings): SettingsServerOptions 
       maxSubscriptionsPerPrincipal: settings.maxWebhookSubscriptions,
     },
     providerTimeoutMs: settings.providerTimeoutMs,
+    authorityLeaseMs: settings.authorityLeaseMs,
     cors: settings.corsOrigins === undefined ? undefined : { allowedOrigins: settings.corsOrigins },
     retentionMs: settings.retentionDays * DAY_MS,
     ...(settings.publicUrl !== undefined ? { publicUrl: settings.publicUrl } : {}),

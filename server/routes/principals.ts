@@ -3,6 +3,11 @@
  * `DELETE /v1/principals/{id}` revokes it, `GET /v1/principals` lists them a page at a time. All
  * need `authority:admin`.
  *
+ * A revocation answers 204 only once it holds on every process sharing the store: after the
+ * revoking write, it waits until every process's authority lease has acknowledged the new epoch
+ * or lapsed (`Authenticator.settle`); when the request's deadline comes first it answers 408
+ * `deadlineExceeded` (the revocation is recorded; asking again answers 204 once it holds).
+ *
  * Paging: `GET /v1/principals?limit=N&cursor=C`. `limit` is 1 to 500 (default 100); the answer is
  * `{ principals: [...], nextCursor }`, `nextCursor` an opaque string to pass back as `cursor`, or
  * null after the last page. A bad `limit` or `cursor` (or any other query parameter) is 422
@@ -26,6 +31,7 @@ import {
   replayIssued,
 } from "../issuance.ts";
 import type { RouteDefinition } from "../router.ts";
+import { deadlineExceeded } from "../rules/deadline.ts";
 import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RuntimeServices } from "../services.ts";
@@ -220,6 +226,9 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     );
     authenticator.forget(principalId);
     if (result === "notFound") throw principalNotFound();
+    // Also after "alreadyRevoked": the revocation that got there first may still be waiting.
+    const deadline = context.deadline > 0 ? context.deadline : undefined;
+    if (!await authenticator.settle({ deadline })) throw deadlineExceeded();
     return context.json(null, 204);
   }
 

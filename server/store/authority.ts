@@ -14,13 +14,13 @@
  *   request on, while the principals it issued stay valid; an earlier generation, or another
  *   bearer of the same generation, is refused.
  *
- * A revocation (see `PrincipalStore.revoke`) moves the namespace's revocation epoch in the same
- * atomic step, so principal caches emptied when the epoch moves are never stale; a claim moves it
- * too.
+ * A revocation (see `PrincipalStore.revoke`) moves the namespace's authority epoch in the same
+ * atomic step, and so do the claim that retires a namespace and the one that rotates its
+ * bootstrap, so principal caches emptied when the epoch moves are never stale. The processes
+ * answering from memory hold authority leases (`leases.ts`) that acknowledge the epoch.
  *
  * @module
  */
-
 /**
  * What a process must read before it answers an authenticated request, so that a revocation or
  * a bootstrap rotation made by any other process on the store holds for it at once.
@@ -31,7 +31,12 @@ export interface AuthorityState {
    * namespace): this process runs with a rotated-away bootstrap and must refuse every bearer.
    */
   readonly current: boolean;
-  /** Opaque; changes whenever a principal of this namespace is revoked or the store is claimed. */
+  /**
+   * The namespace's authority epoch: 20 characters that only ever grow, compared as strings (a
+   * later epoch is greater). It moves whenever a principal of this namespace is revoked, a claim
+   * by another namespace retires this one, or a later bootstrap generation takes the bootstrap
+   * over, in the same atomic step as that change; `0`×20 before the first move.
+   */
   readonly epoch: string;
   /**
    * The generation of the bootstrap bearer holding the store (0 until a claim named one). A
@@ -49,6 +54,21 @@ export interface BootstrapClaim {
   readonly digest: string;
 }
 
+/** The epoch of a namespace nothing has moved yet. */
+export const FIRST_EPOCH = "00000000000000000000";
+
+/** What {@linkcode AuthorityStore.claim} changed. */
+export interface ClaimResult {
+  /**
+   * The namespace whose epoch the claim moved, and the epoch after the move: the namespace it
+   * retired (another authority key took the store), or its own (a later bootstrap generation
+   * took the bootstrap over); null when it moved none. The processes of that namespace must
+   * acknowledge the epoch (or let their leases lapse) before the claimer answers anything: see
+   * `claimAuthority` in `server/authority_lease.ts`.
+   */
+  readonly moved: { readonly namespace: string; readonly epoch: string } | null;
+}
+
 /** Options of the retention purges (`purgeRetired` of the principals and authority parts). */
 export interface PurgeOptions {
   /** Current time, ms since epoch. */
@@ -62,28 +82,22 @@ export interface AuthorityStore {
   /**
    * Declares this namespace the store's current one: a process started with a new credential
    * takes the store over, and the namespace it replaced is retired (its processes then see
-   * `current: false`). Throws {@linkcode SupersededNamespaceError} when this namespace was
-   * itself retired before, so an old bootstrap cannot take the store back.
+   * `current: false`) and its epoch moves. Throws {@linkcode SupersededNamespaceError} when this
+   * namespace was itself retired before, so an old bootstrap cannot take the store back.
    *
    * With `bootstrap`, the claim also names the bootstrap bearer: a later generation than the
-   * store's takes the bootstrap over (every process then sees the new `bootstrapGeneration`);
-   * an earlier one, or another bearer of the same generation, is refused with
-   * {@linkcode SupersededNamespaceError}. Without it the bootstrap the store holds stays.
+   * store's takes the bootstrap over (every process then sees the new `bootstrapGeneration`) and
+   * the namespace's epoch moves; an earlier one, or another bearer of the same generation, is
+   * refused with {@linkcode SupersededNamespaceError}. Without it the bootstrap the store holds
+   * stays. Each change is one atomic step with its epoch move.
    */
-  claim(now: number, bootstrap?: BootstrapClaim): Promise<void>;
+  claim(now: number, bootstrap?: BootstrapClaim): Promise<ClaimResult>;
   /**
-   * Reads the authority state in one round trip. A store never claimed counts as current.
-   * Every authenticated request reads it first (see `server/authenticator.ts`).
+   * Reads the authority state in one round trip. A store never claimed counts as current. A
+   * process that holds no authority lease reads it for every authenticated request (see
+   * `server/authenticator.ts`).
    */
   readState(): Promise<AuthorityState>;
-  /**
-   * A marker read synchronously, without a round trip, that is equal on two calls only when no
-   * process committed anything to the store in between; null when the backend cannot tell that
-   * without a round trip (remote and in-memory KV, PostgreSQL) or the store is closed. While it
-   * stays equal, an authority state read after the first call is still current, and the
-   * authenticator does not read it again. Not a store call: it is never timed.
-   */
-  changeMarker(): number | null;
   /**
    * Deletes every record of each namespace retired more than `retentionMs` before `now`; returns
    * how many namespaces went. A namespace other than the current one that was never retired

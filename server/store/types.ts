@@ -6,8 +6,8 @@
  * `tests/store/contract.ts`, part by part.
  *
  * Each part's interface, and the records only it uses, is in its own file: `principals.ts`,
- * `idempotency.ts`, `authority.ts`, `runs.ts`, `audit.ts`, `events.ts`, `answers.ts`,
- * `trust_policies.ts`, `activity.ts`, `notifications.ts`. The
+ * `idempotency.ts`, `authority.ts`, `leases.ts`, `runs.ts`, `audit.ts`, `events.ts`,
+ * `answers.ts`, `trust_policies.ts`, `activity.ts`, `notifications.ts`. The
  * records several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
  * `run_event_types.ts`. This module re-exports them all.
  *
@@ -21,6 +21,7 @@
 import type { PrincipalStore } from "./principals.ts";
 import type { IdempotencyStore } from "./idempotency.ts";
 import type { AuthorityStore } from "./authority.ts";
+import type { AuthorityLeaseStore } from "./leases.ts";
 import type { RunStore } from "./runs.ts";
 import type { AuditStore } from "./audit.ts";
 import type { RunEventStore } from "./events.ts";
@@ -32,6 +33,7 @@ import type { NotificationStore } from "./notifications.ts";
 export * from "./principals.ts";
 export * from "./idempotency.ts";
 export * from "./authority.ts";
+export * from "./leases.ts";
 export * from "./runs.ts";
 export * from "./audit.ts";
 export * from "./events.ts";
@@ -49,8 +51,10 @@ export interface StoreParts {
   readonly principals: PrincipalStore;
   /** Idempotency keys: claim, complete, release, purge. */
   readonly idempotency: IdempotencyStore;
-  /** The claiming namespace, the revocation epoch, the change marker, retired namespaces. */
+  /** The claiming namespace, the authority epoch, retired namespaces. */
   readonly authority: AuthorityStore;
+  /** The authority leases of the processes answering from memory, and their wake-ups. */
+  readonly leases: AuthorityLeaseStore;
   /** Run records and active-run slots. */
   readonly runs: RunStore;
   /** The audit log. */
@@ -77,7 +81,7 @@ export type StorePartName = keyof StoreParts;
  * ```ts
  * import assert from "node:assert/strict";
  * import { STORE_PARTS } from "./types.ts";
- * assert.equal(STORE_PARTS.length, 10);
+ * assert.equal(STORE_PARTS.length, 11);
  * assert.ok(STORE_PARTS.includes("principals"));
  * ```
  */
@@ -86,6 +90,7 @@ export const STORE_PARTS: readonly StorePartName[] = Object.freeze(
     "principals",
     "idempotency",
     "authority",
+    "leases",
     "runs",
     "audit",
     "events",

@@ -2,10 +2,10 @@
  * The contract every {@linkcode Store} backend must pass, part by part. A backend's test file calls
  * {@linkcode runStoreContract} once; it registers the cases of every part (or of the parts named
  * in `parts`), each in its own file: `_principal_contract.ts`, `_idempotency_contract.ts`,
- * `_authority_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`, `_event_contract.ts`,
- * `_answer_contract.ts`, `_trust_policy_contract.ts`, `_activity_contract.ts` and
- * `_notification_contract.ts`. Each case opens stores under fresh random namespaces, so cases never
- * see each other's records even on a shared database.
+ * `_authority_contract.ts`, `_lease_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`,
+ * `_event_contract.ts`, `_answer_contract.ts`, `_trust_policy_contract.ts`, `_activity_contract.ts`
+ * and `_notification_contract.ts`. Each case opens stores under fresh random namespaces, so cases
+ * never see each other's records even on a shared database.
  *
  * @module
  */
@@ -14,6 +14,7 @@ import { type ContractCase, randomNamespace, type TwoNamespaceCase } from "./_fi
 import { runPrincipalContract } from "./_principal_contract.ts";
 import { runIdempotencyContract } from "./_idempotency_contract.ts";
 import { runAuthorityContract } from "./_authority_contract.ts";
+import { runLeaseContract } from "./_lease_contract.ts";
 import { runRunContract } from "./_run_contract.ts";
 import { runAuditContract } from "./_audit_contract.ts";
 import { runEventContract } from "./_event_contract.ts";
@@ -45,6 +46,7 @@ const PART_CONTRACTS: Record<
   principals: runPrincipalContract,
   idempotency: runIdempotencyContract,
   authority: runAuthorityContract,
+  leases: runLeaseContract,
   runs: runRunContract,
   audit: runAuditContract,
   events: runEventContract,

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { openKvStore, openStore, type Store, StoreLocationError } from "../../server/store/mod.ts";
 import type { AuditEntryInput, StoredRunRecord } from "../../server/store/run_types.ts";
 import { auditNumbering } from "../../server/store/kv/_audit.ts";
+import { openChangeMarker } from "../../server/store/kv/_change_marker.ts";
 import { KvCommits } from "../../server/store/kv/_commit.ts";
 import { KvRuns } from "../../server/store/kv/_runs.ts";
 import { KvActivityLog } from "../../server/store/kv/_activity.ts";
@@ -79,9 +80,10 @@ Deno.test("kv store: the change marker moves with every commit of another connec
   const namespace = crypto.randomUUID().replaceAll("-", "");
   const store = await openKvStore({ path: file, namespace });
   const other = await Deno.openKv(file);
+  const marker = openChangeMarker(file)!;
   try {
     await store.principals.get(crypto.randomUUID());
-    let before = store.authority.changeMarker();
+    let before = marker.read();
     assert.equal(typeof before, "number");
     // 4 KiB a commit: 1,500 commits pass SQLite's automatic checkpoint (1,000 pages) several
     // times, so the WAL restarts from its start while the marker is being read.
@@ -89,14 +91,15 @@ Deno.test("kv store: the change marker moves with every commit of another connec
     let unchangedReads = 0;
     for (let i = 0; i < 1500; i++) {
       await other.set(["filler", i % 50], value);
-      const after = store.authority.changeMarker();
+      const after = marker.read();
       // Null is allowed (it means "read the store"); equal to the value before the commit is not.
       assert.notEqual(after, before, `commit ${i} left the marker at ${before}`);
-      if (after !== null && after === store.authority.changeMarker()) unchangedReads++;
+      if (after !== null && after === marker.read()) unchangedReads++;
       before = after;
     }
     assert.ok(unchangedReads > 1400, "with no commit in between, the marker holds");
   } finally {
+    marker.close();
     other.close();
     await store.close();
     await Deno.remove(own, { recursive: true });
@@ -307,5 +310,86 @@ Deno.test("kv store: runs written before the state index are indexed by the rete
   } finally {
     await store.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("kv store: a lease watcher wakes when another process revokes in the same file", async () => {
+  // Deno KV's own watch does not cross processes; the change marker's poll does.
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-watch-" });
+  const file = `${own}/watch.kv`;
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const store = await openKvStore({ path: file, namespace });
+  const record = testPrincipal();
+  assert.equal(await store.principals.create(record), "created");
+  let wakes = 0;
+  const stop = store.leases.watch(() => wakes++);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(wakes, 0, "nothing committed: no wake-up");
+    const script = `
+      import { openKvStore } from ${
+      JSON.stringify(new URL("../../server/store/kv/mod.ts", import.meta.url).href)
+    };
+      const store = await openKvStore({ path: Deno.args[0], namespace: Deno.args[1] });
+      const result = await store.principals.revoke(Deno.args[2], new Date().toISOString());
+      await store.close();
+      if (result !== "revoked") Deno.exit(3);
+    `;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--unstable-kv", script, file, namespace, record.principalId],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const deadline = Date.now() + 1_000;
+    while (wakes === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.ok(wakes > 0, "the other process's revocation woke the watcher");
+  } finally {
+    stop();
+    await store.close();
+    await Deno.remove(own, { recursive: true });
+  }
+});
+
+Deno.test("kv store: a lease renewal whose read a revocation overtakes reads again and returns the new epoch", async () => {
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-overtake-" });
+  const file = `${own}/overtake.kv`;
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const store = await openKvStore({ path: file, namespace });
+  const other = await openKvStore({ path: file, namespace });
+  const record = testPrincipal();
+  assert.equal(await store.principals.create(record), "created");
+  const before = await store.authority.readState();
+  // Another handle revokes right after the renewal read the authority state, before it commits.
+  const getMany = Deno.Kv.prototype.getMany;
+  let overtake: (() => Promise<unknown>) | null = () =>
+    other.principals.revoke(record.principalId, new Date().toISOString());
+  Deno.Kv.prototype.getMany = async function (this: Deno.Kv, ...args: Parameters<typeof getMany>) {
+    const entries = await getMany.apply(this, args);
+    const step = overtake;
+    overtake = null;
+    await step?.();
+    return entries;
+  } as typeof getMany;
+  try {
+    const holder = crypto.randomUUID();
+    const state = await store.leases.renew({
+      holder,
+      epoch: before.epoch,
+      leaseMs: 3_000,
+      now: Date.now(),
+    });
+    assert.equal(overtake, null, "the revocation ran inside the renewal");
+    const after = await store.authority.readState();
+    assert.ok(after.epoch > before.epoch);
+    assert.equal(state.epoch, after.epoch, "the renewal returned the epoch of the revocation");
+    await store.leases.release(holder);
+  } finally {
+    Deno.Kv.prototype.getMany = getMany;
+    await other.close();
+    await store.close();
+    await Deno.remove(own, { recursive: true });
   }
 });

@@ -1,8 +1,10 @@
 /**
  * PostgreSQL store under concurrency: two independent pools (as two replicas would hold) race on
- * the same principal id, idempotency key and revocation, and exactly one wins each time.
+ * the same principal id, idempotency key and revocation, and exactly one wins each time; a lease
+ * renewal waits for an epoch move in progress and returns its epoch.
  */
 import assert from "node:assert/strict";
+import postgres from "postgres";
 import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import type { Store } from "../../server/store/types.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
@@ -210,6 +212,53 @@ Deno.test({
       });
       assert.equal(kept.state, "inFlight");
     } finally {
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    `postgres: a lease renewal waits for an epoch move in progress and returns its epoch${skipNote()}`,
+  ignore,
+  async fn() {
+    await using db = await createTestDatabase();
+    const namespace = crypto.randomUUID().replaceAll("-", "");
+    const store = await openPostgresStore({ url: db.url, namespace });
+    const sql = postgres(db.url, { onnotice: () => {} });
+    try {
+      const holder = crypto.randomUUID();
+      const before = await store.leases.renew({
+        holder,
+        epoch: "0".repeat(20),
+        leaseMs: 3_000,
+        now: Date.now(),
+      });
+      let renewed: Promise<{ epoch: string }> | null = null;
+      let settledEarly = false;
+      // An epoch move in progress (as the statement that revokes makes it) holds the namespace's
+      // row; a renewal sent meanwhile must wait for it and see the moved epoch.
+      await sql.begin(async (tx) => {
+        await tx`
+          UPDATE automation_runtime_namespaces SET revocations = revocations + 1
+          WHERE namespace = ${namespace}`;
+        renewed = store.leases.renew({
+          holder,
+          epoch: before.epoch,
+          leaseMs: 3_000,
+          now: Date.now(),
+        });
+        renewed.then(() => settledEarly = true, () => {});
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(settledEarly, false, "the renewal waits for the move to commit");
+      });
+      const state = await renewed!;
+      const after = await store.authority.readState();
+      assert.ok(after.epoch > before.epoch);
+      assert.equal(state.epoch, after.epoch);
+      await store.leases.release(holder);
+    } finally {
+      await sql.end();
       await store.close();
     }
   },

@@ -1,14 +1,18 @@
 /**
- * The authority part of the KV store: the claiming namespace, the revocation epoch, the change
- * marker and the purge of retired namespaces. Keys:
+ * The authority part of the KV store: the claiming namespace, the authority epoch and the purge
+ * of retired namespaces. Keys:
  *
  * - `["automation-runtime-authority", "current"]`: the namespace that claimed the store last, and
  *   the generation and digest of its bootstrap bearer (absent in a claim that named none);
  * - `["automation-runtime-authority", "retired", ns]`: when a namespace stopped being current,
  *   kept after its purge so an old bootstrap cannot claim the store back;
  * - `["automation-runtime", ns, "revocations"]`: rewritten by every revocation, in the atomic
- *   write that revokes (the principals part adds it through {@linkcode markRevocation}); its
- *   versionstamp is the revocation epoch.
+ *   write that revokes (the principals part adds it through {@linkcode markRevocation}), and by
+ *   the claim that retires the namespace or rotates its bootstrap; its versionstamp is the
+ *   namespace's authority epoch.
+ *
+ * The leases part reads the same two keys, in the atomic step that renews a lease, through
+ * {@linkcode authorityKeys} and {@linkcode authorityStateOf}.
  *
  * Every other key of a namespace lives below `["automation-runtime", ns]`
  * ({@linkcode namespaceRoot}), laid out by the part that owns it; the purge of a retired
@@ -16,9 +20,14 @@
  *
  * @module
  */
-import type { AuthorityState, AuthorityStore, BootstrapClaim, PurgeOptions } from "../authority.ts";
-import { bootstrapClaimOf, SupersededNamespaceError } from "../authority.ts";
-import type { ChangeMarker } from "./_change_marker.ts";
+import type {
+  AuthorityState,
+  AuthorityStore,
+  BootstrapClaim,
+  ClaimResult,
+  PurgeOptions,
+} from "../authority.ts";
+import { bootstrapClaimOf, FIRST_EPOCH, SupersededNamespaceError } from "../authority.ts";
 import { AGAIN, type KvCommits, storeFailure, whileBusy } from "./_commit.ts";
 
 /** First part of every key of a namespace. */
@@ -60,12 +69,58 @@ function revocationsKey(namespace: string): Deno.KvKey {
   return [ROOT, namespace, "revocations"];
 }
 
+/**
+ * The keys a namespace's authority state is read from (the claiming namespace, the epoch), for
+ * a `getMany` whose entries {@linkcode authorityStateOf} turns into the state.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { authorityKeys } from "./_authority.ts";
+ * assert.deepEqual(authorityKeys("n")[1], ["automation-runtime", "n", "revocations"]);
+ * ```
+ */
+export function authorityKeys(namespace: string): readonly [Deno.KvKey, Deno.KvKey] {
+  return [CURRENT_KEY, revocationsKey(namespace)];
+}
+
+/**
+ * The authority state of `namespace` from the entries of {@linkcode authorityKeys}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { authorityStateOf } from "./_authority.ts";
+ * const none = { key: [], value: null, versionstamp: null };
+ * assert.deepEqual(authorityStateOf("n", none, none), {
+ *   current: true,
+ *   epoch: "00000000000000000000",
+ *   bootstrapGeneration: 0,
+ * });
+ * ```
+ */
+export function authorityStateOf(
+  namespace: string,
+  current: Deno.KvEntryMaybe<unknown>,
+  epoch: Deno.KvEntryMaybe<unknown>,
+): AuthorityState {
+  const claimed = current.value as CurrentEntry | null;
+  const mine = claimed === null || claimed.namespace === namespace;
+  return {
+    current: mine,
+    epoch: epoch.versionstamp ?? FIRST_EPOCH,
+    bootstrapGeneration: mine ? claimed?.generation ?? 0 : 0,
+  };
+}
+
 function retiredKey(namespace: string): Deno.KvKey {
   return [AUTHORITY, "retired", namespace];
 }
 
 /**
- * Adds to `operation` the move of `namespace`'s revocation epoch, for the write that revokes.
+ * Adds to `operation` the move of `namespace`'s authority epoch, for a write that must hold on
+ * every replica before it is answered (a revocation, the claim that retires the namespace or
+ * rotates its bootstrap).
  *
  * @example
  * ```ts
@@ -84,7 +139,7 @@ export function markRevocation(
   namespace: string,
   revokedAt: string,
 ): Deno.AtomicOperation {
-  // A new versionstamp on the epoch: every process's next request sees the revocation.
+  // A new versionstamp on the epoch: the commit's versionstamp is the new epoch.
   return operation.set(revocationsKey(namespace), revokedAt);
 }
 
@@ -93,19 +148,17 @@ export class KvAuthority implements AuthorityStore {
   readonly #commits: KvCommits;
   readonly #kv: Deno.Kv;
   readonly #namespace: string;
-  readonly #marker: ChangeMarker | null;
-  /** The keys of {@linkcode KvAuthority.readState}, built once: it runs for every request. */
+  /** The keys of {@linkcode KvAuthority.readState}, built once. */
   readonly #stateKeys: readonly [Deno.KvKey, Deno.KvKey];
 
-  constructor(commits: KvCommits, namespace: string, marker: ChangeMarker | null) {
+  constructor(commits: KvCommits, namespace: string) {
     this.#commits = commits;
     this.#kv = commits.kv;
     this.#namespace = namespace;
-    this.#marker = marker;
-    this.#stateKeys = [CURRENT_KEY, revocationsKey(namespace)];
+    this.#stateKeys = authorityKeys(namespace);
   }
 
-  claim(now: number, bootstrap?: BootstrapClaim): Promise<void> {
+  claim(now: number, bootstrap?: BootstrapClaim): Promise<ClaimResult> {
     const kv = this.#kv;
     const namespace = this.#namespace;
     return this.#commits.retry(async () => {
@@ -123,12 +176,17 @@ export class KvAuthority implements AuthorityStore {
       }
       const held = current.value;
       let next: CurrentEntry;
+      /** The namespace whose processes must learn of this claim before the claimer answers. */
+      let moved: string | null = null;
       if (held?.namespace === namespace) {
-        if (bootstrap === undefined) return;
+        if (bootstrap === undefined) return { moved: null };
         const decision = bootstrapClaimOf(held, bootstrap);
-        if (decision === "held") return;
+        if (decision === "held") return { moved: null };
         next = { ...held, generation: bootstrap.generation, bootstrap: bootstrap.digest };
-        if (decision === "rotated") next.claimedAt = now;
+        if (decision === "rotated") {
+          next.claimedAt = now;
+          moved = namespace;
+        }
       } else {
         next = {
           namespace,
@@ -144,31 +202,23 @@ export class KvAuthority implements AuthorityStore {
           retiredKey(held.namespace),
           { retiredAt: now, purgedAt: null } satisfies RetiredEntry,
         );
+        moved = held.namespace;
       }
-      return (await this.#commits.commit(operation)).ok ? undefined : AGAIN;
+      if (moved !== null) markRevocation(operation, moved, new Date(now).toISOString());
+      const result = await this.#commits.commit(operation);
+      if (!result.ok) return AGAIN;
+      return { moved: moved === null ? null : { namespace: moved, epoch: result.versionstamp } };
     });
   }
 
-  /** The claiming namespace and the revocation epoch of this namespace in one `getMany`. */
+  /** The claiming namespace and the epoch of this namespace in one `getMany`. */
   async readState(): Promise<AuthorityState> {
     try {
-      const [current, revocations] = await this.#kv.getMany<[CurrentEntry, string]>(
-        this.#stateKeys,
-      );
-      const mine = current.value === null || current.value.namespace === this.#namespace;
-      return {
-        current: mine,
-        epoch: `${current.versionstamp}/${revocations.versionstamp}`,
-        bootstrapGeneration: mine ? current.value?.generation ?? 0 : 0,
-      };
+      const [current, epoch] = await this.#kv.getMany(this.#stateKeys);
+      return authorityStateOf(this.#namespace, current, epoch);
     } catch (error) {
       throw storeFailure(error);
     }
-  }
-
-  /** The KV file's WAL-index commit counter (see `_change_marker.ts`); null in memory. */
-  changeMarker(): number | null {
-    return this.#marker === null ? null : this.#marker.read();
   }
 
   /**

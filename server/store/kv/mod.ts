@@ -3,12 +3,10 @@
  * KV when no path is given. {@linkcode openKvStore} opens the file and assembles the parts, one
  * file each, over one commit helper:
  *
- * - `_principals.ts`, `_idempotency.ts`, `_authority.ts` (with `_change_marker.ts`), `_runs.ts`,
- *   `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each part's
- *   keys,
- *   laid out
- *   and read by its file only (a part that writes another's records in one atomic operation uses
- *   the small accessors that file exports);
+ * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_leases.ts` (with `_change_marker.ts`),
+ *   `_runs.ts`, `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`,
+ *   `_notifications.ts`: each part's keys, laid out and read by its file only (a part that writes
+ *   another's records in one atomic operation uses the small accessors that file exports);
  * - `_watch.ts`: the wake-ups of the events and activity parts (Deno KV's `watch` on a seq key);
  * - `_commit.ts`: every commit, with the busy-file wait, the one retry budget, the error mapping,
  *   the audit log's numbering and the one group-commit queue.
@@ -25,6 +23,7 @@ import { openChangeMarker } from "./_change_marker.ts";
 import { KvCommits } from "./_commit.ts";
 import { auditNumbering, KvAudit } from "./_audit.ts";
 import { KvAuthority, namespaceRoot } from "./_authority.ts";
+import { KvLeases } from "./_leases.ts";
 import { KvPrincipals } from "./_principals.ts";
 import { KvIdempotency } from "./_idempotency.ts";
 import { KvRuns } from "./_runs.ts";
@@ -78,7 +77,8 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     kind: "kv",
     principals: new KvPrincipals(commits, root, options.namespace, now),
     idempotency: new KvIdempotency(commits, root, now),
-    authority: new KvAuthority(commits, options.namespace, marker),
+    authority: new KvAuthority(commits, options.namespace),
+    leases: new KvLeases(commits, options.namespace, marker),
     runs: new KvRuns(commits, root, now, activity),
     audit: new KvAudit(commits, root),
     events: new KvEvents(commits, root),
@@ -89,7 +89,7 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     close(): Promise<void> {
       if (!closed) {
         closed = true;
-        // The marker reads null from now on: a closed store proves nothing unchanged.
+        // The marker reads null from now on: a closed store wakes no watcher.
         marker?.close();
         kv.close();
       }

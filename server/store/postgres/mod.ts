@@ -3,19 +3,20 @@
  * {@linkcode openPostgresStore} connects, migrates the schema and assembles the parts, one file
  * each, over one connection pool:
  *
- * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_runs.ts`, `_audit.ts`,
- *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each part's statements over its own
- *   tables (a part that writes another's rows in one statement uses the SQL fragments that
- *   part's file exports);
+ * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_leases.ts`, `_runs.ts`, `_audit.ts`,
+ *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each
+ *   part's statements over its own tables (a part that writes another's rows in one statement
+ *   uses the SQL fragments that part's file exports);
  * - `_pool.ts`: every connection (the pool, its replacement when wedged, `LISTEN`) and every
  *   statement's error mapping (`_errors.ts`), with `_driver_guard.ts` against the driver's
  *   known crashes;
  * - `_migrate.ts` and `migrations/`: the versioned schema.
  *
- * Every authenticated request reads the authority state first (one indexed statement): the
- * namespace that claimed the store and this namespace's revocation counter, which a revocation
- * raises in the statement that revokes. A principal cache emptied when the counter moves is
- * therefore never stale on any replica. Connectivity failures surface as `StoreUnavailableError`
+ * A replica answers authenticated requests under an authority lease it renews in one statement
+ * (or, without one, reads the authority state first: one indexed statement): the namespace that
+ * claimed the store and this namespace's epoch, which a revocation raises in the statement that
+ * revokes. A principal cache emptied when the epoch moves is therefore never stale on any replica
+ * once the revocation has waited for the leases. Connectivity failures surface as `StoreUnavailableError`
  * (503 `storeUnavailable`); the pool reconnects by itself once the database is back. No message
  * ever contains the URL.
  *
@@ -29,6 +30,7 @@ import { toStartupError } from "./_errors.ts";
 import { PostgresPrincipals } from "./_principals.ts";
 import { PostgresIdempotency } from "./_idempotency.ts";
 import { PostgresAuthority } from "./_authority.ts";
+import { PostgresLeases } from "./_leases.ts";
 import { PostgresRuns } from "./_runs.ts";
 import { PostgresAudit } from "./_audit.ts";
 import { PostgresEvents } from "./_events.ts";
@@ -92,6 +94,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     principals: new PostgresPrincipals(pool, namespace),
     idempotency: new PostgresIdempotency(pool, namespace, options.deleteBatchSize ?? 500),
     authority: new PostgresAuthority(pool, namespace),
+    leases: new PostgresLeases(pool, namespace),
     runs: new PostgresRuns(pool, namespace),
     audit: new PostgresAudit(pool, namespace),
     events: new PostgresEvents(pool, namespace),

@@ -21,6 +21,7 @@ import { migration010 } from "./010_trust_policies.ts";
 import { migration011 } from "./011_activity.ts";
 import { migration012 } from "./012_notifications.ts";
 import { migration013 } from "./013_provider_interface.ts";
+import { migration014 } from "./014_authority_leases.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -39,7 +40,10 @@ export interface Migration {
  * ```ts
  * import assert from "node:assert/strict";
  * import { MIGRATIONS } from "./mod.ts";
- * assert.deepEqual(MIGRATIONS.map((migration) => migration.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+ * assert.deepEqual(
+ *   MIGRATIONS.map((migration) => migration.version),
+ *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+ * );
  * ```
  */
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
@@ -56,4 +60,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration011,
   migration012,
   migration013,
+  migration014,
 ]);

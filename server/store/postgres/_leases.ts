@@ -1,0 +1,148 @@
+/**
+ * The authority leases part of the PostgreSQL store (the table of migration
+ * `011_authority_leases.ts`). A renewal is one statement: it locks the authority part's rows
+ * that every claim, rotation and revocation writes ({@linkcode authorityLocked}), records the
+ * lease and returns the state found under the locks. Times are the database's clock, so
+ * that replicas on several machines agree on which records are dead without trusting each other's
+ * clocks.
+ *
+ * Wake-ups: epoch moves and acknowledging renewals notify {@linkcode AUTHORITY_CHANNEL}; watchers
+ * share one `LISTEN` connection per store (held by the pool), started by the first watcher.
+ *
+ * @module
+ */
+import type { AuthorityState } from "../authority.ts";
+import type {
+  AuthorityLeaseRecord,
+  AuthorityLeaseStore,
+  LeaseListOptions,
+  LeaseRenewal,
+} from "../leases.ts";
+import {
+  AUTHORITY_CHANNEL,
+  authorityLocked,
+  type AuthorityRow,
+  epochOf,
+  stateOf,
+} from "./_authority.ts";
+import type { PostgresPool } from "./_pool.ts";
+
+interface LeaseRow {
+  holder: string;
+  epoch: string;
+  renewed_at: string;
+  lease_ms: number;
+}
+
+/** The authority leases part of the PostgreSQL store. */
+export class PostgresLeases implements AuthorityLeaseStore {
+  readonly #pool: PostgresPool;
+  readonly #ns: string;
+  readonly #watchers = new Map<string, Set<() => void>>();
+  #listening: Promise<unknown> | null = null;
+
+  constructor(pool: PostgresPool, namespace: string) {
+    this.#pool = pool;
+    this.#ns = namespace;
+  }
+
+  renew(renewal: LeaseRenewal): Promise<AuthorityState> {
+    const ns = this.#ns;
+    return this.#pool.run(async (sql) => {
+      const [row] = await sql<AuthorityRow[]>`
+        WITH ${authorityLocked(sql, ns)}, previous AS (
+          SELECT epoch FROM automation_runtime_authority_leases
+          WHERE namespace = ${ns} AND holder = ${renewal.holder}
+        ), lease AS (
+          INSERT INTO automation_runtime_authority_leases AS l
+            (namespace, holder, epoch, renewed_at, lease_ms)
+          SELECT ${ns}, ${renewal.holder}, ${renewal.epoch}::bigint,
+                 (extract(epoch from clock_timestamp()) * 1000)::bigint, ${renewal.leaseMs} FROM ns
+          ON CONFLICT (namespace, holder) DO UPDATE SET
+            epoch = EXCLUDED.epoch, renewed_at = EXCLUDED.renewed_at, lease_ms = EXCLUDED.lease_ms
+          RETURNING 1
+        ), notified AS (
+          SELECT pg_notify(${AUTHORITY_CHANNEL}, 'ack ' || ${ns})
+          WHERE (SELECT epoch FROM previous) IS DISTINCT FROM ${renewal.epoch}::bigint
+        )
+        SELECT auth.current, auth.generation, ns.revocations, ns.retired_at,
+               (SELECT count(*) FROM lease)::int AS leased,
+               (SELECT count(*) FROM notified)::int AS notified
+        FROM ns, auth`;
+      return stateOf(ns, row);
+    });
+  }
+
+  release(holder: string): Promise<void> {
+    return this.#pool.run(async (sql) => {
+      await sql`
+        DELETE FROM automation_runtime_authority_leases
+        WHERE namespace = ${this.#ns} AND holder = ${holder}`;
+    });
+  }
+
+  list(options: LeaseListOptions): Promise<AuthorityLeaseRecord[]> {
+    const ns = options.namespace ?? this.#ns;
+    return this.#pool.run(async (sql) => {
+      const rows = await sql<LeaseRow[]>`
+        WITH clock AS (
+          SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now
+        ), dead AS (
+          DELETE FROM automation_runtime_authority_leases l USING clock
+          WHERE l.namespace = ${ns} AND l.renewed_at + l.lease_ms + ${options.graceMs} <= clock.now
+        )
+        SELECT holder, epoch::text AS epoch, renewed_at::text AS renewed_at, lease_ms
+        FROM automation_runtime_authority_leases, clock
+        WHERE namespace = ${ns} AND renewed_at + lease_ms + ${options.graceMs} > clock.now`;
+      return rows.map((row) => ({
+        holder: row.holder,
+        epoch: epochOf(row.epoch),
+        renewedAt: Number(row.renewed_at),
+        leaseMs: row.lease_ms,
+      }));
+    });
+  }
+
+  purge(options: LeaseListOptions): Promise<number> {
+    const ns = options.namespace ?? this.#ns;
+    return this.#pool.run(async (sql) => {
+      const deleted = await sql`
+        DELETE FROM automation_runtime_authority_leases
+        WHERE namespace = ${ns}
+          AND renewed_at + lease_ms + ${options.graceMs} <= (extract(epoch from clock_timestamp()) * 1000)::bigint`;
+      return deleted.count;
+    });
+  }
+
+  watch(listener: () => void, options: { namespace?: string } = {}): () => void {
+    const ns = options.namespace ?? this.#ns;
+    let set = this.#watchers.get(ns);
+    if (set === undefined) this.#watchers.set(ns, set = new Set());
+    // A fresh function per watch, so the same listener may watch twice.
+    const entry = () => listener();
+    set.add(entry);
+    this.#listening ??= this.#pool.listen(AUTHORITY_CHANNEL, (payload) => this.#notified(payload))
+      .then((listening) => {
+        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their polls, and
+        // the next watcher tries again.
+        if (listening === null) this.#listening = null;
+      });
+    return () => {
+      const current = this.#watchers.get(ns);
+      current?.delete(entry);
+      if (current?.size === 0) this.#watchers.delete(ns);
+    };
+  }
+
+  #notified(payload: string): void {
+    const watchers = this.#watchers.get(payload.slice(payload.indexOf(" ") + 1));
+    if (watchers === undefined) return;
+    for (const watcher of watchers) {
+      try {
+        watcher();
+      } catch {
+        // One watcher's failure is its own.
+      }
+    }
+  }
+}
