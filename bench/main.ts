@@ -1,18 +1,20 @@
 /**
  * `deno task bench`: the server benchmarks (wrk against the service and its peers), the startup
- * benchmark, then every standalone client benchmark script in `bench/` as a subprocess; prints
- * one combined report with the measured ratios next to their targets. Absolute figures move from
- * machine to machine; the ratios are measured in one run on one machine.
+ * benchmark, the revocation latency, then every standalone client benchmark script in `bench/`
+ * as a subprocess; prints one combined report with the measured ratios next to their targets.
+ * Absolute figures move from machine to machine; the ratios are measured in one run on one
+ * machine.
  *
  * A client script states each target on a line of its own, which {@linkcode parseClientTargets}
  * reads: `<name> = <ratio>x[, median <ratio>x] (target >= <bound>x: ...)`. The first ratio is of
  * the best rounds; the median, when the script prints one, shows the spread.
  *
  * Flags:
- * - `--only server,startup,client`: run only these parts (comma-separated);
+ * - `--only server,startup,revocation,client`: run only these parts (comma-separated);
  * - `--quick`: one short round (a smoke run, figures are noisier);
  * - `--rounds N`, `--seconds N`: rounds and seconds per server case;
- * - `--runs N`: measured starts in the startup benchmark.
+ * - `--runs N`: measured starts in the startup benchmark;
+ * - `--revocations N`: revocations timed in each case of the revocation benchmark.
  *
  * Exits 1 when a target is missed or a benchmark fails.
  *
@@ -20,12 +22,23 @@
  */
 import { formatServerTable, runServerBench, type ServerBenchResult } from "./server_bench.ts";
 import { runStartupBench, type StartupBenchResult } from "./startup_bench.ts";
+import {
+  formatRevocationTable,
+  type RevocationBenchResult,
+  runRevocationBench,
+} from "./revocation_bench.ts";
 
-const PARTS = ["server", "startup", "client"] as const;
+const PARTS = ["server", "startup", "revocation", "client"] as const;
 type Part = typeof PARTS[number];
 
 /** Scripts of this folder that are not client benchmarks. */
-const NOT_CLIENT = new Set(["main.ts", "server_bench.ts", "startup_bench.ts", "tracing_bench.ts"]);
+const NOT_CLIENT = new Set([
+  "main.ts",
+  "server_bench.ts",
+  "startup_bench.ts",
+  "revocation_bench.ts",
+  "tracing_bench.ts",
+]);
 
 /** One measured ratio against its target. */
 export interface TargetCheck {
@@ -37,6 +50,8 @@ export interface TargetCheck {
   kind: "min" | "max";
   /** The target. */
   bound: number;
+  /** How the figures print (default `x`, a ratio). */
+  unit?: string;
 }
 
 /**
@@ -45,17 +60,24 @@ export interface TargetCheck {
  * @example
  * ```ts ignore
  * import { targetChecks } from "./main.ts";
- * for (const check of targetChecks(server, startup)) console.log(check.name, check.ratio);
+ * for (const check of targetChecks(server, startup, revocation)) console.log(check.name, check.ratio);
  * ```
  */
 export function targetChecks(
   server: ServerBenchResult | undefined,
   startup: StartupBenchResult | undefined,
+  revocation?: RevocationBenchResult,
 ): TargetCheck[] {
   const checks: TargetCheck[] = [];
   if (server) {
     const c = server.cases;
     checks.push(
+      {
+        name: "authenticated reads / read floor",
+        ratio: c.oursRead.rps / c.floorRead.rps,
+        kind: "min",
+        bound: 0.85,
+      },
       {
         name: "authenticated reads / bare Deno.serve",
         ratio: c.oursRead.rps / c.bare.rps,
@@ -90,6 +112,15 @@ export function targetChecks(
       bound: 1.5,
     });
   }
+  if (revocation) {
+    checks.push({
+      name: "revocation p99, two processes, seconds",
+      ratio: revocation.twoProcesses.p99Ms / 1000,
+      kind: "max",
+      bound: 1.5,
+      unit: " s",
+    });
+  }
   return checks;
 }
 
@@ -113,7 +144,6 @@ export function contextRatios(
     const c = server.cases;
     ratios.push(
       ["read floor / bare Deno.serve", c.floorRead.rps / c.bare.rps],
-      ["authenticated reads / read floor", c.oursRead.rps / c.floorRead.rps],
       ["read floor p99 / bare p99", c.floorRead.p99Ms / c.bare.p99Ms],
       ["issuance-shaped commit / 1 KV commit", c.kvIssue.rps / c.kvCommit.rps],
       ["issuance / issuance-shaped commit", c.oursIssue.rps / c.kvIssue.rps],
@@ -206,9 +236,10 @@ function passes(check: TargetCheck): boolean {
 function formatChecks(checks: TargetCheck[]): string {
   const lines = [`${"ratio".padEnd(42)}${"measured".padStart(10)}${"target".padStart(10)}  result`];
   for (const check of checks) {
+    const unit = check.unit ?? "x";
     lines.push(
-      check.name.padEnd(42) + `${check.ratio.toFixed(2)}x`.padStart(10) +
-        `${check.kind === "min" ? ">=" : "<="} ${check.bound.toFixed(1)}x`.padStart(10) +
+      check.name.padEnd(42) + `${check.ratio.toFixed(2)}${unit}`.padStart(10) +
+        `${check.kind === "min" ? ">=" : "<="} ${check.bound.toFixed(2)}${unit}`.padStart(10) +
         `  ${passes(check) ? "ok" : "MISSED"}`,
     );
   }
@@ -276,6 +307,7 @@ export async function main(args: string[]): Promise<number> {
   let failed = false;
   let server: ServerBenchResult | undefined;
   let startup: StartupBenchResult | undefined;
+  let revocation: RevocationBenchResult | undefined;
   if (parts.has("server")) {
     server = await runServerBench({
       rounds: numberFlag(args, "--rounds") ?? (quick ? 1 : undefined),
@@ -299,7 +331,17 @@ export async function main(args: string[]): Promise<number> {
         `(bootstrap from the secret file: ${startup.oursFileMs.toFixed(1)} ms)`,
     );
   }
-  const checks = targetChecks(server, startup);
+  if (parts.has("revocation")) {
+    revocation = await runRevocationBench({
+      rounds: numberFlag(args, "--revocations") ?? (quick ? 10 : undefined),
+    });
+    report.push(formatRevocationTable(revocation));
+    if (revocation.stillAccepted > 0) {
+      report.push("note: a revoked bearer was accepted after its revocation answered");
+      failed = true;
+    }
+  }
+  const checks = targetChecks(server, startup, revocation);
   if (checks.length > 0) {
     report.push(formatChecks(checks));
     if (!checks.every(passes)) failed = true;

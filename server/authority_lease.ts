@@ -206,9 +206,7 @@ export class AuthorityLease {
     this.#adopt(state);
     if (this.#stopped) return state;
     if (!state.current) {
-      // Another bootstrap claimed the store: this process refuses everything from now on.
-      this.#stop();
-      await this.#store.leases.release(this.holder).catch(NOOP);
+      await this.#retire();
       return state;
     }
     const usable = this.#leaseMs * (1 - LEASE_MARGIN);
@@ -246,9 +244,10 @@ export class AuthorityLease {
       return;
     }
     this.#checking = true;
-    this.#store.authority.readState().then((state) => {
+    this.#store.authority.readState().then(async (state): Promise<void> => {
       this.#adopt(state);
-      if (!state.current || state.epoch > (this.#recorded ?? FIRST_EPOCH)) return this.renew();
+      if (!state.current) await this.#retire();
+      else if (state.epoch > (this.#recorded ?? FIRST_EPOCH)) await this.renew();
     }).catch(NOOP).finally(() => {
       this.#checking = false;
       if (this.#recheck) {
@@ -256,6 +255,16 @@ export class AuthorityLease {
         this.#wake();
       }
     });
+  }
+
+  /**
+   * Another bootstrap claimed the store (adopted by now: this process refuses every bearer from
+   * then on): stop, and delete the record, which is this holder's acknowledgement of the claim.
+   */
+  async #retire(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stop();
+    await this.#store.leases.release(this.holder).catch(NOOP);
   }
 
   #stop(): void {

@@ -1,35 +1,30 @@
 /**
  * A synchronous "has anything been committed since?" check for a Deno KV file, read from the
- * header of SQLite's WAL index (the `-shm` file beside the KV file).
+ * header of SQLite's WAL index (the `-shm` file beside the KV file). The authority leases part
+ * (`_leases.ts`) reads it every 10 ms to wake a lease holder or a waiting revocation when another
+ * process (or worker) committed to the file: Deno KV's own `watch` does not cross processes.
  *
  * Deno KV keeps its file in SQLite's WAL mode. Every commit, by any connection of any process,
  * rewrites the WAL-index header and increments its `iChange` counter (SQLite's documented WAL
  * file format, "walformat.html": two copies of a 48-byte header at offset 0, version 3007000).
- * So an unchanged counter proves that no process committed anything, a revocation or a claim
- * included, since it was last read, and the authority state read after that is still current.
+ * So a changed counter says that some process committed something since it was last read, and an
+ * unchanged one that nothing was committed.
  *
- * The speed tricks of this module, and why:
+ * Why this read: a 96-byte read at offset 0 takes about 0.9 µs and holds no lock (SQLite's own
+ * `PRAGMA data_version` says the same through a second connection, but takes two `fcntl` locks
+ * per call), and `Deno.FsFile`'s `seekSync` and `readSync` allocate 3 bytes a call where
+ * `node:fs` `readSync` allocates 120 to 600 checking its arguments. (Both mattered when every
+ * authenticated request read the marker; leases took it off the request path.)
  *
- * 1. A 96-byte read at offset 0 takes about 0.9 µs and holds no lock. SQLite's own
- *    `PRAGMA data_version` says the same through a second connection, but takes two `fcntl`
- *    locks per call: 2 µs alone and about 8 µs of CPU per request inside a busy server (measured
- *    with `wrk` against `serve`, 2026-11-23), where the whole request costs about 20 µs.
- * 2. The read is `Deno.FsFile`'s `seekSync` and `readSync` rather than `node:fs` `readSync`: the
- *    same time in a loop, but `node:fs` allocates 120 to 600 bytes a call checking its arguments,
- *    and in the server that garbage was 735 of the 5,200 bytes an authenticated read allocated
- *    (heap growth over 200 in-process requests after a full collection), about 0.5 µs a request
- *    of collection in a CPU profile under `wrk`. These allocate 3 bytes.
- *
- * It fails safe: anything unexpected (no `-shm` file, another format version, the two copies
- * differing while a commit is being published, a read error) gives null, and the authenticator
- * then reads the authority state from the store. A commit counts once SQLite has published its
- * header, which happens before the commit returns to the process that made it.
+ * Anything unexpected (no `-shm` file, another format version, the two copies differing while a
+ * commit is being published, a read error) gives null. A commit counts once SQLite has published
+ * its header, which happens before the commit returns to the process that made it.
  *
  * @module
  */
 /** The change marker of one KV file. */
 export interface ChangeMarker {
-  /** The current marker, or null when it cannot be read (the caller then reads the store). */
+  /** The current marker, or null when it cannot be read. */
   read(): number | null;
   /** Closes the file. */
   close(): void;
@@ -44,8 +39,7 @@ const LITTLE_ENDIAN = new Uint16Array(new Uint8Array([1, 0]).buffer)[0] === 1;
 
 /**
  * Opens the change marker of the KV file at `path`, or returns null when there is no file to
- * watch (`:memory:`, a remote KV URL). Null is safe: the authenticator then reads the authority
- * state for every request.
+ * watch (`:memory:`, a remote KV URL): the leases part then reads its keys on a slower timer.
  *
  * @example
  * ```ts
