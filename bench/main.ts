@@ -144,6 +144,10 @@ export function contextRatios(
     const c = server.cases;
     ratios.push(
       ["read floor / bare Deno.serve", c.floorRead.rps / c.bare.rps],
+      ...(c.oursRead.cpuUs === null || c.floorRead.cpuUs === null ? [] : [[
+        "CPU per request: read floor / ours",
+        c.floorRead.cpuUs / c.oursRead.cpuUs,
+      ] as [string, number]]),
       ["read floor p99 / bare p99", c.floorRead.p99Ms / c.bare.p99Ms],
       ["issuance-shaped commit / 1 KV commit", c.kvIssue.rps / c.kvCommit.rps],
       ["issuance / issuance-shaped commit", c.oursIssue.rps / c.kvIssue.rps],

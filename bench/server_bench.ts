@@ -16,7 +16,10 @@
  * - `ours issue`: `POST /v1/principals` with fresh idempotency keys.
  *
  * Every case runs on its own process (reads and issuance each get their own `serve`), and the
- * write cases run after all the read cases.
+ * write cases run after all the read cases. On Linux each round also reads the server process's
+ * CPU time (`/proc/<pid>/stat`), so the table shows the CPU it spent per request: on a machine
+ * shared with other work, requests per second move with whatever else runs, CPU per request much
+ * less.
  *
  * Every request carries the same shared headers (fresh correlation id, deadline) whichever server
  * receives it. The cases run in interleaved rounds and each figure is the median over rounds.
@@ -59,6 +62,8 @@ export interface CaseResult {
   p99Ms: number;
   /** Responses outside 2xx/3xx plus socket errors, summed over the rounds. */
   errors: number;
+  /** Median of the rounds' server CPU time per request, µs; null where it cannot be read. */
+  cpuUs: number | null;
   /** Every round's wrk result. */
   rounds: WrkResult[];
 }
@@ -151,6 +156,29 @@ const CASES: readonly CaseDef[] = [
   },
 ];
 
+/**
+ * A process's CPU time so far (user and system), in seconds, from `/proc/<pid>/stat`; null where
+ * there is none (not Linux, or the process is gone).
+ *
+ * @example
+ * ```ts
+ * import { cpuSeconds } from "./server_bench.ts";
+ * const seconds = cpuSeconds(Deno.pid);
+ * console.log(seconds === null || seconds >= 0); // true
+ * ```
+ */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    // The fields after the command name (which may hold spaces) start at its closing parenthesis.
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime, fields 14 and 15 of the file, in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
@@ -233,6 +261,7 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
         workDir,
       });
     const results = new Map<ServerCase, WrkResult[]>(CASES.map((def) => [def.id, []]));
+    const cpu = new Map<ServerCase, number[]>(CASES.map((def) => [def.id, []]));
     // Every server shares CPU 0, so the write cases run after all the reads: what a burst of
     // Deno KV commits leaves running in the background (WAL checkpoints, collections) must not
     // slow whichever read case comes next.
@@ -245,13 +274,22 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
       for (let round = 1; round <= rounds; round++) {
         for (const def of group) {
           progress(`round ${round}/${rounds}: ${def.label}`);
-          results.get(def.id)!.push(await measure(def, seconds));
+          const pid = servers.get(def.server)!.pid;
+          const before = cpuSeconds(pid);
+          const result = await measure(def, seconds);
+          const after = cpuSeconds(pid);
+          results.get(def.id)!.push(result);
+          const requests = result.rps * seconds;
+          if (before !== null && after !== null && requests > 0) {
+            cpu.get(def.id)!.push((after - before) * 1e6 / requests);
+          }
         }
       }
     }
     const cases = {} as Record<ServerCase, CaseResult>;
     for (const def of CASES) {
       const runs = results.get(def.id)!;
+      const cpuRuns = cpu.get(def.id)!;
       cases[def.id] = {
         id: def.id,
         label: def.label,
@@ -259,6 +297,7 @@ export async function runServerBench(options: ServerBenchOptions = {}): Promise<
         p50Ms: median(runs.map((run) => run.p50Ms)),
         p99Ms: median(runs.map((run) => run.p99Ms)),
         errors: runs.reduce((sum, run) => sum + run.non2xx + run.socketErrors, 0),
+        cpuUs: cpuRuns.length === runs.length && runs.length > 0 ? median(cpuRuns) : null,
         rounds: runs,
       };
     }
@@ -284,13 +323,14 @@ export function formatServerTable(result: ServerBenchResult): string {
     (result.pinned ? "server on CPU 0, wrk on CPU 1" : "not pinned") + ", medians",
     `${"case".padEnd(44)}${"req/s".padStart(10)}${"p50".padStart(10)}${"p99".padStart(10)}${
       "errors".padStart(8)
-    }`,
+    }${"cpu/req".padStart(10)}`,
   ];
   for (const item of Object.values(result.cases)) {
     lines.push(
       item.label.padEnd(44) + Math.round(item.rps).toString().padStart(10) +
         `${item.p50Ms.toFixed(2)}ms`.padStart(10) + `${item.p99Ms.toFixed(2)}ms`.padStart(10) +
-        String(item.errors).padStart(8),
+        String(item.errors).padStart(8) +
+        (item.cpuUs === null ? "-" : `${item.cpuUs.toFixed(1)}us`).padStart(10),
     );
   }
   return lines.join("\n");
