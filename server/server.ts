@@ -519,8 +519,8 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
 
   /**
    * The one dispatch point. The chain answers synchronously when no rule had to wait (an
-   * unauthenticated read, a refusal, a cached principal while nothing was committed to the store:
-   * see `authenticator.ts`): such a request allocates no promise before its answer. (Deno.serve
+   * unauthenticated read, a refusal, a cached principal under the process's authority lease: see
+   * `authenticator.ts`): such a request allocates no promise before its answer. (Deno.serve
    * settles the answer of a handler that read the request headers through a promise either way,
    * so answering with a plain Response would save nothing more.) Metrics and
    * the span annotations are decided here too, each by one check of an option that is fixed for

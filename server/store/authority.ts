@@ -77,7 +77,7 @@ export interface PurgeOptions {
   retentionMs: number;
 }
 
-/** The store's cross-process authority: the claiming namespace and the revocation epoch. */
+/** The store's cross-process authority: the claiming namespace and the authority epoch. */
 export interface AuthorityStore {
   /**
    * Declares this namespace the store's current one: a process started with a new credential

@@ -9,7 +9,7 @@
  *   {@linkcode IdempotencyCompletion} of a claimed key, or an {@linkcode IdempotencyRecording}
  *   under a key nobody claimed) and the creation's {@linkcode AuditEntryInput};
  * - {@linkcode PrincipalStore.revoke} takes the revocation's audit entry, and moves the authority
- *   state's revocation epoch (see `authority.ts`) in the same step.
+ *   state's epoch (see `authority.ts`) in the same step.
  *
  * The principals part writes those records through the layout the idempotency, audit and
  * authority parts of its backend own; it never defines their keys or rows itself.
@@ -155,9 +155,9 @@ export interface PrincipalStore {
   ): Promise<RecordedCreateResult>;
   /**
    * Marks a principal revoked at `revokedAt` (RFC 3339). Idempotent. When it revokes, the
-   * revocation epoch of the authority state moves and `audit` is appended, both in the same atomic
-   * step (a revocation is never unaudited, and every replica's next request sees it); otherwise
-   * nothing is written.
+   * namespace's authority epoch moves and `audit` is appended, both in the same atomic step (a
+   * revocation is never unaudited, and every lease holder learns of it); otherwise nothing is
+   * written.
    */
   revoke(
     principalId: string,
