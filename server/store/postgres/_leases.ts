@@ -1,6 +1,6 @@
 /**
  * The authority leases part of the PostgreSQL store (the table of migration
- * `011_authority_leases.ts`). A renewal is one statement: it locks the authority part's rows
+ * `014_authority_leases.ts`). A renewal is one statement: it locks the authority part's rows
  * that every claim, rotation and revocation writes ({@linkcode authorityLocked}), records the
  * lease and returns the state found under the locks. Times are the database's clock, so
  * that replicas on several machines agree on which records are dead without trusting each other's
