@@ -349,7 +349,8 @@ export async function main(args: string[]): Promise<number> {
   if (checks.length > 0) {
     report.push(formatChecks(checks));
     if (!checks.every(passes)) failed = true;
-    report.push(formatContext(contextRatios(server, startup)));
+    const context = contextRatios(server, startup);
+    if (context.length > 0) report.push(formatContext(context));
   }
   if (parts.has("client")) {
     const targets: ClientTarget[] = [];

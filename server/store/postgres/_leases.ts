@@ -7,7 +7,8 @@
  * clocks.
  *
  * Wake-ups: epoch moves and acknowledging renewals notify {@linkcode AUTHORITY_CHANNEL}; watchers
- * share one `LISTEN` connection per store (held by the pool), started by the first watcher.
+ * share one `LISTEN` connection per store (held by the pool, through {@linkcode ChannelListeners}),
+ * started by the first watcher.
  *
  * @module
  */
@@ -25,7 +26,7 @@ import {
   epochOf,
   stateOf,
 } from "./_authority.ts";
-import type { PostgresPool } from "./_pool.ts";
+import { ChannelListeners, type PostgresPool } from "./_pool.ts";
 
 interface LeaseRow {
   holder: string;
@@ -38,12 +39,17 @@ interface LeaseRow {
 export class PostgresLeases implements AuthorityLeaseStore {
   readonly #pool: PostgresPool;
   readonly #ns: string;
-  readonly #watchers = new Map<string, Set<() => void>>();
-  #listening: Promise<unknown> | null = null;
+  /** Listeners by namespace: the payloads are `"epoch <namespace>"` and `"ack <namespace>"`. */
+  readonly #listeners: ChannelListeners;
 
   constructor(pool: PostgresPool, namespace: string) {
     this.#pool = pool;
     this.#ns = namespace;
+    this.#listeners = new ChannelListeners(
+      pool,
+      AUTHORITY_CHANNEL,
+      (payload) => payload.slice(payload.indexOf(" ") + 1),
+    );
   }
 
   renew(renewal: LeaseRenewal): Promise<AuthorityState> {
@@ -115,34 +121,6 @@ export class PostgresLeases implements AuthorityLeaseStore {
   }
 
   watch(listener: () => void, options: { namespace?: string } = {}): () => void {
-    const ns = options.namespace ?? this.#ns;
-    let set = this.#watchers.get(ns);
-    if (set === undefined) this.#watchers.set(ns, set = new Set());
-    // A fresh function per watch, so the same listener may watch twice.
-    const entry = () => listener();
-    set.add(entry);
-    this.#listening ??= this.#pool.listen(AUTHORITY_CHANNEL, (payload) => this.#notified(payload))
-      .then((listening) => {
-        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their polls, and
-        // the next watcher tries again.
-        if (listening === null) this.#listening = null;
-      });
-    return () => {
-      const current = this.#watchers.get(ns);
-      current?.delete(entry);
-      if (current?.size === 0) this.#watchers.delete(ns);
-    };
-  }
-
-  #notified(payload: string): void {
-    const watchers = this.#watchers.get(payload.slice(payload.indexOf(" ") + 1));
-    if (watchers === undefined) return;
-    for (const watcher of watchers) {
-      try {
-        watcher();
-      } catch {
-        // One watcher's failure is its own.
-      }
-    }
+    return this.#listeners.watch(options.namespace ?? this.#ns, listener);
   }
 }

@@ -229,3 +229,64 @@ export class PostgresPool {
     await Promise.all([this.#sql.end({ timeout: 5 }), ...this.#retiring]);
   }
 }
+
+/**
+ * The listeners of one notification channel, by key: the first {@linkcode ChannelListeners.watch}
+ * starts the pool's `LISTEN` (tried again by the next watch when the server refused it), and each
+ * notification calls the listeners of the key `keyOf` reads from its payload. A listener that
+ * throws affects no other.
+ *
+ * @example
+ * ```ts ignore
+ * const listeners = new ChannelListeners(pool, "channel", (payload) => payload.split(" ")[1]);
+ * const stop = listeners.watch("namespace", () => console.log("woken"));
+ * stop();
+ * ```
+ */
+export class ChannelListeners {
+  readonly #pool: PostgresPool;
+  readonly #channel: string;
+  readonly #keyOf: (payload: string) => string | null;
+  readonly #listeners = new Map<string, Set<() => void>>();
+  #listening: Promise<unknown> | null = null;
+
+  /** Listeners of `channel` on `pool`, keyed by `keyOf` (null: a payload nobody listens to). */
+  constructor(pool: PostgresPool, channel: string, keyOf: (payload: string) => string | null) {
+    this.#pool = pool;
+    this.#channel = channel;
+    this.#keyOf = keyOf;
+  }
+
+  /** Calls `listener` on each notification for `key`; returns the function that stops it. */
+  watch(key: string, listener: () => void): () => void {
+    let set = this.#listeners.get(key);
+    if (set === undefined) this.#listeners.set(key, set = new Set());
+    // A fresh function per watch, so the same listener may watch twice.
+    const entry = () => listener();
+    set.add(entry);
+    this.#listening ??= this.#pool.listen(this.#channel, (payload) => this.#notified(payload))
+      .then((listening) => {
+        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their polls, and
+        // the next watcher tries again.
+        if (listening === null) this.#listening = null;
+      });
+    return () => {
+      const current = this.#listeners.get(key);
+      current?.delete(entry);
+      if (current?.size === 0) this.#listeners.delete(key);
+    };
+  }
+
+  #notified(payload: string): void {
+    const key = this.#keyOf(payload);
+    const listeners = key === null ? undefined : this.#listeners.get(key);
+    if (listeners === undefined) return;
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch {
+        // One listener's failure is its own.
+      }
+    }
+  }
+}
