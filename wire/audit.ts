@@ -31,6 +31,7 @@ export const AUDIT_ACTIONS = [
   "webhook.unsubscribed",
   "webhook.secret_rotated",
   "webhook.disabled",
+  "budget.exhausted",
 ] as const;
 
 /** An action the audit log records: one of {@linkcode AUDIT_ACTIONS}. */

@@ -18,6 +18,7 @@
  * | `notifications.ts` | notification webhooks: subscriptions, deliveries, their payload |
  * | `audit.ts` | audit actions, entries and pages |
  * | `native.ts` | the provider's own bodies the `/provider` interface reads (sessions, events) |
+ * | `spend.ts` | money, budgets and per-run limits, spend in a period, `GET /v1/usage` |
  *
  * A run's states, input and usage are the run contract's (`client/contract.ts`), which every
  * provider client implements too; they are re-exported here.
@@ -63,3 +64,4 @@ export * from "./audit.ts";
 export * from "./activity.ts";
 export * from "./notifications.ts";
 export * from "./native.ts";
+export * from "./spend.ts";

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { PrincipalSpend, SpendPolicy } from "./spend.ts";
 
 /**
  * Every capability a principal may hold, in canonical order.
@@ -76,7 +77,8 @@ export const RESOURCE_POLICY_FIELDS = [
 export type ResourcePolicyField = typeof RESOURCE_POLICY_FIELDS[number];
 
 /**
- * A principal's run policy: each list names what the principal may use.
+ * A principal's run policy: each list names what the principal may use, and its spend limits
+ * ({@linkcode SpendPolicy}).
  *
  * - **In an answer** (issuance, `GET /v1/principals`, `GET /v1/runtime`), a list is absent when
  *   the principal is not limited in that respect (the bootstrap principal, or an issued one whose
@@ -87,7 +89,7 @@ export type ResourcePolicyField = typeof RESOURCE_POLICY_FIELDS[number];
  *   Left out, `agentIds` and `environmentIds` are the issuer's; `vaultIds`, `memoryStoreIds`,
  *   `repositories` and `fileIds` are none (an issued principal attaches only what it was given).
  */
-export interface PrincipalPolicy {
+export interface PrincipalPolicy extends SpendPolicy {
   /** Agent ids the principal may start runs on. */
   agentIds?: string[];
   /** Environment ids its runs may run in. */
@@ -138,6 +140,8 @@ export interface PrincipalSummary extends RuntimePrincipal {
   createdAt: string;
   /** RFC 3339 revocation time, present once the principal was revoked. */
   revokedAt?: string;
+  /** What it spent and holds reserved in its budget's current period, when it has a budget. */
+  spend?: PrincipalSpend;
 }
 
 /** The query of `GET /v1/principals`. */

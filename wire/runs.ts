@@ -14,6 +14,7 @@
  * @module
  */
 import type { RuntimeRunInput, RuntimeRunState, RuntimeUsage } from "../client/contract.ts";
+import type { MonetaryAmount } from "./spend.ts";
 
 /** A run as the service answers it. `runId` is the provider's session id. */
 export interface RunRecord {
@@ -35,6 +36,13 @@ export interface RunRecord {
   stopReason?: string;
   /** Token usage, where the provider reports it. */
   usage?: RuntimeUsage;
+  /** The list cost the provider reported for the run so far, where it prices its model. */
+  listCost?: MonetaryAmount;
+  /**
+   * The ceiling the provider enforces on the run's list cost (its session's budget), when the
+   * principal has a budget or a `maxRunCost`.
+   */
+  maxListCost?: MonetaryAmount;
   /** The sequence number of the run's newest event (0 before the first). */
   lastEventSeq: number;
   /** RFC 3339 creation time. */

@@ -5,6 +5,7 @@
  * @module
  */
 import type { Capability, PrincipalPolicy } from "./principals.ts";
+import type { PrincipalSpend } from "./spend.ts";
 
 /**
  * The interface version of this API: what every `/v1/*` request sends as `x-interface-version`
@@ -31,6 +32,8 @@ export interface RuntimeInfo extends PrincipalPolicy {
   expiresAt: string;
   /** Whether the service can start runs (false while it has no provider credential). */
   runs?: boolean;
+  /** What the caller spent and holds reserved in its budget's current period, when it has one. */
+  spend?: PrincipalSpend;
 }
 
 /** The answer of `GET /healthz`. */

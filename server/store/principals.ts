@@ -24,7 +24,7 @@ import type {
 } from "./idempotency.ts";
 import type { PurgeOptions } from "./authority.ts";
 
-import type { Capability } from "../../wire/mod.ts";
+import type { Capability, MonetaryAmount, PrincipalBudget } from "../../wire/mod.ts";
 
 export { CAPABILITIES, type Capability } from "../../wire/mod.ts";
 
@@ -71,6 +71,12 @@ export interface PrincipalRecord {
   maxActiveRuns?: number;
   /** Whether its runs may override the agent; absent: not. */
   allowAgentOverrides?: boolean;
+  /** The most its runs may spend in each period; absent: no budget (`runs/spend.ts`). */
+  budget?: PrincipalBudget;
+  /** The most one of its runs may spend; absent: no such cap. */
+  maxRunCost?: MonetaryAmount;
+  /** The longest active stretch of one of its runs, in seconds; absent: no such limit. */
+  maxRunSeconds?: number;
   /** Its name for people, when it was given one. */
   name?: string;
   /** Its metadata pairs, when it was given some. */

@@ -25,6 +25,8 @@ import type {
   RunRecord,
 } from "../../wire/mod.ts";
 
+import type { GrantedHold, SpendHoldRequest } from "./spend.ts";
+
 export { ACTIVE_RUN_STATES } from "../../wire/mod.ts";
 export type {
   AuditAction,
@@ -53,6 +55,11 @@ export interface StoredRunRecord extends RunRecord {
   statusReadAt?: number;
   /** When a reader last claimed the provider read of the run's event history, ms (the same). */
   historyReadAt?: number;
+  /**
+   * When the run's current active stretch must end, ms since the epoch: its start or the
+   * follow-up that woke it plus the principal's `maxRunSeconds` (its tail interrupts it then).
+   */
+  timeLimitAt?: number;
 }
 
 /** Parameters of {@linkcode RunStore.reserveRunSlot}. */
@@ -76,6 +83,22 @@ export interface RunSlotReservation {
  * which limit was reached.
  */
 export type RunSlotResult = "reserved" | "principalQuota" | "serviceQuota";
+
+/** Parameters of `RunStore.reserveRun`: a slot and, for a principal with spend limits, a hold. */
+export interface RunReservation extends RunSlotReservation {
+  /** The hold to take with the slot (see `spend.ts`); absent: the run holds no money. */
+  hold?: SpendHoldRequest;
+}
+
+/**
+ * Result of `RunStore.reserveRun`: the slot was taken (with what its hold came to), a quota was
+ * full, or nothing was left to hold: `left` is what the budget (`limit: "budget"`) or the run's
+ * `maxRunCost` (`limit: "maxRunCost"`) still allows, zero or less than a minor unit's worth.
+ */
+export type RunReservationResult =
+  | { result: "reserved"; hold?: GrantedHold }
+  | { result: "principalQuota" | "serviceQuota" }
+  | { result: "budgetExceeded"; limit: "budget" | "maxRunCost"; left: bigint };
 
 /** Parameters of {@linkcode RunStore.listRuns}: the query of `GET /v1/runs`, its limit resolved. */
 export interface RunListQuery extends ListRunsParams {

@@ -14,6 +14,8 @@ import type { IdempotencyCompletion } from "./idempotency.ts";
 import type { ActivityInput } from "./activity.ts";
 import type {
   RunListQuery,
+  RunReservation,
+  RunReservationResult,
   RunSlotReservation,
   RunSlotResult,
   StoredRunPage,
@@ -28,13 +30,23 @@ export interface RunStore {
    * Lapsed reservations are dropped before a refusal.
    */
   reserveSlot(params: RunSlotReservation): Promise<RunSlotResult>;
+  /**
+   * {@linkcode RunStore.reserveSlot} with a spend hold taken in the same atomic step: after both
+   * quotas, the hold takes the least of what the budget has left (its ledger's limit less spent
+   * and reserved) and what the run's cap has left (less what the run settled and holds), and the
+   * slot is refused (`budgetExceeded`, nothing written) when that is nothing. A slot or hold
+   * that already exists is answered as it is. Lapsed holds of the principal are dropped (and
+   * given back) before a refusal, like lapsed reservations.
+   */
+  reserveRun(params: RunReservation): Promise<RunReservationResult>;
   /** Drops a reservation (a start that failed); a no-op when it is gone. */
   releaseSlot(principalId: string, slotId: string): Promise<void>;
   /** How many active-run slots (with live reservations) a principal, or the service, holds. */
   countSlots(principalId: string | null, now: number): Promise<number>;
   /**
    * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
-   * own slot (or drops it when the run is already terminal) and, with `completion`, completes the
+   * own slot (or drops it when the run is already terminal), gives the hold of the same id (if
+   * any) its run, and, with `completion`, completes the
    * start's idempotency claim with its answer, so a start is never recorded without its answer
    * (a retry with the key finds the run, whatever happens after this write). When `completion`'s
    * token no longer owns the claim nothing is written and it throws `IdempotencyLeaseLostError`.

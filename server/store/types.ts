@@ -7,8 +7,8 @@
  *
  * Each part's interface, and the records only it uses, is in its own file: `principals.ts`,
  * `idempotency.ts`, `authority.ts`, `leases.ts`, `runs.ts`, `audit.ts`, `events.ts`,
- * `answers.ts`, `trust_policies.ts`, `activity.ts`, `notifications.ts`. The
- * records several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
+ * `answers.ts`, `trust_policies.ts`, `activity.ts`, `notifications.ts`, `spend.ts`. The records
+ * several parts or the wire share are in `run_types.ts`, `answer_types.ts` and
  * `run_event_types.ts`. This module re-exports them all.
  *
  * Nothing secret is stored in plaintext: principals are found by the SHA-256 digest of their
@@ -29,6 +29,7 @@ import type { AnswerStore } from "./answers.ts";
 import type { TrustPolicyStore } from "./trust_policies.ts";
 import type { ActivityStore } from "./activity.ts";
 import type { NotificationStore } from "./notifications.ts";
+import type { SpendStore } from "./spend.ts";
 
 export * from "./principals.ts";
 export * from "./idempotency.ts";
@@ -41,6 +42,7 @@ export * from "./answers.ts";
 export * from "./trust_policies.ts";
 export * from "./activity.ts";
 export * from "./notifications.ts";
+export * from "./spend.ts";
 export * from "./run_types.ts";
 export * from "./answer_types.ts";
 export * from "./run_event_types.ts";
@@ -69,6 +71,8 @@ export interface StoreParts {
   readonly activity: ActivityStore;
   /** Notification webhooks: subscriptions, their deliveries, the dispatch cursor. */
   readonly notifications: NotificationStore;
+  /** Spend ledgers, holds, settlements and usage entries. */
+  readonly spend: SpendStore;
 }
 
 /** The name of one part of a store. */
@@ -98,6 +102,7 @@ export const STORE_PARTS: readonly StorePartName[] = Object.freeze(
     "trustPolicies",
     "activity",
     "notifications",
+    "spend",
   ] as const,
 );
 

@@ -3,9 +3,9 @@
  * {@linkcode runStoreContract} once; it registers the cases of every part (or of the parts named
  * in `parts`), each in its own file: `_principal_contract.ts`, `_idempotency_contract.ts`,
  * `_authority_contract.ts`, `_lease_contract.ts`, `_run_contract.ts`, `_audit_contract.ts`,
- * `_event_contract.ts`, `_answer_contract.ts`, `_trust_policy_contract.ts`, `_activity_contract.ts`
- * and `_notification_contract.ts`. Each case opens stores under fresh random namespaces, so cases
- * never see each other's records even on a shared database.
+ * `_event_contract.ts`, `_answer_contract.ts`, `_trust_policy_contract.ts`, `_activity_contract.ts`,
+ * `_notification_contract.ts` and `_spend_contract.ts`. Each case opens stores under fresh random
+ * namespaces, so cases never see each other's records even on a shared database.
  *
  * @module
  */
@@ -22,6 +22,7 @@ import { runAnswerContract } from "./_answer_contract.ts";
 import { runTrustPolicyContract } from "./_trust_policy_contract.ts";
 import { runActivityContract } from "./_activity_contract.ts";
 import { runNotificationContract } from "./_notification_contract.ts";
+import { runSpendContract } from "./_spend_contract.ts";
 
 export { testPrincipal } from "./_fixtures.ts";
 
@@ -54,6 +55,7 @@ const PART_CONTRACTS: Record<
   trustPolicies: runTrustPolicyContract,
   activity: runActivityContract,
   notifications: runNotificationContract,
+  spend: runSpendContract,
 };
 
 /**

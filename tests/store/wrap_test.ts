@@ -32,6 +32,7 @@ const PART_METHODS: readonly string[] = [
   "leases.purge",
   "leases.watch",
   "runs.reserveSlot",
+  "runs.reserveRun",
   "runs.releaseSlot",
   "runs.countSlots",
   "runs.create",
@@ -84,6 +85,14 @@ const PART_METHODS: readonly string[] = [
   "notifications.readCursor",
   "notifications.advanceCursor",
   "notifications.purge",
+  "spend.ledger",
+  "spend.ledgers",
+  "spend.release",
+  "spend.settle",
+  "spend.runHolds",
+  "spend.openHolds",
+  "spend.usage",
+  "spend.purge",
 ];
 
 Deno.test("wrapStore wraps every part method once, and only those; kind and close stay the store's", async () => {

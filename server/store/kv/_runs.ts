@@ -29,6 +29,13 @@
  * A creation and an update append the activity entries they are given in their own atomic
  * operation, through the activity log's accessor ({@linkcode KvActivityLog}).
  *
+ * A reservation may take a spend hold in the same atomic operation ({@linkcode KvRuns.reserveRun}:
+ * the slot, both counters, the hold and its ledger), and a run's creation gives the hold of its
+ * reservation the run; the spend part (`_spend.ts`) lays out those keys, and reads a run's
+ * recorded turns through {@linkcode recordedTurns}.
+ *
+ * One part in one file of a little over 600 lines: its keys move together in every write.
+ *
  * @module
  */
 import {
@@ -37,6 +44,8 @@ import {
   encodeRunCursor,
   invalidCursor,
   type RunListQuery,
+  type RunReservation,
+  type RunReservationResult,
   type RunSlotReservation,
   type RunSlotResult,
   type StoredRunPage,
@@ -48,6 +57,17 @@ import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { addCompletion } from "./_idempotency.ts";
 import type { ActivityInput } from "../activity.ts";
 import type { KvActivityLog } from "./_activity.ts";
+import {
+  addHold,
+  attachHold,
+  existingHold,
+  holdAmount,
+  type HoldState,
+  type HoldValue,
+  readHoldState,
+  startHoldKey,
+  sweepHolds,
+} from "./_spend.ts";
 
 /** One active-run slot: a reservation (with its lease) or a run's own (`leaseUntil` null). */
 interface SlotEntry {
@@ -191,6 +211,28 @@ export async function* runsEndedBefore(
   for await (const { runId } of endedRuns(kv, root, endedBefore)) yield runId;
 }
 
+/**
+ * How many turns a run recorded (null: no such run): the accessor the spend part reads a hold's
+ * run through.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { recordedTurns } from "./_runs.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * assert.equal(await recordedTurns(kv, ["r"], "sesn_1"), null);
+ * kv.close();
+ * ```
+ */
+export async function recordedTurns(
+  kv: Deno.Kv,
+  root: Deno.KvKey,
+  runId: string,
+): Promise<number | null> {
+  const record = (await kv.get<StoredRunRecord>([...root, "run", runId])).value;
+  return record === null ? null : record.turns ?? 1;
+}
+
 /** The runs part of the KV store. */
 export class KvRuns implements RunStore {
   readonly #commits: KvCommits;
@@ -223,41 +265,79 @@ export class KvRuns implements RunStore {
     };
   }
 
-  reserveSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+  async reserveSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    // Without a hold there is no budget to exceed.
+    return (await this.reserveRun(params)).result as RunSlotResult;
+  }
+
+  reserveRun(params: RunReservation): Promise<RunReservationResult> {
     const slotKey = this.#key("run-slot", params.principalId, params.slotId);
     const { countKey, allKey } = this.#counterKeys(params.principalId);
+    const request = params.hold;
     let swept = false;
-    return this.#commits.inLane(SLOT_LANE, () =>
-      this.#commits.retry(async () => {
-        const [slot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
-          slotKey,
-          countKey,
-          allKey,
-        ]);
-        if (live(slot.value, params.now)) return "reserved";
-        const lapsed = slot.value !== null;
-        const principalCount = (count.value ?? 0) - (lapsed ? 1 : 0);
-        const serviceCount = (all.value ?? 0) - (lapsed ? 1 : 0);
-        const refusal: RunSlotResult | null = principalCount >= params.principalLimit
-          ? "principalQuota"
-          : serviceCount >= params.serviceLimit
-          ? "serviceQuota"
-          : null;
-        if (refusal !== null) {
-          if (swept) return refusal;
-          swept = true;
-          await this.#sweep(refusal === "principalQuota" ? params.principalId : null, params.now);
-          return AGAIN;
-        }
-        const result = await this.#commits.commit(
-          this.#kv.atomic()
-            .check(slot, count, all)
-            .set(slotKey, { leaseUntil: params.now + params.leaseMs } satisfies SlotEntry)
-            .set(countKey, principalCount + 1)
-            .set(allKey, serviceCount + 1),
-        );
-        return result.ok ? "reserved" : AGAIN;
-      }));
+    let sweptHolds = false;
+    return this.#commits.inLane(
+      SLOT_LANE,
+      () =>
+        this.#commits.retry(async (): Promise<RunReservationResult | typeof AGAIN> => {
+          const [slot, count, all] = await this.#kv.getMany<[SlotEntry, number, number]>([
+            slotKey,
+            countKey,
+            allKey,
+          ]);
+          const hold: HoldState | null = request === undefined
+            ? null
+            : await readHoldState(this.#kv, this.#root, params.principalId, request);
+          const slotLive = live(slot.value, params.now);
+          const held = hold === null ? null : existingHold(hold);
+          if (slotLive && (hold === null || held !== null)) {
+            return held === null ? { result: "reserved" } : { result: "reserved", hold: held };
+          }
+          const lapsed = slot.value !== null && !slotLive;
+          const principalCount = (count.value ?? 0) - (lapsed ? 1 : 0);
+          const serviceCount = (all.value ?? 0) - (lapsed ? 1 : 0);
+          const refusal: RunSlotResult | null = slotLive
+            ? null
+            : principalCount >= params.principalLimit
+            ? "principalQuota"
+            : serviceCount >= params.serviceLimit
+            ? "serviceQuota"
+            : null;
+          if (refusal !== null) {
+            if (swept) return { result: refusal as "principalQuota" | "serviceQuota" };
+            swept = true;
+            await this.#sweep(refusal === "principalQuota" ? params.principalId : null, params.now);
+            return AGAIN;
+          }
+          const granted = hold === null ? null : holdAmount(hold);
+          if (granted !== null && "left" in granted) {
+            if (sweptHolds) return { result: "budgetExceeded", ...granted };
+            sweptHolds = true;
+            await sweepHolds(
+              this.#commits,
+              this.#root,
+              params.principalId,
+              params.now,
+              (runId) => recordedTurns(this.#kv, this.#root, runId),
+            );
+            return AGAIN;
+          }
+          const leaseUntil = params.now + params.leaseMs;
+          const operation = this.#kv.atomic();
+          if (!slotLive) {
+            // A slot that holds already (a follow-up racing another) only gains its hold.
+            operation.check(slot, count, all)
+              .set(slotKey, { leaseUntil } satisfies SlotEntry)
+              .set(countKey, principalCount + 1)
+              .set(allKey, serviceCount + 1);
+          }
+          if (hold !== null && granted !== null) {
+            addHold(operation, this.#root, params.principalId, hold, granted.amount, leaseUntil);
+          }
+          if (!(await this.#commits.commit(operation)).ok) return AGAIN;
+          return granted === null ? { result: "reserved" } : { result: "reserved", hold: granted };
+        }),
+    );
   }
 
   /** Drops lapsed reservations of one principal (or of all), each with its counters. In lane. */
@@ -347,9 +427,16 @@ export class KvRuns implements RunStore {
               this.#checkedOnCreate = true;
               await this.#isIndexed();
             }
-            const [existing, reservation, runSlot, count, all] = await this.#kv.getMany<
-              [StoredRunRecord, SlotEntry, SlotEntry, number, number]
-            >([this.#key("run", record.runId), reservationKey, runSlotKey, countKey, allKey]);
+            const [existing, reservation, runSlot, count, all, hold] = await this.#kv.getMany<
+              [StoredRunRecord, SlotEntry, SlotEntry, number, number, HoldValue]
+            >([
+              this.#key("run", record.runId),
+              reservationKey,
+              runSlotKey,
+              countKey,
+              allKey,
+              startHoldKey(this.#root, record.principalId, slotId),
+            ]);
             // Slots before and after: the reservation goes, the run's own slot comes when active.
             const before = (reservation.value !== null ? 1 : 0) + (runSlot.value !== null ? 1 : 0);
             const delta = (active ? 1 : 0) - before;
@@ -360,6 +447,7 @@ export class KvRuns implements RunStore {
             }
             operation.delete(reservationKey);
             setRunSlot(operation, { runSlotKey, countKey, allKey }, active, delta, count, all);
+            attachHold(operation, this.#root, record.principalId, slotId, hold, record.runId);
             if (
               completion !== undefined &&
               !await addCompletion(this.#kv, operation, this.#root, completion, this.#now())

@@ -5,8 +5,9 @@
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_leases.ts` (with `_change_marker.ts`),
  *   `_runs.ts`, `_audit.ts`, `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`,
- *   `_notifications.ts`: each part's keys, laid out and read by its file only (a part that writes
- *   another's records in one atomic operation uses the small accessors that file exports);
+ *   `_notifications.ts`, `_spend.ts`: each part's keys, laid out and read by its file only (a part
+ *   that writes another's records in one atomic operation uses the small accessors that file
+ *   exports);
  * - `_watch.ts`: the wake-ups of the events and activity parts (Deno KV's `watch` on a seq key);
  * - `_commit.ts`: every commit, with the busy-file wait, the one retry budget, the error mapping,
  *   the audit log's numbering and the one group-commit queue.
@@ -26,12 +27,13 @@ import { KvAuthority, namespaceRoot } from "./_authority.ts";
 import { KvLeases } from "./_leases.ts";
 import { KvPrincipals } from "./_principals.ts";
 import { KvIdempotency } from "./_idempotency.ts";
-import { KvRuns } from "./_runs.ts";
+import { KvRuns, recordedTurns } from "./_runs.ts";
 import { KvEvents } from "./_events.ts";
 import { KvAnswers } from "./_answers.ts";
 import { KvTrustPolicies } from "./_trust_policies.ts";
 import { KvActivity, KvActivityLog } from "./_activity.ts";
 import { KvNotifications } from "./_notifications.ts";
+import { KvSpend } from "./_spend.ts";
 
 /** Options of {@linkcode openKvStore}. */
 export interface KvStoreOptions {
@@ -86,6 +88,7 @@ export async function openKvStore(options: KvStoreOptions): Promise<Store> {
     trustPolicies: new KvTrustPolicies(commits, root),
     activity: new KvActivity(commits, root, activity),
     notifications: new KvNotifications(commits, root),
+    spend: new KvSpend(commits, root, (runId) => recordedTurns(kv, root, runId)),
     close(): Promise<void> {
       if (!closed) {
         closed = true;

@@ -30,7 +30,11 @@ import {
   type IdempotencyRecording,
 } from "../idempotency.ts";
 import type { PurgeOptions } from "../authority.ts";
-import { RESOURCE_POLICY_FIELDS, type ResourcePolicyField } from "../../../wire/mod.ts";
+import {
+  RESOURCE_POLICY_FIELDS,
+  type ResourcePolicyField,
+  type SpendPolicy,
+} from "../../../wire/mod.ts";
 import type { PostgresPool } from "./_pool.ts";
 import {
   completedAfter,
@@ -59,6 +63,7 @@ interface PrincipalRow {
   metadata: Record<string, string> | null;
   resource_policy: ResourcePolicyLists | null;
   allow_agent_overrides: boolean | null;
+  spend_policy: SpendPolicy | null;
 }
 
 /** The resource policy lists of a principal, as its `resource_policy` column holds them. */
@@ -76,6 +81,15 @@ function resourcePolicyOf(record: PrincipalRecord): ResourcePolicyLists | null {
     }
   }
   return any ? lists : null;
+}
+
+/** The `spend_policy` value of a record: its spend limits, or null when it has none. */
+function spendPolicyOf(record: PrincipalRecord): SpendPolicy | null {
+  const policy: SpendPolicy = {};
+  if (record.budget !== undefined) policy.budget = record.budget;
+  if (record.maxRunCost !== undefined) policy.maxRunCost = record.maxRunCost;
+  if (record.maxRunSeconds !== undefined) policy.maxRunSeconds = record.maxRunSeconds;
+  return Object.keys(policy).length === 0 ? null : policy;
 }
 
 /** What the single statement of a recorded creation reports. */
@@ -98,6 +112,7 @@ const PRINCIPAL_COLUMNS: readonly string[] = [
   "metadata",
   "resource_policy",
   "allow_agent_overrides",
+  "spend_policy",
 ];
 
 function toRecord(row: PrincipalRow): PrincipalRecord {
@@ -117,6 +132,7 @@ function toRecord(row: PrincipalRow): PrincipalRecord {
   if (row.metadata !== null) record.metadata = row.metadata;
   if (row.resource_policy !== null) Object.assign(record, row.resource_policy);
   if (row.allow_agent_overrides === true) record.allowAgentOverrides = true;
+  if (row.spend_policy !== null) Object.assign(record, row.spend_policy);
   return record;
 }
 
@@ -136,11 +152,12 @@ export function principalInsert(
   record: PrincipalRecord,
 ): postgres.PendingQuery<postgres.Row[]> {
   const policy = resourcePolicyOf(record);
+  const spend = spendPolicyOf(record);
   return sql`
     INSERT INTO automation_runtime_principals
       (namespace, principal_id, bearer_digest, capabilities, expires_at, issuer_id,
        created_at, revoked_at, nonce, agent_ids, max_active_runs, name, metadata,
-       resource_policy, allow_agent_overrides)
+       resource_policy, allow_agent_overrides, spend_policy)
     SELECT ${namespace}, ${record.principalId}, ${record.bearerDigest},
            ${sql.array([...record.capabilities])}, ${record.expiresAt}, ${record.issuerId},
            ${record.createdAt}, ${record.revokedAt}, ${record.nonce},
@@ -152,7 +169,8 @@ export function principalInsert(
       : sql.json(record.metadata as unknown as postgres.JSONValue)
   }::jsonb,
            ${policy === null ? null : sql.json(policy)}::jsonb,
-           ${record.allowAgentOverrides === true ? true : null}::boolean`;
+           ${record.allowAgentOverrides === true ? true : null}::boolean,
+           ${spend === null ? null : sql.json(spend as unknown as postgres.JSONValue)}::jsonb`;
 }
 
 /**

@@ -8,6 +8,9 @@
  * `009_runs_and_effects.ts`; the retention purge finds finished runs by their end time through
  * another of them.
  *
+ * A reservation may take a spend hold in the same function call (`reserveRun`), and a run's
+ * creation gives the hold of its reservation the run in its statement (`_spend.ts`).
+ *
  * The events part reads which runs ended, for its purge, through {@linkcode endedRunIds}.
  * A creation and an update append the activity entries they are given in their own statement,
  * through the activity part's {@linkcode appendActivityAfter}.
@@ -21,6 +24,8 @@ import {
   encodeRunCursor,
   invalidCursor,
   type RunListQuery,
+  type RunReservation,
+  type RunReservationResult,
   type RunSlotReservation,
   type RunSlotResult,
   type StoredRunPage,
@@ -32,6 +37,7 @@ import type { PostgresPool } from "./_pool.ts";
 import { completedAfter, heldClaim } from "./_idempotency.ts";
 import type { ActivityInput } from "../activity.ts";
 import { appendActivityAfter } from "./_activity.ts";
+import { attachHold } from "./_spend.ts";
 
 /**
  * The query of the ids of the namespace's runs that ended before `endedBefore` (RFC 3339): the
@@ -72,14 +78,48 @@ export class PostgresRuns implements RunStore {
     this.#ns = namespace;
   }
 
-  reserveSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+  async reserveSlot(params: RunSlotReservation): Promise<RunSlotResult> {
+    // Without a hold there is no budget to exceed.
+    return (await this.reserveRun(params)).result as RunSlotResult;
+  }
+
+  /** One call of `automation_runtime_reserve_run` (migration `015_spend.ts`). */
+  reserveRun(params: RunReservation): Promise<RunReservationResult> {
+    const hold = params.hold;
+    const text = (value: bigint | null | undefined) =>
+      value === null || value === undefined ? null : String(value);
     return this.#pool.run(async (sql) => {
-      const [row] = await sql<{ result: RunSlotResult }[]>`
-        SELECT automation_runtime_reserve_run_slot(
+      const [row] = await sql<
+        {
+          r_result: string;
+          r_amount: string | null;
+          r_ceiling: string | null;
+          r_left: string | null;
+          r_limit: string | null;
+        }[]
+      >`
+        SELECT * FROM automation_runtime_reserve_run(
           ${this.#ns}, ${params.principalId}, ${params.slotId}, ${params.principalLimit},
-          ${params.serviceLimit}, ${String(params.now)},
-          ${String(params.now + params.leaseMs)}) AS result`;
-      return row.result;
+          ${params.serviceLimit}, ${String(params.now)}, ${String(params.now + params.leaseMs)},
+          ${hold?.holdId ?? null}::text, ${hold?.runId ?? null}::text,
+          ${hold?.turn ?? null}::integer, ${hold?.period ?? null}::text,
+          ${text(hold?.limit)}::bigint, ${text(hold?.runCap)}::bigint)`;
+      switch (row.r_result) {
+        case "budgetExceeded":
+          return {
+            result: "budgetExceeded",
+            limit: row.r_limit === "maxRunCost" ? "maxRunCost" : "budget",
+            left: BigInt(row.r_left ?? "0"),
+          };
+        case "principalQuota":
+        case "serviceQuota":
+          return { result: row.r_result };
+        default:
+          return row.r_amount === null || row.r_ceiling === null ? { result: "reserved" } : {
+            result: "reserved",
+            hold: { amount: BigInt(row.r_amount), ceiling: BigInt(row.r_ceiling) },
+          };
+      }
     });
   }
 
@@ -118,6 +158,9 @@ export class PostgresRuns implements RunStore {
           SELECT ${ns}, ${record.principalId}, ${record.runId}, NULL
           WHERE ${active} AND EXISTS (SELECT 1 FROM claim)
           ON CONFLICT (namespace, principal_id, slot_id) DO UPDATE SET lease_until = NULL
+        ), attached AS (
+          ${attachHold(sql, ns, record.principalId, slotId, record.runId)}
+            AND EXISTS (SELECT 1 FROM claim)
         ), inserted AS (
           INSERT INTO automation_runtime_runs
             (namespace, run_id, principal_id, state, created_at, record)

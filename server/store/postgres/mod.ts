@@ -4,9 +4,9 @@
  * each, over one connection pool:
  *
  * - `_principals.ts`, `_idempotency.ts`, `_authority.ts`, `_leases.ts`, `_runs.ts`, `_audit.ts`,
- *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`: each
- *   part's statements over its own tables (a part that writes another's rows in one statement
- *   uses the SQL fragments that part's file exports);
+ *   `_events.ts`, `_answers.ts`, `_trust_policies.ts`, `_activity.ts`, `_notifications.ts`,
+ *   `_spend.ts`: each part's statements over its own tables (a part that writes another's rows in
+ *   one statement uses the SQL fragments that part's file exports);
  * - `_pool.ts`: every connection (the pool, its replacement when wedged, `LISTEN`) and every
  *   statement's error mapping (`_errors.ts`), with `_driver_guard.ts` against the driver's
  *   known crashes;
@@ -38,6 +38,7 @@ import { PostgresAnswers } from "./_answers.ts";
 import { PostgresTrustPolicies } from "./_trust_policies.ts";
 import { PostgresActivity } from "./_activity.ts";
 import { PostgresNotifications } from "./_notifications.ts";
+import { PostgresSpend } from "./_spend.ts";
 
 export { type ConnectOptions, isPostgresUrl, StoreUrlError } from "./_pool.ts";
 export { SchemaVersionError } from "./_migrate.ts";
@@ -102,6 +103,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     trustPolicies: new PostgresTrustPolicies(pool, namespace),
     activity: new PostgresActivity(pool, namespace),
     notifications: new PostgresNotifications(pool, namespace),
+    spend: new PostgresSpend(pool, namespace),
     close: (): Promise<void> => pool.close(),
   });
 }

@@ -22,6 +22,7 @@ import { migration011 } from "./011_activity.ts";
 import { migration012 } from "./012_notifications.ts";
 import { migration013 } from "./013_provider_interface.ts";
 import { migration014 } from "./014_authority_leases.ts";
+import { migration015 } from "./015_spend.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -42,7 +43,7 @@ export interface Migration {
  * import { MIGRATIONS } from "./mod.ts";
  * assert.deepEqual(
  *   MIGRATIONS.map((migration) => migration.version),
- *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+ *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
  * );
  * ```
  */
@@ -61,4 +62,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration012,
   migration013,
   migration014,
+  migration015,
 ]);
