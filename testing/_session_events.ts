@@ -11,11 +11,12 @@
  * @module
  */
 import { type Json, jsonResponse, sseFrame } from "./http.ts";
-import type { SimulatedSession } from "./managed_agents.ts";
+import type { ManagedAgentsState, SimulatedSession } from "./managed_agents.ts";
 import {
   isPause,
   isUsageReport,
   listCostOf,
+  type ListPrices,
   type TokenUsage,
   type TurnScript,
   type TurnStep,
@@ -38,6 +39,29 @@ export interface SessionEvents {
   openStream(session: SimulatedSession, threadId?: string, url?: URL): Response;
   /** Answers an event list of the session (`types[]`, `order`, pagination). */
   listEvents(events: Json[], url: URL): Response;
+}
+
+/**
+ * The prices of the model a session (or an agent snapshot) runs: the state's `modelPrices` for
+ * that model when it names it (null: not priced), else `listPrices`.
+ */
+export function pricesOfAgent(state: ManagedAgentsState, agent: unknown): ListPrices | null {
+  const model = obj(agent)?.model;
+  const id = typeof model === "string" ? model : str(obj(model)?.id);
+  if (id !== undefined && state.modelPrices.has(id)) return state.modelPrices.get(id)!;
+  return state.listPrices;
+}
+
+/** The list cost a session has accrued, in minor units (0 before any priced usage). */
+export function costOfSession(session: SimulatedSession): bigint {
+  const cost = obj(obj(session.record.usage)?.list_cost)?.amount;
+  return typeof cost === "string" ? BigInt(cost) : 0n;
+}
+
+/** Whether a session with a budget has reached it. */
+export function atCeiling(session: SimulatedSession): boolean {
+  const max = obj(obj(session.record.budget)?.max_list_cost)?.amount;
+  return typeof max === "string" && costOfSession(session) >= BigInt(max);
 }
 
 const SENDABLE = new Set([
@@ -111,8 +135,11 @@ export function installSessionEventRoutes({ simulator, state, route }: Section):
     broadcast(session, event);
     return event;
   }
-  /** The `session.usage` of a usage report: the session's totals with the step added. */
-  function usageEvent(session: SimulatedSession, added: TokenUsage): Json {
+  /**
+   * One model request of a usage report: its span, then `session.usage` with the session's
+   * totals with the step added (and their list cost, when the model is priced).
+   */
+  function modelRequest(session: SimulatedSession, added: TokenUsage): void {
     const before = obj(session.record.usage) ?? {};
     const count = (key: string): number => typeof before[key] === "number" ? before[key] : 0;
     const totals = {
@@ -120,16 +147,44 @@ export function installSessionEventRoutes({ simulator, state, route }: Section):
       outputTokens: count("output_tokens") + added.outputTokens,
       cacheReadInputTokens: count("cache_read_input_tokens") + (added.cacheReadInputTokens ?? 0),
     };
-    return {
+    const prices = pricesOfAgent(state, session.record.agent);
+    emit(session, { type: "span.model_request_start" });
+    emit(session, {
+      type: "span.model_request_end",
+      is_error: false,
+      model_usage: {
+        input_tokens: added.inputTokens,
+        output_tokens: added.outputTokens,
+        cache_read_input_tokens: added.cacheReadInputTokens ?? 0,
+        cache_creation_input_tokens: 0,
+      },
+    });
+    emit(session, {
       type: "session.usage",
       usage: {
         input_tokens: totals.inputTokens,
         output_tokens: totals.outputTokens,
         cache_read_input_tokens: totals.cacheReadInputTokens,
-        list_cost: listCostOf(totals, state.listPrices),
+        ...(prices === null ? {} : { list_cost: listCostOf(totals, prices) }),
       },
-      budget: null,
-    };
+      budget: session.record.budget ?? null,
+    });
+  }
+  /**
+   * Stops the turn at once, dropping its pending steps and tool calls: the session goes idle with
+   * `reason` (an interrupt's `end_turn`, or `budget_reached` when it can make no more requests).
+   */
+  function haltTurn(session: SimulatedSession, reason: "end_turn" | "budget_reached"): void {
+    stopTurn(session);
+    session.pending.clear();
+    emit(session, {
+      type: "session.status_idle",
+      stop_reason: { type: reason },
+      stop_details: null,
+    });
+  }
+  function budgetReached(session: SimulatedSession): void {
+    haltTurn(session, "budget_reached");
   }
   function stopTurn(session: SimulatedSession): void {
     for (const timer of session.timers) clearTimeout(timer);
@@ -159,12 +214,19 @@ export function installSessionEventRoutes({ simulator, state, route }: Section):
         session.timers.add(timer);
         return;
       }
-      emit(session, isUsageReport(step) ? usageEvent(session, step.addUsage) : step as Json);
+      if (!isUsageReport(step)) {
+        emit(session, step as Json);
+        continue;
+      }
+      if (atCeiling(session)) return budgetReached(session);
+      modelRequest(session, step.addUsage);
+      if (atCeiling(session)) return budgetReached(session);
     }
     endTurn(session);
   }
   function startTurn(session: SimulatedSession, steps: TurnStep[]): void {
     emit(session, { type: "session.status_running" });
+    if (atCeiling(session)) return budgetReached(session);
     runSteps(session, steps);
   }
   function scriptOf(session: SimulatedSession, which: "turn" | "continuation"): TurnScript {
@@ -231,13 +293,7 @@ export function installSessionEventRoutes({ simulator, state, route }: Section):
           break;
         }
         case "user.interrupt":
-          stopTurn(session);
-          session.pending.clear();
-          emit(session, {
-            type: "session.status_idle",
-            stop_reason: { type: "end_turn" },
-            stop_details: null,
-          });
+          haltTurn(session, "end_turn");
           break;
         case "user.tool_confirmation": {
           const toolUseId = event.tool_use_id as string;

@@ -8,7 +8,7 @@
 import { type Json, jsonResponse } from "./http.ts";
 import type { SimulatedSession } from "./managed_agents.ts";
 import type { AgentLookups } from "./_agents.ts";
-import type { SessionEvents } from "./_session_events.ts";
+import { costOfSession, pricesOfAgent, type SessionEvents } from "./_session_events.ts";
 import {
   bad,
   newId,
@@ -71,6 +71,26 @@ export function installSessionRoutes(
     delete snapshot.metadata;
     return snapshot;
   }
+  /**
+   * A budget of a create or update body, checked as the provider checks it: `{type: "limit",
+   * max_list_cost: {amount, currency: "USD"}}`, every model of the session priced.
+   */
+  function budgetOf(value: unknown, agent: unknown): Json {
+    const budget = obj(value);
+    const max = obj(budget?.max_list_cost);
+    if (
+      budget?.type !== "limit" || typeof max?.amount !== "string" ||
+      !/^(0|[1-9][0-9]{0,17})$/.test(max.amount) || max.currency !== "USD"
+    ) {
+      throw bad(
+        'budget must be {type: "limit", max_list_cost: {amount: <integer string>, currency: "USD"}}',
+      );
+    }
+    if (pricesOfAgent(state, agent) === null) {
+      throw bad("model_not_budgetable: the session's model has no public list price");
+    }
+    return { type: "limit", max_list_cost: { amount: max.amount, currency: "USD" } };
+  }
   function resourceRecord(resource: unknown): Json {
     const r = obj(resource);
     if (!r || typeof r.type !== "string") throw bad("resources[] entries need a type");
@@ -83,6 +103,7 @@ export function installSessionRoutes(
     const environmentId = requireString(body, "environment_id");
     const env = agents.getEnvironment(environmentId);
     if (env.archived_at) throw bad(`Environment ${environmentId} is archived`);
+    const budget = body.budget === undefined ? null : budgetOf(body.budget, agent);
     const at = now();
     const id = newId("sesn");
     const record: Json = {
@@ -97,6 +118,7 @@ export function installSessionRoutes(
       vault_ids: Array.isArray(body.vault_ids) ? body.vault_ids : [],
       outcome_evaluations: [],
       usage: { input_tokens: 0, output_tokens: 0 },
+      budget,
       stats: {},
       created_at: at,
       updated_at: at,
@@ -125,6 +147,7 @@ export function installSessionRoutes(
       pending: new Set(),
       subscribers: new Set(),
       timers: new Set(),
+      budgetRemoved: false,
     };
     state.sessions.set(id, session);
     if (obj(env.config)?.type === "self_hosted") {
@@ -157,6 +180,7 @@ export function installSessionRoutes(
     if (body.agent !== undefined || body.vault_ids !== undefined) {
       if (record.status !== "idle") throw bad("The session must be idle to change its agent");
     }
+    if ("budget" in body) updateBudget(session, body.budget);
     if ("title" in body) record.title = body.title ?? null;
     if ("metadata" in body) record.metadata = patchMetadata(record.metadata, body.metadata);
     const agentPatch = obj(body.agent);
@@ -170,6 +194,32 @@ export function installSessionRoutes(
     record.updated_at = now();
     return jsonResponse(record);
   });
+  /**
+   * A budget update, as the provider rules it: only on a session created with one (never re-added
+   * once removed), in any status but terminated, above what the session spent; announced with
+   * `session.updated`.
+   */
+  function updateBudget(session: SimulatedSession, value: unknown): void {
+    const record = session.record;
+    if (record.status === "terminated") throw bad("A terminated session's budget cannot change");
+    if (value === null) {
+      if (record.budget !== null) {
+        record.budget = null;
+        session.budgetRemoved = true;
+        events.emit(session, { type: "session.updated", budget: null });
+      }
+      return;
+    }
+    if (record.budget === null || session.budgetRemoved) {
+      throw bad("budget_create_only: a budget can only be set on a session created with one");
+    }
+    const budget = budgetOf(value, record.agent);
+    if (BigInt(obj(budget.max_list_cost)!.amount as string) <= costOfSession(session)) {
+      throw bad("budget_not_raised: max_list_cost must be above the session's list cost");
+    }
+    record.budget = budget;
+    events.emit(session, { type: "session.updated", budget });
+  }
   route("DELETE", "/v1/sessions/:id", (c) => {
     const session = getSession(c.params.id);
     events.stopTurn(session);

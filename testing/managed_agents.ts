@@ -9,6 +9,11 @@
  * ({@linkcode ManagedAgentsState.agentScripts}, else {@linkcode ManagedAgentsState.script}, an
  * echo by default); once every tool call of a turn is answered, the continuation script runs.
  *
+ * Sessions honour a `budget` (`{type: "limit", max_list_cost}`) given at creation or raised by an
+ * update, as the provider does: usage is priced per model request, and a session stops issuing
+ * requests once its list cost reaches the ceiling (`budget_reached`). A model priced `null` in
+ * {@linkcode ManagedAgentsState.modelPrices} reports no list cost and cannot carry a budget.
+ *
  * @module
  */
 import { type AgentLookups, installAgentRoutes } from "./_agents.ts";
@@ -51,6 +56,8 @@ export interface SimulatedSession {
   subscribers: Set<SessionStream>;
   /** Timers of its scripted turn's pauses. */
   timers: Set<ReturnType<typeof setTimeout>>;
+  /** Whether an update removed its budget (a removed budget cannot be set again). */
+  budgetRemoved?: boolean;
 }
 
 /** An agent with every version's snapshot. */
@@ -137,8 +144,14 @@ export interface ManagedAgentsState {
   continuation: TurnScript;
   /** Turn scripts by agent id. */
   agentScripts: Map<string, AgentScript>;
-  /** The prices usage reports are priced with. */
+  /** The prices usage reports are priced with (unless `modelPrices` names the model). */
   listPrices: ListPrices;
+  /**
+   * Prices by model id, over `listPrices`; null for a model the provider does not price: its
+   * usage reports carry no `list_cost`, and a session that can run it refuses a budget
+   * (`model_not_budgetable`), as the provider does.
+   */
+  modelPrices: Map<string, ListPrices | null>;
   /** The verdict of outcome iterations (`satisfied` by default). */
   outcomeResult: string;
   /** Characters per `event_delta` of a message preview (streams that asked for deltas). */
@@ -191,6 +204,7 @@ export function installManagedAgentRoutes(simulator: ProviderSimulator): Managed
     continuation: () => [agentMessage("Done")],
     agentScripts: new Map(),
     listPrices: { ...DEFAULT_LIST_PRICES },
+    modelPrices: new Map(),
     outcomeResult: "satisfied",
     deltaChunk: 4,
     emit: (sessionId, event) => parts.events!.emit(parts.events!.getSession(sessionId), event),
