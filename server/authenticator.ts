@@ -390,6 +390,11 @@ export class Authenticator {
       ...policyListsOf(record),
       ...(record.maxActiveRuns !== undefined ? { maxActiveRuns: record.maxActiveRuns } : {}),
       ...(record.allowAgentOverrides === true ? { allowAgentOverrides: true } : {}),
+      ...(record.budget !== undefined ? { budget: Object.freeze({ ...record.budget }) } : {}),
+      ...(record.maxRunCost !== undefined
+        ? { maxRunCost: Object.freeze({ ...record.maxRunCost }) }
+        : {}),
+      ...(record.maxRunSeconds !== undefined ? { maxRunSeconds: record.maxRunSeconds } : {}),
       ...(record.name !== undefined ? { name: record.name } : {}),
       ...(record.metadata !== undefined ? { metadata: Object.freeze({ ...record.metadata }) } : {}),
     });

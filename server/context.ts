@@ -5,6 +5,7 @@
  * @module
  */
 import type { Capability, IdempotencyKeyUsed } from "./store/types.ts";
+import type { MonetaryAmount, PrincipalBudget } from "../wire/mod.ts";
 
 /** The caller once authenticated. */
 export interface AuthenticatedPrincipal {
@@ -34,6 +35,12 @@ export interface AuthenticatedPrincipal {
   readonly maxActiveRuns?: number;
   /** Whether its runs may override agents; absent: not (see `runs/policy.ts`). */
   readonly allowAgentOverrides?: boolean;
+  /** Its budget; absent: none (see `runs/spend.ts`). */
+  readonly budget?: Readonly<PrincipalBudget>;
+  /** The most one of its runs may spend; absent: no cap. */
+  readonly maxRunCost?: Readonly<MonetaryAmount>;
+  /** The longest active stretch of one of its runs, in seconds; absent: no limit. */
+  readonly maxRunSeconds?: number;
   /** Its name, when it was given one at issuance. */
   readonly name?: string;
   /** Its metadata, when it was given some at issuance. */

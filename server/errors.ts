@@ -61,6 +61,8 @@ export type ErrorCode =
   | "resourceNotAllowed"
   | "agentOverrideNotAllowed"
   | "runQuotaExceeded"
+  | "budgetExceeded"
+  | "modelNotBudgetable"
   | "toolUseNotFound"
   | "alreadyAnswered"
   | "webhookVerificationFailed"
@@ -103,6 +105,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
     resourceNotAllowed: { status: 403, layer: "authority" },
     agentOverrideNotAllowed: { status: 403, layer: "authority" },
     runQuotaExceeded: { status: 429, layer: "authority" },
+    budgetExceeded: { status: 429, layer: "authority" },
+    modelNotBudgetable: { status: 422, layer: "authority" },
     toolUseNotFound: { status: 404, layer: "authority" },
     alreadyAnswered: { status: 409, layer: "authority" },
     webhookVerificationFailed: { status: 401, layer: "auth" },

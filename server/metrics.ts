@@ -12,6 +12,7 @@
  * | `automation_runtime_event_streams_open` | gauge | |
  * | `automation_runtime_run_tails_held` | gauge | |
  * | `automation_runtime_provider_errors_total` | counter | `type` |
+ * | `automation_runtime_run_list_cost_total` | counter | `agent_id`, `currency` |
  * | `automation_runtime_store_operation_duration_seconds` | histogram | `operation`, `outcome` |
  *
  * `route` is the route's path pattern (`/v1/runs/:runId`), never the raw path: ids would make
@@ -19,6 +20,9 @@
  * `method` is one of the standard methods, and any other method a client makes up is
  * `method="other"` ({@linkcode methodLabel}): the request line is the client's to choose, and a
  * label per made-up method would let anyone grow the scrape and the process without bound.
+ * List cost is counted by agent, never by principal (principals come and go by the thousand), and
+ * at most {@linkcode MAX_COST_AGENTS} agents have their own series; the rest are
+ * `agent_id="other"`.
  *
  * @module
  */
@@ -27,6 +31,9 @@ import { wrapStore } from "./store/wrap.ts";
 
 /** Content type of the Prometheus text format. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** Most agents with their own list cost series; further ones count as `other`. */
+export const MAX_COST_AGENTS = 100;
 
 /** Buckets of the request latency histogram, in seconds. */
 export const REQUEST_BUCKETS: readonly number[] = Object.freeze([
@@ -237,6 +244,7 @@ export interface RuntimeMetricsOptions {
 }
 
 const PROVIDER_ERROR_TYPE = /^[a-z0-9_]{1,64}$/;
+const AGENT_LABEL = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** The methods labelled as they are; any other is `other`. */
 const STANDARD_METHODS: ReadonlySet<string> = new Set([
@@ -301,6 +309,10 @@ export class RuntimeMetrics {
   readonly tailsHeld: Gauge = new Gauge();
   /** Provider failures by type (the provider's error type, or `connection`, `timeout`...). */
   readonly providerErrors: LabeledCounter = new LabeledCounter(["type"]);
+  /** List cost settled by this process, by agent and currency, in minor units. */
+  readonly listCost: LabeledCounter = new LabeledCounter(["agent_id", "currency"]);
+  /** The agents with their own list cost series. */
+  readonly #costAgents = new Set<string>();
   /** Store call latency by operation and outcome (`ok` or `error`), in seconds. */
   readonly storeDuration: LabeledHistogram = new LabeledHistogram(
     ["operation", "outcome"],
@@ -341,6 +353,20 @@ export class RuntimeMetrics {
   /** Counts one provider failure; a type outside `[a-z0-9_]{1,64}` is counted as `other`. */
   providerError(type: string): void {
     this.providerErrors.inc([PROVIDER_ERROR_TYPE.test(type) ? type : "other"]);
+  }
+
+  /**
+   * Counts list cost a run's settlement added, in minor units of USD, under its agent (one of
+   * the first {@linkcode MAX_COST_AGENTS} agents seen, else `other`; an id outside
+   * `[A-Za-z0-9_-]{1,128}` is `other` too).
+   */
+  runListCost(agentId: string, amount: bigint): void {
+    let agent = AGENT_LABEL.test(agentId) ? agentId : "other";
+    if (agent !== "other" && !this.#costAgents.has(agent)) {
+      if (this.#costAgents.size >= MAX_COST_AGENTS) agent = "other";
+      else this.#costAgents.add(agent);
+    }
+    this.listCost.inc([agent, "USD"], Number(amount));
   }
 
   /** The metrics in the Prometheus text format. */
@@ -399,6 +425,12 @@ export class RuntimeMetrics {
       "counter",
       "Provider calls that failed, by error type.",
       this.providerErrors.render("automation_runtime_provider_errors_total"),
+    );
+    family(
+      "automation_runtime_run_list_cost_total",
+      "counter",
+      "List cost of runs settled by this process (minor units: cents for USD), by agent.",
+      this.listCost.render("automation_runtime_run_list_cost_total"),
     );
     family(
       "automation_runtime_store_operation_duration_seconds",

@@ -35,6 +35,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { principalRoutes } from "./routes/principals.ts";
 import { runtimeRoutes } from "./routes/runtime.ts";
 import { auditRoutes } from "./routes/audit.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
 import { runRoutes } from "./routes/runs.ts";
 import { answerRoutes } from "./routes/answers.ts";
@@ -58,6 +59,7 @@ import { inboxRoutes } from "./routes/inbox.ts";
 import { RunTails } from "./runs/tail.ts";
 import { RUN_EVENT_RETENTION_MS } from "./store/run_event_types.ts";
 import { ACTIVITY_RETENTION_MS } from "./store/activity.ts";
+import { USAGE_RETENTION_MS } from "./store/spend.ts";
 import {
   createGatewayProviderClient,
   hasProviderCredential,
@@ -412,6 +414,9 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       onAppend: (runId, entries) => events.publish(runId, entries),
       pendingTimeoutMs: answers.pendingTimeoutMs,
       onAppendNative: (runId, entries) => events.publishNative(runId, entries),
+      ...(metrics !== undefined
+        ? { onListCost: (agentId: string, amount: bigint) => metrics.runListCost(agentId, amount) }
+        : {}),
     })
     : null;
   tails?.start();
@@ -435,7 +440,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
   const mcp = createLazyMcpEndpoint(services, options.mcp, () => routes);
   const routes: RouteDefinition[] = [
     ...healthRoutes(),
-    ...runtimeRoutes({ runs: runs.enabled }),
+    ...runtimeRoutes({ runs: runs.enabled, spend: store.spend, now }),
     ...principalRoutes(services),
     ...runRoutes(runs),
     ...answerRoutes(answers),
@@ -475,6 +480,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     }),
     ...tokenExchangeRoutes(services, options.tokenExchange),
     ...consoleRoutes(),
+    ...usageRoutes(services),
     ...mcp.routes,
     ...(options.routes?.(services) ?? []),
   ];
@@ -595,6 +601,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       store.trustPolicies.purgeTokenUses(at),
       store.activity.purge(new Date(at - ACTIVITY_RETENTION_MS).toISOString()),
       store.notifications.purge(at - ACTIVITY_RETENTION_MS),
+      store.spend.purge(new Date(at - USAGE_RETENTION_MS).toISOString()),
     ]).then(
       () => {},
       (error) => logger.error("store cleanup failed", { errorName: error?.name }),

@@ -112,7 +112,8 @@ export interface ManagedAgentSessionsApi {
 
   /**
    * Updates an idle session (session-local; the agent object is untouched) and returns it.
-   * `agent.tools`, `agent.mcp_servers` and `vaultIds` are full replacements.
+   * `agent.tools`, `agent.mcp_servers` and `vaultIds` are full replacements; `budget` replaces the
+   * ceiling of a session created with one (any status but terminated).
    */
   updateSession(
     sessionId: string,
@@ -231,6 +232,7 @@ export const sessionsApi: ManagedAgentSessionsApi & ThisType<ManagedAgentSession
         metadata: params.metadata,
         agent: params.agent,
         vault_ids: params.vaultIds,
+        budget: params.budget,
       }),
       options,
     );

@@ -259,6 +259,17 @@ export interface CreateManagedAgentSessionParams {
   initialEvents?: JsonObject[];
 }
 
+/**
+ * A session's spend ceiling, wire-shaped: `max_list_cost` is an amount of minor units (cents for
+ * `USD`) as an integer string.
+ */
+export interface ManagedAgentSessionBudget {
+  /** The only kind: a hard limit. */
+  type: "limit";
+  /** The most the session may spend at list prices. */
+  max_list_cost: { amount: string; currency: string };
+}
+
 /** Parameters of `updateSession` (session must be idle). */
 export interface UpdateManagedAgentSessionParams {
   /** Title. */
@@ -269,6 +280,11 @@ export interface UpdateManagedAgentSessionParams {
   agent?: { tools?: JsonObject[]; mcp_servers?: JsonObject[] };
   /** Full replacement of the vault ids. */
   vaultIds?: string[];
+  /**
+   * A new spend ceiling for a session created with one (raised or lowered, above what it spent),
+   * or null to remove it; any status but terminated.
+   */
+  budget?: ManagedAgentSessionBudget | null;
 }
 
 /** Free-form update of a session resource (for example a rotated `authorization_token`). */

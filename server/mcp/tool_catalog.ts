@@ -23,6 +23,7 @@
  * | `pending_list` | `GET /v1/pending` | `limit?`, `cursor?` |
  * | `activity_list` | `GET /v1/activity` (JSON page) | `after?`, `limit?` |
  * | `audit_list` | `GET /v1/audit` | `limit?`, `cursor?`, `principalId?`, `action?` |
+ * | `usage_get` | `GET /v1/usage` | `from?`, `to?`, `groupBy?`, `principalId?` |
  *
  * Body arguments are the route's own body schema (`server/schemas/`), so the tool's JSON Schema
  * and the route's validation are one definition.
@@ -44,7 +45,7 @@ import {
   startRunBody,
   toolConfirmationBody,
 } from "../schemas/runs.ts";
-import { AUDIT_ACTIONS, RUN_STATES } from "../../wire/mod.ts";
+import { AUDIT_ACTIONS, RUN_STATES, USAGE_GROUPS } from "../../wire/mod.ts";
 
 /** Longest wait of `run_events` for a new event, in ms. */
 export const MAX_WAIT_MS = 30_000;
@@ -384,6 +385,24 @@ export const TOOL_CATALOG: readonly ToolDeclaration[] = [
         .describe("Only entries whose actor or subject is this principal"),
       action: z.enum(AUDIT_ACTIONS).optional()
         .describe("Only entries of this action"),
+    }),
+    idempotent: false,
+    annotations: readOnly(),
+  },
+  {
+    name: "usage_get",
+    title: "Read usage and list cost",
+    description: "Tokens and list cost settled in [from, to), summed by principal, agent or UTC " +
+      "day; admins see everyone's, others their own (as GET /v1/usage).",
+    method: "GET",
+    path: "/v1/usage",
+    query: z.strictObject({
+      from: z.string().min(1).max(64).optional()
+        .describe("RFC 3339 start, inclusive (default: the start of this UTC month)"),
+      to: z.string().min(1).max(64).optional().describe("RFC 3339 end, exclusive (default: now)"),
+      groupBy: z.enum(USAGE_GROUPS).optional().describe("How to group (default principal)"),
+      principalId: z.string().min(1).max(512).optional()
+        .describe("Only this principal's usage (admins)"),
     }),
     idempotent: false,
     annotations: readOnly(),

@@ -8,7 +8,7 @@
  * @module
  */
 import type { z } from "zod";
-import { RUN_STATES } from "../../wire/mod.ts";
+import { RUN_STATES, USAGE_GROUPS } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
 import { NATIVE_OPERATIONS, NATIVE_PREFIX, type NativeOperation } from "../native/operations.ts";
 import {
@@ -30,6 +30,7 @@ import {
   toolConfirmationSchema,
   trustPolicyPageSchema,
   trustPolicySchema,
+  usagePageSchema,
   webhookDeliveryPageSchema,
   webhookDeliverySchema,
   webhookSubscriptionPageSchema,
@@ -209,6 +210,8 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
       "agentNotAllowed",
       "resourceNotAllowed",
       "runQuotaExceeded",
+      "budgetExceeded",
+      "modelNotBudgetable",
       "idempotencyUnsettled",
     ],
   },
@@ -259,6 +262,8 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
       "runNotFound",
       "resourceNotAllowed",
       "runQuotaExceeded",
+      "budgetExceeded",
+      "modelNotBudgetable",
       "idempotencyUnsettled",
     ],
   },
@@ -548,6 +553,37 @@ export const ROUTE_DECLARATIONS: Readonly<Record<string, RouteDeclaration>> = {
       304: { description: "Not modified (`If-None-Match`).", headers: ["etag"] },
     },
     errors: ["notFound"],
+  },
+  "GET /v1/usage": {
+    summary: "Tokens and list cost, summed by principal, agent or day",
+    description: "Admins see every principal's usage (or one's, with principalId); everyone " +
+      "else sees only their own. Sums the usage settled in [from, to): at most 366 days, at " +
+      "most 1000 groups.",
+    tag: "usage",
+    query: [
+      {
+        name: "from",
+        description: "RFC 3339 start, inclusive (default: the start of the current UTC month).",
+        schema: { type: "string", format: "date-time" },
+      },
+      {
+        name: "to",
+        description: "RFC 3339 end, exclusive (default: now).",
+        schema: { type: "string", format: "date-time" },
+      },
+      {
+        name: "groupBy",
+        description: "How to group the sums (default principal).",
+        schema: { type: "string", enum: [...USAGE_GROUPS], default: "principal" },
+      },
+      {
+        name: "principalId",
+        description: "Only this principal's usage (admins; others may name only themselves).",
+        schema: { type: "string", minLength: 1, maxLength: 512 },
+      },
+    ],
+    answers: { 200: { description: "The sums.", schema: usagePageSchema } },
+    errors: ["invalidRequest", "missingCapability"],
   },
   "POST /v1/mcp": {
     summary: "MCP: one JSON-RPC message",

@@ -34,6 +34,8 @@ import {
   TRUST_POLICY_NAME,
   type TrustPolicy,
   type TrustPolicyPage,
+  USAGE_GROUPS,
+  type UsagePage,
   type WebhookDelivery,
   type WebhookDeliveryPage,
   type WebhookSubscription,
@@ -41,7 +43,11 @@ import {
   type WebhookSubscriptionWithSecret,
 } from "../../wire/mod.ts";
 import type { ErrorCode } from "../errors.ts";
-import { principalPolicyAnswerShape } from "../schemas/principals.ts";
+import {
+  moneyAnswer,
+  principalPolicyAnswerShape,
+  principalSpendSchema,
+} from "../schemas/principals.ts";
 
 const timestamp = z.string().describe("RFC 3339 timestamp");
 const capability = z.enum(CAPABILITIES);
@@ -67,6 +73,9 @@ export const runtimeInfoSchema = z.strictObject({
   expiresAt: timestamp,
   runs: z.boolean().describe("whether the run routes are enabled"),
   ...principalPolicyAnswerShape(),
+  spend: principalSpendSchema.optional().describe(
+    "what the caller spent and holds in its budget's current period, when it has a budget",
+  ),
 }) satisfies z.ZodType<RuntimeInfo>;
 
 /** The 201 of `POST /v1/principals`: the new principal with its one-time bearer. */
@@ -93,6 +102,9 @@ export const principalEntrySchema = z.strictObject({
   createdAt: timestamp,
   ...principalPolicyAnswerShape(),
   revokedAt: timestamp.optional(),
+  spend: principalSpendSchema.optional().describe(
+    "what it spent and holds in its budget's current period, when it has a budget",
+  ),
 }) satisfies z.ZodType<PrincipalSummary>;
 
 /** `GET /v1/principals`. */
@@ -112,6 +124,8 @@ export const runSchema = z.strictObject({
   state: z.enum(RUN_STATES),
   stopReason: z.string().optional(),
   usage: z.record(z.string(), z.number()).optional(),
+  listCost: moneyAnswer.optional().describe("the list cost the provider reported so far"),
+  maxListCost: moneyAnswer.optional().describe("the ceiling the provider enforces on it"),
   lastEventSeq: z.int().min(0),
   createdAt: timestamp,
   updatedAt: timestamp,
@@ -142,6 +156,26 @@ export const trustPolicyPageSchema = z.strictObject({
   trustPolicies: z.array(trustPolicySchema),
   nextCursor: z.string().nullable().describe("pass back as `cursor`; null after the last page"),
 }) satisfies z.ZodType<TrustPolicyPage>;
+
+const usageTotals = {
+  inputTokens: z.int().min(0),
+  outputTokens: z.int().min(0),
+  cacheReadInputTokens: z.int().min(0),
+  cacheCreationInputTokens: z.int().min(0),
+  listCost: moneyAnswer,
+};
+
+/** `GET /v1/usage`. */
+export const usagePageSchema = z.strictObject({
+  from: timestamp,
+  to: timestamp,
+  groupBy: z.enum(USAGE_GROUPS),
+  groups: z.array(z.strictObject({
+    key: z.string().describe("a principal id, an agent id or a UTC day (YYYY-MM-DD)"),
+    ...usageTotals,
+  })),
+  total: z.strictObject(usageTotals),
+}) satisfies z.ZodType<UsagePage>;
 
 /** `GET /v1/audit`. */
 export const auditPageSchema = z.strictObject({
@@ -336,7 +370,7 @@ export function errorSchema(codes: readonly ErrorCode[]): z.ZodType {
       "Further camelCase fields by code: header, supportedVersions, requiredCapability, " +
         "details (a list of { path, message } on invalidRequest; { reason, claim? } on a " +
         "refused token exchange; { claim } on policyMismatch), maxBytes, allowedMethods, " +
-        "providerErrorType, providerStatus",
+        "providerErrorType, providerStatus, limit, left, periodEnd",
     ),
   });
 }
@@ -380,6 +414,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   AuditPage: auditPageSchema,
   TrustPolicy: trustPolicySchema,
   TrustPolicyPage: trustPolicyPageSchema,
+  UsagePage: usagePageSchema,
   OpenApiDocument: openApiSchema,
   JsonRpcMessage: jsonRpcSchema,
 };

@@ -40,6 +40,7 @@ import type { CreatePrincipalBody } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, policyAnswer, runPolicyOf } from "../runs/policy.ts";
+import { spendStates } from "../runs/spend.ts";
 
 export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "../issuance.ts";
 
@@ -235,7 +236,15 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
   async function list(context: RequestContext): Promise<Response> {
     const { limit, after } = parsePageQuery(context.query);
     const page = await store.principals.page({ limit, after });
-    const principals = page.records.map((record) => {
+    const spent = await spendStates(
+      store.spend,
+      page.records.map((record) => ({
+        principalId: record.principalId,
+        limits: runPolicyOf(record).spend,
+      })),
+      context.receivedAt,
+    );
+    const principals = page.records.map((record, index) => {
       const entry: Record<string, unknown> = {
         principalId: record.principalId,
         ...labelsOf(record),
@@ -246,6 +255,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
       };
       Object.assign(entry, policyAnswer(runPolicyOf(record)));
       if (record.revokedAt !== null) entry.revokedAt = record.revokedAt;
+      if (spent[index] !== undefined) entry.spend = spent[index];
       return entry;
     });
     const nextCursor = page.next === null ? null : encodeCursor(page.next);

@@ -15,6 +15,10 @@
  * 6. every provider event with an id is also kept as it came, its JSON text, for the native log
  *    (previews, which have no id, are not).
  *
+ * It also remembers the latest usage the provider reported (`session.usage`: tokens and list
+ * cost, cumulative) and marks each point where a turn waits for a tool answer or ends, with the
+ * usage reported by then ({@linkcode TurnMark}): what the tail settles (`spend.ts`).
+ *
  * Each provider event is fed once: ids already fed are skipped (the history and the stream
  * overlap after a reconnect). The store skips source ids the log already holds, so feeding the
  * whole history again after a takeover appends only what the previous tail missed.
@@ -29,12 +33,25 @@ import {
 } from "../../client/managed_agents/events.ts";
 import { readSessionEventBatches } from "../../client/managed_agents/session_reader.ts";
 import type { NativeEventInput, RunEventInput } from "../store/run_event_types.ts";
+import { type UsageReport, usageReportOf } from "./spend.ts";
 
 export { parseSessionEvent, readSessionEventBatches };
 export type { ManagedAgentSessionEvent };
 
 /** Where the run's latest turn stands, after the events fed so far. */
 export type TurnPosition = "open" | "waiting" | "ended";
+
+/** A turn that waits for a tool answer or ended, with the usage reported by then. */
+export interface TurnMark {
+  /** The turn (the user messages fed by then). */
+  readonly turn: number;
+  /** Whether it ended (not merely waits). */
+  readonly final: boolean;
+  /** The latest usage reported before it, if any. */
+  readonly usage: UsageReport | null;
+  /** Whether it ended because the session reached its budget (`budget_reached`). */
+  readonly budgetReached: boolean;
+}
 
 /** The per-connection mapping state of one run's tail. */
 export class TailMapper {
@@ -46,6 +63,8 @@ export class TailMapper {
   #started = false;
   #position: TurnPosition = "open";
   #turn = 0;
+  #usage: UsageReport | null = null;
+  #marks: TurnMark[] = [];
 
   /** Starts the mapping of one run's events; `now` stamps the entries (`at`). */
   constructor(runId: string, now: () => number) {
@@ -62,6 +81,18 @@ export class TailMapper {
   /** Where the latest turn stands: `ended` once its last significant event was terminal. */
   get position(): TurnPosition {
     return this.#position;
+  }
+
+  /** The latest usage the provider reported, if any. */
+  get usage(): UsageReport | null {
+    return this.#usage;
+  }
+
+  /** The turns that waited or ended since the last call, oldest first. */
+  takeMarks(): TurnMark[] {
+    const marks = this.#marks;
+    this.#marks = [];
+    return marks;
   }
 
   /**
@@ -83,6 +114,8 @@ export class TailMapper {
     if (event.type === "user.message") {
       this.#position = "open";
       this.#turn++;
+    } else if (event.type === "session.usage") {
+      this.#usage = usageReportOf(event.raw.usage) ?? this.#usage;
     }
     if (event.kind === "status" && event.status === "running") {
       this.#position = "open";
@@ -114,13 +147,23 @@ export class TailMapper {
         if (
           mapped.type === "run.completed" || mapped.type === "run.failed" ||
           mapped.type === "run.cancelled"
-        ) this.#position = "ended";
-        else if (mapped.type === "run.status" && mapped.state === "requires_action") {
+        ) {
+          this.#position = "ended";
+          this.#mark(
+            true,
+            mapped.type === "run.completed" && mapped.stopReason === "budget_reached",
+          );
+        } else if (mapped.type === "run.status" && mapped.state === "requires_action") {
           this.#position = "waiting";
+          this.#mark(false, false);
         }
       }
       out.push({ sourceId, at, event: mapped });
     }
     if (event.kind === "message" && id !== undefined) this.#streamed.delete(id);
+  }
+
+  #mark(final: boolean, budgetReached: boolean): void {
+    this.#marks.push({ turn: this.#turn, final, usage: this.#usage, budgetReached });
   }
 }

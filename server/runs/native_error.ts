@@ -16,7 +16,7 @@
  *   `overloaded_error`), a 422 of the request's shape as 400 (as the provider answers it), and the
  *   service's code in `details.error_code`;
  * - `x-should-retry: false` on every refusal a retry cannot change: any 4xx but 408 and 409, a
- *   429 for a quota or budget (`runQuotaExceeded`), and the 409s `alreadyAnswered` and
+ *   429 for a quota or budget (`runQuotaExceeded`, `budgetExceeded`), and the 409s `alreadyAnswered` and
  *   `idempotencyUnsettled`; the vendor SDK then does not repeat it. A busy in-flight quota (429
  *   `resourceExhausted`) or a request still in flight under its idempotency key (409
  *   `idempotencyInFlight`) may be retried.

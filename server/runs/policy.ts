@@ -2,18 +2,20 @@
  * The run policy of principals, and the one check every run start passes through.
  *
  * A principal's policy: `agentIds` (the agents it may start runs on), the resource policy
- * (`environmentIds`, `vaultIds`, `memoryStoreIds`, `repositories` as `owner/name`, `fileIds`)
- * `maxActiveRuns` (1 to 100, default 8) and `allowAgentOverrides` (whether its runs may override
- * the agent's model, system prompt, tools, MCP servers or skills; default false). Each list is
- * null when the principal is not limited in that respect. The bootstrap principal is limited in
- * none (any agent, environment and resource, up to 100 runs, agent overrides allowed).
+ * (`environmentIds`, `vaultIds`, `memoryStoreIds`, `repositories` as `owner/name`, `fileIds`),
+ * `maxActiveRuns` (1 to 100, default 8), `allowAgentOverrides` (whether its runs may override the
+ * agent's model, system prompt, tools, MCP servers or skills; default false) and its spend limits
+ * (a budget, `maxRunCost`, `maxRunSeconds`: `spend.ts`). Each list is null when the principal is
+ * not limited in that respect. The bootstrap principal is limited in none (any agent, environment
+ * and resource, up to 100 runs, agent overrides allowed, no spend limit).
  *
  * Issuing ({@linkcode grantRunPolicy}): an issued principal's policy is a subset of its
  * issuer's. Each requested list must lie within the issuer's list when the issuer has one. Left
  * out, `agentIds` and `environmentIds` are the issuer's (any, when the issuer is not limited);
  * `vaultIds`, `memoryStoreIds`, `repositories` and `fileIds` are empty: an issued principal
  * attaches only what it was given (fail closed). Its limit is at most the issuer's. It may override
- * agents only when its issuance asks for it and the issuer may itself (never inherited).
+ * agents only when its issuance asks for it and the issuer may itself (never inherited). Its spend
+ * limits lie within the issuer's (`grantSpendLimits`).
  *
  * Starting ({@linkcode startViolation}): a start is checked over its normalized fields
  * ({@linkcode RunStartScope}: the agent, its pinned version, the environment, the vault ids and
@@ -37,6 +39,14 @@
  * @module
  */
 import type { ValidationDetail } from "../errors.ts";
+import {
+  grantSpendLimits,
+  NO_SPEND_LIMITS,
+  spendAnswer,
+  type SpendHolder,
+  type SpendLimits,
+  spendLimitsOf,
+} from "./spend.ts";
 import {
   type PrincipalPolicy,
   RESOURCE_POLICY_FIELDS,
@@ -74,13 +84,15 @@ export interface RunPolicy {
   readonly maxActiveRuns: number;
   /** Whether its runs may override the agent (model, system prompt, tools, MCP servers, skills). */
   readonly allowAgentOverrides: boolean;
+  /** Its spend limits: budget, `maxRunCost`, `maxRunSeconds` (`spend.ts`). */
+  readonly spend: SpendLimits;
 }
 
 /** The run policy fields of an issuance body, as validated. */
 export type RunPolicyFields = PrincipalPolicy;
 
 /** What a principal (a stored record, or an authenticated caller) holds of its policy. */
-export interface PolicyHolder {
+export interface PolicyHolder extends SpendHolder {
   /** Agent ids; absent or null: any. */
   readonly agentIds?: readonly string[] | null;
   /** Environment ids; absent or null: any. */
@@ -118,6 +130,7 @@ const UNLIMITED: RunPolicy = Object.freeze({
   fileIds: null,
   maxActiveRuns: MAX_ACTIVE_RUNS_LIMIT,
   allowAgentOverrides: true,
+  spend: NO_SPEND_LIMITS,
 });
 
 /**
@@ -147,6 +160,7 @@ export function runPolicyOf(principal: PolicyHolder): RunPolicy {
     fileIds: principal.fileIds ?? [],
     maxActiveRuns: principal.maxActiveRuns ?? DEFAULT_MAX_ACTIVE_RUNS,
     allowAgentOverrides: principal.allowAgentOverrides === true,
+    spend: spendLimitsOf(principal),
   };
 }
 
@@ -208,7 +222,11 @@ export function grantRunPolicy(
       message: "The caller may not override agents itself, so it cannot grant it",
     });
   }
-  return details.length > 0 ? details : { ...lists, maxActiveRuns, allowAgentOverrides };
+  const spend = grantSpendLimits(fields, issuer.spend);
+  if (Array.isArray(spend)) details.push(...spend);
+  return details.length > 0 || Array.isArray(spend)
+    ? details
+    : { ...lists, maxActiveRuns, allowAgentOverrides, spend };
 }
 
 function same(id: string): string {
@@ -245,7 +263,7 @@ export function policyAnswer(policy: RunPolicy): PrincipalPolicy {
   }
   answer.maxActiveRuns = policy.maxActiveRuns;
   if (policy.allowAgentOverrides) answer.allowAgentOverrides = true;
-  return answer;
+  return Object.assign(answer, spendAnswer(policy.spend));
 }
 
 /**

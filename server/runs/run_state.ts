@@ -198,7 +198,9 @@ export function afterEntries(
     updated.state = state;
     updated.endedAt = entry.at;
     if (event.type === "run.completed") {
-      if (event.stopReason !== undefined) updated.stopReason = event.stopReason;
+      // A time limit's interrupt keeps its reason over the end the provider reports.
+      const timedOut = updated.cancelRequested === true && updated.stopReason === "timeLimit";
+      if (event.stopReason !== undefined && !timedOut) updated.stopReason = event.stopReason;
       if (event.usage !== undefined) updated.usage = event.usage as Record<string, number>;
     }
   }
@@ -223,6 +225,27 @@ export function afterEntries(
  */
 export function afterCancel(current: RunRecord, at: string): RunRecord {
   return { ...current, state: "cancelled", cancelRequested: true, updatedAt: at, endedAt: at };
+}
+
+/**
+ * The record of an active run whose time ran out (its principal's `maxRunSeconds`): cancelled at
+ * once like a cancel, with `stopReason: "timeLimit"`; null when it is no longer active.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { afterTimeLimit } from "./run_state.ts";
+ * const record = afterTimeLimit({
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "running",
+ *   lastEventSeq: 0, createdAt: "t", updatedAt: "t",
+ * }, "t2");
+ * assert.equal(record?.state, "cancelled");
+ * assert.equal(record?.stopReason, "timeLimit");
+ * ```
+ */
+export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null {
+  if (isTerminal(current.state)) return null;
+  return { ...afterCancel(current, at), stopReason: "timeLimit" };
 }
 
 /**

@@ -14,11 +14,15 @@
  *    when it allows them (403 `agentOverrideNotAllowed`); a refusal is audited and nothing
  *    reaches the provider;
  * 3. reserve an active-run slot in the store against the principal's `maxActiveRuns` and the
- *    service's limit, atomically across replicas (429 `runQuotaExceeded`);
+ *    service's limit, atomically across replicas (429 `runQuotaExceeded`), with, for a principal
+ *    with a budget or a `maxRunCost`, the run's hold in the same step (429 `budgetExceeded` when
+ *    nothing is left: `spend.ts`);
  * 4. mark the idempotency key begun (`IdempotencyRecord.begin`), then open the provider session
  *    (with its initial events) and send the kickoff message within the call's deadline (the
  *    client's own retries and timeouts apply inside it), leaving no orphan session behind when
- *    either fails (`_open_session.ts`);
+ *    either fails (`_open_session.ts`); the session of a principal with a budget or a
+ *    `maxRunCost` carries its hold as the provider's budget (a budget the request asks for is
+ *    lowered to it, never raised);
  * 5. record the run, turning the reservation into the run's slot, completing the idempotency
  *    claim with the answer and appending its `run.created` activity entry in the same store
  *    write, and wake the run's tail (`RunActivity`). A session started without a turn (no
@@ -36,7 +40,8 @@
  * tried once more): both within the read budget of `_provider_reads.ts` (the provider is asked at
  * most once a second per run, across callers and replicas; otherwise the record answers, which
  * the run's tail keeps current). A cancel marks the run `cancelled` at once (the provider's interrupt is
- * graceful), and a follow-up message wakes a finished run after reserving a slot again. What
+ * graceful), and a follow-up message wakes a finished run after reserving a slot (and a hold)
+ * again, raising its session's provider budget to the new ceiling before the message goes. What
  * each of these does to the run's record is decided by the rules of `run_state.ts`; a provider
  * failure is answered through `provider_failure.ts`. Cancels and messages wake the run's tail too.
  *
@@ -58,8 +63,9 @@ import type { RuntimeLogger } from "../log.ts";
 import {
   ACTIVE_RUN_STATES,
   type AuditAction,
+  type GrantedHold,
   type RunListQuery,
-  type RunSlotResult,
+  type SpendHoldRequest,
   type Store,
   type StoredResponse,
   type StoredRunRecord,
@@ -88,6 +94,15 @@ import {
   userMessages,
 } from "./start_request.ts";
 import type { ProviderSettings } from "./provider.ts";
+import {
+  holdRequest,
+  requestedCeiling,
+  sessionBudget,
+  sessionBudgetOf,
+  type SpendLimits,
+  unbudgetableRefusal,
+} from "./spend.ts";
+import { Reservations } from "./_reservations.ts";
 import { isSessionGone, providerFailureOf, ProviderFailures } from "./provider_failure.ts";
 import {
   afterCancel,
@@ -98,12 +113,8 @@ import {
   turnOf,
 } from "./run_state.ts";
 
-/** Default service-wide active-run limit (`--max-active-runs`). */
-export const DEFAULT_SERVICE_MAX_ACTIVE_RUNS = 1000;
-/** How long a slot reservation holds while a start talks to the provider, in ms. */
-export const RESERVATION_LEASE_MS = 5 * 60_000;
-/** `Retry-After` of a quota refusal, in seconds. */
-const QUOTA_RETRY_AFTER = "5";
+export { DEFAULT_SERVICE_MAX_ACTIVE_RUNS, RESERVATION_LEASE_MS } from "./_reservations.ts";
+
 /** Active runs of a principal refreshed when a start finds its quota full. */
 const REFRESH_ON_FULL = 100;
 /** The longest wait for the deletion of a session whose run could not be recorded, in ms. */
@@ -156,16 +167,6 @@ function policyRefusal(violation: PolicyViolation): InterfaceError {
   });
 }
 
-function quotaExceeded(which: "principal" | "service"): InterfaceError {
-  return new InterfaceError(
-    "runQuotaExceeded",
-    which === "principal"
-      ? "The principal has as many active runs as its maxActiveRuns allows"
-      : "The runtime has as many active runs as it allows",
-    { headers: { "retry-after": QUOTA_RETRY_AFTER } },
-  );
-}
-
 /** Whether `caller` may read any principal's runs. */
 export function readsEveryRun(caller: Pick<AuthenticatedPrincipal, "capabilities">): boolean {
   return caller.capabilities.includes("authority:admin") ||
@@ -204,7 +205,7 @@ export class RunGateway {
   readonly #settings: ProviderSettings;
   readonly #client: ProviderManagedAgentClient | (() => Promise<ProviderManagedAgentClient>) | null;
   #loaded: Promise<ProviderManagedAgentClient> | null = null;
-  readonly #serviceLimit: number;
+  readonly #reservations: Reservations;
   readonly #now: () => number;
   /** Runs with news in this process: the gateway, tool answers, webhooks notify; tails listen. */
   readonly activity: RunActivity = new RunActivity();
@@ -220,7 +221,11 @@ export class RunGateway {
     this.#settings = options.settings;
     this.#client = options.client;
     this.#now = options.now;
-    this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
+    this.#reservations = new Reservations({
+      store: options.store,
+      now: options.now,
+      ...(options.serviceLimit !== undefined ? { serviceLimit: options.serviceLimit } : {}),
+    });
     this.#reads = new ProviderReads({ store: options.store, now: options.now });
     this.failures = new ProviderFailures({
       settings: options.settings,
@@ -358,16 +363,41 @@ export class RunGateway {
           : []),
       ],
     });
+    const active = startsTurn(request);
     const slotId = `reservation:${crypto.randomUUID()}`;
-    let reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
-    if (reserved === "principalQuota" && await this.#refreshActive(call, caller.principalId)) {
+    // A session that starts without a turn holds nothing until a follow-up starts its first; a
+    // budget the request asks for itself lowers the hold (and the provider's ceiling) to it.
+    const asked = requestedCeiling(request.budget);
+    const hold = active
+      ? holdRequest(policy.spend, this.#now(), {
+        holdId: slotId,
+        turn: 1,
+        ...(asked !== null ? { cap: asked } : {}),
+      })
+      : null;
+    let reserved = await this.#reservations.reserve(
+      caller.principalId,
+      slotId,
+      policy.maxActiveRuns,
+      hold,
+    );
+    if (
+      reserved.result === "principalQuota" && await this.#refreshActive(call, caller.principalId)
+    ) {
       // Some of the principal's runs had ended at the provider: their slots are free now.
-      reserved = await this.#reserve(caller.principalId, slotId, policy.maxActiveRuns);
+      reserved = await this.#reservations.reserve(
+        caller.principalId,
+        slotId,
+        policy.maxActiveRuns,
+        hold,
+      );
     }
-    if (reserved !== "reserved") {
-      await this.#audit(call, "run.started", undefined, "runQuotaExceeded");
-      throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
+    if (reserved.result !== "reserved") {
+      const refusal = this.#reservations.refusal(reserved, policy.spend);
+      await this.#audit(call, "run.started", undefined, refusal.code);
+      throw refusal;
     }
+    const granted = reserved.hold;
     const key = call.idempotency ?? null;
     let session;
     const signal = deadlineSignal(call, this.#now);
@@ -387,7 +417,7 @@ export class RunGateway {
           ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
           ...(request.resources !== undefined ? { resources: request.resources } : {}),
           ...(request.vaultIds !== undefined ? { vaultIds: request.vaultIds } : {}),
-          ...(request.budget !== undefined ? { budget: request.budget } : {}),
+          ...sessionBudgetOf(policy.spend, granted, request.budget),
           ...(request.initialEvents !== undefined ? { initialEvents: request.initialEvents } : {}),
         },
         messages: request.kickoff ?? [],
@@ -400,8 +430,8 @@ export class RunGateway {
     } catch (error) {
       // Opening the session failed and left none behind (`_open_session.ts`).
       key?.undone();
-      await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
-      const refusal = this.failures.refusal(error);
+      await this.#reservations.release(caller.principalId, slotId, hold);
+      const refusal = unbudgetableRefusal(this.failures.refusal(error));
       await this.#audit(call, "run.started", undefined, refusal.code);
       throw refusal;
     }
@@ -409,7 +439,6 @@ export class RunGateway {
     const agent = isObject(session.agent) ? session.agent : undefined;
     const version = request.agentVersion ??
       (typeof agent?.version === "number" ? agent.version : undefined);
-    const active = startsTurn(request);
     const record: StoredRunRecord = {
       runId: session.id,
       principalId: caller.principalId,
@@ -424,7 +453,7 @@ export class RunGateway {
         : (request.initialEvents ?? []).filter((event) => event.type === "user.message").length,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
-      ...(active ? {} : { endedAt: now }),
+      ...(active ? this.#reservations.runLimits(policy.spend, granted) : { endedAt: now }),
     };
     const run = publicRun(record);
     const completion = key === null || key.token === null ? undefined : {
@@ -445,7 +474,7 @@ export class RunGateway {
         key: "created",
       }]);
     } catch (error) {
-      await this.#store.runs.releaseSlot(caller.principalId, slotId).catch(() => {});
+      await this.#reservations.release(caller.principalId, slotId, hold);
       // No record, no run: the session goes too, and then the key may be used again.
       const deleted = await client.deleteSession(record.runId, {
         signal: AbortSignal.timeout(UNRECORDED_DELETE_MS),
@@ -576,30 +605,43 @@ export class RunGateway {
     const record = await this.visibleRun(caller, runId, "write");
     await this.admitContent(call, runId, "run.message", field, events);
     const waking = isTerminal(record.state);
+    let limits: SpendLimits | null = null;
+    let hold: SpendHoldRequest | null = null;
+    let granted: GrantedHold | undefined;
     if (waking) {
-      // The slot counts against the run's owner, who may not be the caller (an admin).
+      // The slot (and hold) counts against the run's owner, who may not be the caller (an admin).
       const owner = record.principalId === caller.principalId
         ? runPolicyOf(caller)
         : runPolicyOf(await this.#ownerPolicy(record.principalId));
-      const reserved = await this.#reserve(record.principalId, runId, owner.maxActiveRuns);
-      if (reserved !== "reserved") {
-        await this.#audit(call, "run.message", runId, "runQuotaExceeded");
-        throw quotaExceeded(reserved === "principalQuota" ? "principal" : "service");
+      limits = owner.spend;
+      hold = await this.#reservations.wakeHold(record, limits);
+      const reserved = await this.#reservations.reserve(
+        record.principalId,
+        runId,
+        owner.maxActiveRuns,
+        hold,
+      );
+      if (reserved.result !== "reserved") {
+        const refusal = this.#reservations.refusal(reserved, limits);
+        await this.#audit(call, "run.message", runId, refusal.code);
+        throw refusal;
       }
+      granted = reserved.hold;
     }
     const key = call.idempotency ?? null;
     let recorded: ManagedAgentEvent[];
     try {
       // From here on a retry with the key never sends the events again.
       await key?.begin();
-      recorded = await client.sendEvents(
-        runId,
-        events,
-        upstreamOptions(call, deadlineSignal(call, this.#now)),
-      );
+      const options = upstreamOptions(call, deadlineSignal(call, this.#now));
+      if (granted !== undefined) {
+        // The provider's ceiling first: the new turn may spend up to the new hold.
+        await client.updateSession(runId, { budget: sessionBudget(granted.ceiling) }, options);
+      }
+      recorded = await client.sendEvents(runId, events, options);
     } catch (error) {
-      if (waking) await this.#store.runs.releaseSlot(record.principalId, runId).catch(() => {});
-      const refusal = this.failures.refusal(error);
+      if (waking) await this.#reservations.release(record.principalId, runId, hold);
+      const refusal = unbudgetableRefusal(this.failures.refusal(error));
       // The provider answered that it refused the message: it may be sent again with the key.
       const kind = providerFailureOf(refusal)?.kind;
       if (kind === "refused" || kind === "busy") key?.undone();
@@ -607,12 +649,11 @@ export class RunGateway {
       throw refusal;
     }
     const at = this.#isoNow();
-    const updated = await changeRun(
-      this.#store,
-      runId,
-      (current) => afterFollowUp(current, at),
-      record,
-    ) ?? afterFollowUp(record, at);
+    const woken = (current: StoredRunRecord): StoredRunRecord => {
+      const next = afterFollowUp(current, at);
+      return limits === null ? next : { ...next, ...this.#reservations.runLimits(limits, granted) };
+    };
+    const updated = await changeRun(this.#store, runId, woken, record) ?? woken(record);
     await this.#audit(call, "run.message", runId, "ok");
     this.activity.notify(runId);
     return { run: publicRun(updated), recorded };
@@ -699,17 +740,6 @@ export class RunGateway {
     throw policyRefusal(violation);
   }
 
-  #reserve(principalId: string, slotId: string, principalLimit: number): Promise<RunSlotResult> {
-    return this.#store.runs.reserveSlot({
-      principalId,
-      slotId,
-      principalLimit,
-      serviceLimit: this.#serviceLimit,
-      now: this.#now(),
-      leaseMs: RESERVATION_LEASE_MS,
-    });
-  }
-
   async #ownerPolicy(principalId: string): Promise<PolicyHolder> {
     // Only the bootstrap principal starts runs without a principal record.
     return await this.#store.principals.get(principalId) ?? { bootstrap: true };
@@ -734,8 +764,8 @@ export class RunGateway {
 }
 
 /**
- * The public form of a run record (the internal cancel marker, turn count and provider read times
- * left out).
+ * The public form of a run record (the internal cancel marker, turn count, provider read times
+ * and time limit left out).
  *
  * @example
  * ```ts
@@ -754,6 +784,7 @@ export function publicRun(record: StoredRunRecord): RunRecord {
     turns: _turns,
     statusReadAt: _status,
     historyReadAt: _history,
+    timeLimitAt: _timeLimit,
     ...rest
   } = record;
   return rest;

@@ -32,11 +32,22 @@
  * 7. on a broken stream or a provider failure, waits (0.5 s, doubling to 5 s) and goes back to 1;
  *    a session the provider no longer knows (`provider_failure.ts`) ends the run as `failed`.
  *
+ * Spend (the rules: `spend.ts`; the tail's part: `_tail_spend.ts`): after each append, every
+ * point where a turn waited for a tool answer or ended is settled with the usage the provider
+ * reported by then (`store.spend.settle`: a wait moves what was spent from the turn's hold to
+ * `spent`, an end also gives the rest of the hold back), once per growth whichever replica or
+ * tail settles it; the run record shows the latest list cost (`listCost`). A turn that ended because its session reached its budget is audited
+ * (`budget.exhausted`). The tail also keeps the run's time limit: when the run's
+ * `timeLimitAt` passes while it is active, the tail interrupts its session and marks it
+ * `cancelled` with `stopReason: "timeLimit"`, then follows it to the provider's end as usual.
+ *
  * Runs reach a tail three ways: the gateway notifies {@linkcode RunActivity} (start, message,
  * cancel; the tool answers and webhooks too) and this replica tries the lease at once; every
  * replica scans the active runs every 5 s and takes any whose lease is free or lapsed (a replica
- * that died is replaced within 20 s, and runs started before a restart resume); and a tail whose
- * lease renewal is refused stops.
+ * that died is replaced within 20 s, and runs started before a restart resume), and the finished
+ * runs that still hold money (a cancelled turn whose end nobody saw settle), dropping the holds
+ * of turns their runs never recorded once those lapse; and a tail whose lease renewal is
+ * refused stops.
  *
  * @module
  */
@@ -58,6 +69,8 @@ import { pendingActivity, ToolRequestTracker } from "./pending.ts";
 import { DEFAULT_PENDING_TIMEOUT_MS } from "./answers.ts";
 import { isSessionGone } from "./provider_failure.ts";
 import { afterEntries } from "./run_state.ts";
+import { money, type UsageReport } from "./spend.ts";
+import { EVERY_TURN, TailSpend, type TailSpendState } from "./_tail_spend.ts";
 
 /** Default lease length: a lease not renewed for 15 s lapses. */
 export const DEFAULT_RUN_LEASE_MS = 15_000;
@@ -92,6 +105,8 @@ export interface RunTailsOptions {
    * append that come after the record write, when there are such, else right after the append.
    */
   onAppendNative?: (runId: string, entries: readonly NativeEventEntry[]) => void;
+  /** Told of list cost settled by this replica, by agent, in minor units (the metrics). */
+  onListCost?: (agentId: string, amount: bigint) => void;
 }
 
 /**
@@ -109,7 +124,7 @@ const SCAN_LIMIT = 1_000;
 /** `tool.pending` entries carried by one run record write; more are appended after it. */
 const PENDING_PER_WRITE = 16;
 
-interface Tail {
+interface Tail extends TailSpendState {
   controller: AbortController;
   /** Set when the routes told of news while the tail ran: it must not stop at a stale end. */
   poked: boolean;
@@ -122,6 +137,8 @@ interface Tail {
   recordTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the record was last written (ms). */
   recordedAt: number;
+  /** The latest usage the provider reported. */
+  usage: UsageReport | null;
 }
 
 type Mapping = typeof import("./_tail_mapper.ts");
@@ -135,6 +152,7 @@ export class RunTails {
   readonly #renewMs: number;
   readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
   readonly #onAppendNative: (runId: string, entries: readonly NativeEventEntry[]) => void;
+  readonly #spend: TailSpend;
   readonly #now: () => number;
   readonly #pendingTimeoutMs: number;
   /** This replica's lease holder id. */
@@ -157,6 +175,13 @@ export class RunTails {
     this.#onAppendNative = options.onAppendNative ?? (() => {});
     this.#now = options.now;
     this.#pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
+    this.#spend = new TailSpend({
+      store: options.store,
+      logger: options.logger,
+      client: options.client,
+      now: options.now,
+      ...(options.onListCost !== undefined ? { onListCost: options.onListCost } : {}),
+    });
     this.#unsubscribe = options.activity.subscribe((runId) => this.wake(runId));
   }
 
@@ -209,6 +234,12 @@ export class RunTails {
         cursor = page.nextCursor ?? undefined;
       } while (cursor !== undefined && seen < SCAN_LIMIT);
     }
+    if (this.#closed) return;
+    await this.#spend.sweepHolds(
+      (runId) => this.#tails.has(runId),
+      (runId) => this.#tryTail(runId),
+      () => this.#closed,
+    );
   }
 
   async #tryTail(runId: string): Promise<void> {
@@ -234,6 +265,9 @@ export class RunTails {
       unrecorded: null,
       recordTimer: undefined,
       recordedAt: 0,
+      owner: null,
+      usage: null,
+      timeLimit: undefined,
     };
     this.#tails.set(runId, tail);
     let failed = false;
@@ -275,6 +309,7 @@ export class RunTails {
       while (!signal.aborted) {
         tail.poked = false;
         try {
+          if (!await this.#spend.keepTime(runId, tail)) return;
           if (await this.#connect(runId, client, mapping, tail)) return;
           backoff = 500;
         } catch (error) {
@@ -287,6 +322,7 @@ export class RunTails {
       }
     } finally {
       clearInterval(renew);
+      clearTimeout(tail.timeLimit);
       await this.#flushRecord(runId, tail);
     }
   }
@@ -315,8 +351,11 @@ export class RunTails {
         for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
       };
       const flush = async () => {
+        tail.usage = mapper.usage;
         await this.#append(runId, tail, pending.splice(0), turns, requests, native.splice(0));
         turns.clear();
+        const marks = mapper.takeMarks();
+        if (marks.length > 0) await this.#spend.settle(runId, tail, marks);
       };
       for await (const raw of client.iterateEvents(runId, { signal, limit: HISTORY_PAGE })) {
         const event = mapping.parseSessionEvent(raw);
@@ -436,21 +475,25 @@ export class RunTails {
         turnsOf = new Map(turns).set(unrecorded.entry.sourceId, unrecorded.turn);
       }
     }
-    const write = tail.recording.then(() => this.#record(runId, entries, turnsOf, waiting));
+    const write = tail.recording.then(() =>
+      this.#record(runId, entries, turnsOf, waiting, tail.usage)
+    );
     tail.recording = write.catch(() => {});
     return write;
   }
 
   /**
    * Writes what appended entries say into the run record (step 4), with the `tool.pending`
-   * entries of `waiting` (step 5).
+   * entries of `waiting` (step 5) and the run's latest list cost.
    */
   async #record(
     runId: string,
     appended: readonly RunEventEntry[],
     turns: ReadonlyMap<string, number>,
     waiting: readonly PendingToolRequest[] = [],
+    usage: UsageReport | null = null,
   ): Promise<void> {
+    const cost = usage?.cost ?? null;
     const turnOf = (entry: RunEventEntry) => turns.get(entry.sourceId);
     let newest = 0;
     for (const entry of appended) newest = Math.max(newest, turnOf(entry) ?? 0);
@@ -474,7 +517,10 @@ export class RunTails {
       await changeRun(
         this.#store,
         runId,
-        (current) => afterEntries(current, appended, { at, turnOfEntry: turnOf }),
+        (current) => {
+          const next = afterEntries(current, appended, { at, turnOfEntry: turnOf });
+          return cost === null ? next : { ...next, listCost: money(cost) };
+        },
         record,
         activity.slice(0, PENDING_PER_WRITE),
       );
@@ -499,6 +545,10 @@ export class RunTails {
       },
     };
     await this.#append(runId, tail, [gone]);
+    // Nothing more will be reported: every hold of the run settles with what was.
+    await this.#spend.settle(runId, tail, [
+      { turn: EVERY_TURN, final: true, usage: tail.usage, budgetReached: false },
+    ]);
     return true;
   }
 

@@ -15,12 +15,17 @@
  */
 import { z } from "zod";
 import { MAX_ACTIVE_RUNS_LIMIT, MAX_AGENT_ID_LENGTH, MAX_POLICY_IDS } from "../runs/policy.ts";
+import { MAX_AMOUNT_DIGITS, MAX_RUN_SECONDS_LIMIT } from "../runs/spend.ts";
 import {
+  BUDGET_PERIODS,
   CAPABILITIES,
   type Capability,
   type CreatePrincipalBody,
+  CURRENCIES,
+  type MonetaryAmount,
   PRINCIPAL_LABEL_LIMITS,
   type PrincipalPolicy,
+  type PrincipalSpend,
 } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 
@@ -72,6 +77,40 @@ const repository = z.string().regex(
   "Must be a GitHub repository as owner/name",
 );
 
+/**
+ * An amount of money of an issuance body: at least one minor unit, as an integer string of at
+ * most 15 digits without leading zeros, in a currency the provider prices in.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { positiveMoney } from "./principals.ts";
+ * assert.equal(positiveMoney.safeParse({ amount: "2500", currency: "USD" }).success, true);
+ * assert.equal(positiveMoney.safeParse({ amount: "25.00", currency: "USD" }).success, false);
+ * assert.equal(positiveMoney.safeParse({ amount: "0", currency: "USD" }).success, false);
+ * ```
+ */
+export const positiveMoney = z.strictObject({
+  amount: z.string().regex(
+    new RegExp(`^[1-9][0-9]{0,${MAX_AMOUNT_DIGITS - 1}}$`),
+    `Must be a whole number of minor units (cents), 1 to ${MAX_AMOUNT_DIGITS} digits, as a ` +
+      "string without leading zeros",
+  ).describe('Minor units of the currency (cents for USD) as an integer string: "2500" is $25'),
+  currency: z.enum(CURRENCIES, `Must be one of ${CURRENCIES.join(", ")}`),
+});
+
+/** Money in an answer: minor units as an integer string, and the currency. */
+export const moneyAnswer = z.strictObject({
+  amount: z.string().regex(/^(0|[1-9][0-9]*)$/).describe("Minor units as an integer string"),
+  currency: z.enum(CURRENCIES),
+}) satisfies z.ZodType<MonetaryAmount>;
+
+/** A whole number from 1 to `max`. */
+function wholeNumber(max: number): z.ZodNumber {
+  const message = `Must be a whole number from 1 to ${max}`;
+  return z.number().int(message).min(1, message).max(max, message);
+}
+
 /** A list of distinct ids of a policy field, `min` to {@linkcode MAX_POLICY_IDS} long. */
 function idList(item: z.ZodString, min: number, noun: string) {
   const bounds = `Must hold ${min} to ${MAX_POLICY_IDS} ${noun}`;
@@ -116,16 +155,27 @@ export function principalPolicyShape() {
     fileIds: idList(policyId, 0, "file ids").describe(
       "File ids its runs may mount: a subset of the caller's (default: none)",
     ),
-    maxActiveRuns: z.number().int(`Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-      .min(1, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-      .max(MAX_ACTIVE_RUNS_LIMIT, `Must be a whole number from 1 to ${MAX_ACTIVE_RUNS_LIMIT}`)
-      .optional()
-      .describe(
-        `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
-      ),
+    maxActiveRuns: wholeNumber(MAX_ACTIVE_RUNS_LIMIT).optional().describe(
+      `Active runs allowed, 1 to ${MAX_ACTIVE_RUNS_LIMIT}, at most the caller's (default 8)`,
+    ),
     allowAgentOverrides: z.boolean().optional().describe(
       "Whether its runs may override the agent's model, system prompt, tools, MCP servers or " +
         "skills (default false; only when the caller may)",
+    ),
+    budget: positiveMoney.extend({
+      period: z.enum(BUDGET_PERIODS, `Must be one of ${BUDGET_PERIODS.join(", ")}`),
+    }).optional().describe(
+      "The most its runs may spend together (list cost) in each period: total, each UTC day or " +
+        "each UTC month; at most the caller's over a period at least as long (default: the " +
+        "caller's, if any)",
+    ),
+    maxRunCost: positiveMoney.optional().describe(
+      "The most one of its runs may spend over all its turns; at most the caller's (default: " +
+        "the caller's, if any)",
+    ),
+    maxRunSeconds: wholeNumber(MAX_RUN_SECONDS_LIMIT).optional().describe(
+      "The longest one of its runs may stay active at a stretch, in seconds, before the " +
+        "runtime interrupts it; at most the caller's (default: the caller's, if any)",
     ),
   } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
 }
@@ -158,6 +208,11 @@ export function principalPolicyAnswerShape() {
     allowAgentOverrides: z.literal(true).optional().describe(
       "present when its runs may override the agent",
     ),
+    budget: moneyAnswer.extend({ period: z.enum(BUDGET_PERIODS) }).optional()
+      .describe("the most its runs may spend in each period; absent: no budget"),
+    maxRunCost: moneyAnswer.optional().describe("the most one run may spend; absent: no cap"),
+    maxRunSeconds: z.int().min(1).optional()
+      .describe("the longest active stretch of a run, in seconds; absent: no limit"),
   } satisfies { [F in keyof Required<PrincipalPolicy>]: z.ZodType };
 }
 
@@ -169,6 +224,18 @@ export const grantedCapabilities: z.ZodType<Capability[]> = z.array(capability)
   .min(1, "Must name at least one capability")
   .refine((list) => new Set(list).size === list.length, "Must not repeat a capability")
   .describe("Capabilities to grant: a subset of the caller's, never authority:admin");
+
+/**
+ * What a principal with a budget spent and holds in the current period, in an answer
+ * (`GET /v1/runtime`, `GET /v1/principals`).
+ */
+export const principalSpendSchema = z.strictObject({
+  periodStart: z.string().optional().describe("RFC 3339 start of the period (UTC)"),
+  periodEnd: z.string().optional().describe("RFC 3339 start of the next period"),
+  spent: moneyAnswer.describe("settled list cost in the period"),
+  reserved: moneyAnswer.describe("held for active runs, not settled"),
+  left: moneyAnswer.describe("the budget less spent and reserved"),
+}) satisfies z.ZodType<PrincipalSpend>;
 
 /** Body of `POST /v1/principals`. */
 export const createPrincipalBody = z.strictObject({
