@@ -16,7 +16,13 @@ import { DEFAULT_BOOTSTRAP_CAPABILITIES, DEFAULT_TTL_DAYS } from "../server/boot
 import { SECRET_FILE_VARIABLE } from "../server/bootstrap/resolve.ts";
 import { PROVIDER_FILE_VARIABLE, PROVIDER_VARIABLES } from "../server/runs/provider.ts";
 import { SERVE_SETTINGS, type SettingTable } from "../server/settings.ts";
-import { AUDIT_ACTIONS, CAPABILITIES, RUN_STATES } from "../wire/mod.ts";
+import {
+  AUDIT_ACTIONS,
+  BUDGET_PERIODS,
+  CAPABILITIES,
+  RUN_STATES,
+  USAGE_GROUPS,
+} from "../wire/mod.ts";
 import { PROGRAM } from "./_output.ts";
 
 export { PROVIDER_FILE_VARIABLE, SECRET_FILE_VARIABLE };
@@ -399,6 +405,32 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
             "skills (through the provider's API; only when the issuer may)",
           default: "not allowed",
         },
+        {
+          name: "budget",
+          placeholder: "CENTS",
+          help: "the most its runs may spend together (list cost) in each `--budget-period`, in " +
+            "minor units of USD: `5000` is $50.00",
+          default: "the issuer's (none for the bootstrap)",
+        },
+        {
+          name: "budget-period",
+          placeholder: "P",
+          help: `the budget's period: ${BUDGET_PERIODS.join(", ")} (UTC days and months)`,
+          default: "`total`",
+        },
+        {
+          name: "max-run-cost",
+          placeholder: "CENTS",
+          help: "the most one of its runs may spend, in minor units of USD",
+          default: "the issuer's (none for the bootstrap)",
+        },
+        {
+          name: "max-run-seconds",
+          placeholder: "N",
+          help: "the longest one of its runs may stay active at a stretch, 1 to 604800 seconds; " +
+            "the runtime interrupts it then",
+          default: "the issuer's (none for the bootstrap)",
+        },
       ],
       environment: CLIENT_ENVIRONMENT,
       exitCodes: CLIENT_EXITS,
@@ -698,6 +730,37 @@ export const COMMANDS: readonly CommandSpec[] = Object.freeze(
         },
         { code: 2, when: "usage error" },
       ],
+    },
+    {
+      name: "usage",
+      positionals: [],
+      summary: "Tokens and list cost, by principal, agent or day",
+      description: "Prints the tokens and list cost settled in `[--from, --to)` as JSON, summed " +
+        'by principal, agent or UTC day: `{"from", "to", "groupBy", "groups": [...], "total"}`, ' +
+        'amounts in minor units of USD (`"2500"` is $25.00). Admins see every principal\'s ' +
+        "usage; everyone else their own.",
+      flags: [
+        {
+          name: "from",
+          placeholder: "TIME",
+          help: "RFC 3339 start, inclusive",
+          default: "the start of the current UTC month",
+        },
+        { name: "to", placeholder: "TIME", help: "RFC 3339 end, exclusive", default: "now" },
+        {
+          name: "group-by",
+          placeholder: "G",
+          help: `one of ${USAGE_GROUPS.join(", ")}`,
+          default: "`principal`",
+        },
+        {
+          name: "principal",
+          placeholder: "ID",
+          help: "only this principal's usage (admins; others may name only themselves)",
+        },
+      ],
+      environment: CLIENT_ENVIRONMENT,
+      exitCodes: CLIENT_EXITS,
     },
     {
       name: "call",

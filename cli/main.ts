@@ -55,6 +55,8 @@ export async function main(args: string[]): Promise<number> {
         return await (await import("./run.ts")).runCommand(rest);
       case "audit":
         return await (await import("./audit.ts")).auditCommand(rest);
+      case "usage":
+        return await (await import("./usage.ts")).usageCommand(rest);
       case "call":
         return await (await import("./call.ts")).callCommand(rest);
       case "token":

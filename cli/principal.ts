@@ -9,8 +9,13 @@
  *
  * @module
  */
-import { PRINCIPAL_LABEL_LIMITS, RuntimeServiceError } from "../sdk/mod.ts";
-import type { ResourcePolicyField, RuntimeCapability } from "../sdk/mod.ts";
+import { BUDGET_PERIODS, PRINCIPAL_LABEL_LIMITS, RuntimeServiceError } from "../sdk/mod.ts";
+import type {
+  BudgetPeriod,
+  CreatePrincipalParams,
+  ResourcePolicyField,
+  RuntimeCapability,
+} from "../sdk/mod.ts";
 import { parseCapabilityList } from "../server/bootstrap/variables.ts";
 import { parseRfc3339 } from "../server/time.ts";
 import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
@@ -105,6 +110,7 @@ async function issue(args: string[]): Promise<number> {
     max: 100,
   });
 
+  const spend = spendFlags(parsed.strings);
   const name = nameFlag(parsed.strings.get("name"));
   const metadata = metadataFlag(parsed.strings.get("metadata"));
   const client = await clientFromEnvironment();
@@ -116,6 +122,7 @@ async function issue(args: string[]): Promise<number> {
       ...lists,
       maxActiveRuns,
       ...(parsed.booleans.has("allow-agent-overrides") ? { allowAgentOverrides: true } : {}),
+      ...spend,
       ...(name !== undefined ? { name } : {}),
       ...(metadata !== undefined ? { metadata } : {}),
     },
@@ -124,6 +131,51 @@ async function issue(args: string[]): Promise<number> {
   printOut(JSON.stringify(issued, null, 2));
   printErr("The bearer above is shown only this once; hand it to the principal's owner now.");
   return 0;
+}
+
+/** An amount flag in minor units (`5000`), or a usage error. */
+function centsFlag(flag: string, value: string): { amount: string; currency: "USD" } {
+  if (!/^[1-9][0-9]{0,14}$/.test(value)) {
+    throw new UsageError(
+      "principal",
+      `--${flag} must be a whole number of cents, 1 to 15 digits (5000 is $50.00)`,
+    );
+  }
+  return { amount: value, currency: "USD" };
+}
+
+/** The spend limit flags: `--budget`, `--budget-period`, `--max-run-cost`, `--max-run-seconds`. */
+function spendFlags(strings: ReadonlyMap<string, string>): Pick<
+  CreatePrincipalParams,
+  "budget" | "maxRunCost" | "maxRunSeconds"
+> {
+  const out: Pick<CreatePrincipalParams, "budget" | "maxRunCost" | "maxRunSeconds"> = {};
+  const budget = strings.get("budget");
+  const period = strings.get("budget-period");
+  if (period !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(period)) {
+    throw new UsageError(
+      "principal",
+      `--budget-period must be one of ${BUDGET_PERIODS.join(", ")}`,
+    );
+  }
+  if (period !== undefined && budget === undefined) {
+    throw new UsageError("principal", "--budget-period goes with --budget");
+  }
+  if (budget !== undefined) {
+    out.budget = { ...centsFlag("budget", budget), period: (period ?? "total") as BudgetPeriod };
+  }
+  const cost = strings.get("max-run-cost");
+  if (cost !== undefined) out.maxRunCost = centsFlag("max-run-cost", cost);
+  const seconds = strings.get("max-run-seconds");
+  if (seconds !== undefined) {
+    out.maxRunSeconds = parseIntegerFlag(seconds, {
+      command: "principal",
+      flag: "max-run-seconds",
+      min: 1,
+      max: 604_800,
+    });
+  }
+  return out;
 }
 
 async function revoke(args: string[]): Promise<number> {

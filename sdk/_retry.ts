@@ -11,15 +11,15 @@ const RETRYABLE_STATUSES = new Set([408, 429, 503]);
 
 /**
  * Codes of 429 and 503 answers that a retry within one call cannot cure: the service has no
- * provider credential until its operator adds one, and a principal's run quota stays full until
- * one of its runs ends.
+ * provider credential until its operator adds one, a principal's run quota stays full until
+ * one of its runs ends, and a budget with nothing left stays so until its next period.
  */
-const LASTING_CODES = new Set(["providerNotConfigured", "runQuotaExceeded"]);
+const LASTING_CODES = new Set(["providerNotConfigured", "runQuotaExceeded", "budgetExceeded"]);
 
 /**
- * Whether an answer may be retried: 408, 429, 503 (except `providerNotConfigured` and
- * `runQuotaExceeded`, which last), and 409 when the service says the same idempotency key is
- * still in flight.
+ * Whether an answer may be retried: 408, 429, 503 (except `providerNotConfigured`,
+ * `runQuotaExceeded` and `budgetExceeded`, which last), and 409 when the service says the same
+ * idempotency key is still in flight.
  *
  * @example
  * ```ts
@@ -27,6 +27,7 @@ const LASTING_CODES = new Set(["providerNotConfigured", "runQuotaExceeded"]);
  * import { isRetryableAnswer } from "./_retry.ts";
  * assert.equal(isRetryableAnswer(409, "idempotencyInFlight"), true);
  * assert.equal(isRetryableAnswer(409, "principalExists"), false);
+ * assert.equal(isRetryableAnswer(429, "budgetExceeded"), false);
  * ```
  */
 export function isRetryableAnswer(status: number, code: string): boolean {

@@ -12,7 +12,7 @@
 import { AuditApi } from "./audit.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import { RunsApi } from "./runs.ts";
-import { environmentValue, idempotencyKeyOf } from "./_request.ts";
+import { environmentValue, idempotencyKeyOf, invalidAnswer } from "./_request.ts";
 import { checkBaseUrl, checkDeadline, checkMaxRetries, Transport } from "./_transport.ts";
 import { TrustPoliciesApi } from "./trust_policies.ts";
 import {
@@ -32,6 +32,9 @@ import {
   type PrincipalSummary,
   RESOURCE_POLICY_FIELDS,
   type RuntimeInfo,
+  USAGE_GROUPS,
+  type UsagePage,
+  type UsageParams,
 } from "../wire/mod.ts";
 
 /** Options of {@linkcode RuntimeServiceClient}. */
@@ -264,6 +267,9 @@ export class RuntimeServiceClient {
     if (params.allowAgentOverrides !== undefined) {
       body.allowAgentOverrides = params.allowAgentOverrides;
     }
+    if (params.budget !== undefined) body.budget = { ...params.budget };
+    if (params.maxRunCost !== undefined) body.maxRunCost = { ...params.maxRunCost };
+    if (params.maxRunSeconds !== undefined) body.maxRunSeconds = params.maxRunSeconds;
     if (params.name !== undefined) body.name = params.name;
     if (params.metadata !== undefined) body.metadata = { ...params.metadata };
     const answer = await this.#transport.request({
@@ -407,6 +413,73 @@ export class RuntimeServiceClient {
       principals: body.principals as PrincipalSummary[],
       nextCursor: (body.nextCursor as string | null | undefined) ?? null,
     };
+  }
+
+  /**
+   * Reads the tokens and list cost settled in `[from, to)` (`GET /v1/usage`), summed by
+   * principal, agent or UTC day (`groupBy`, default `principal`). Admins read every principal's
+   * usage (or one's, with `principalId`); everyone else reads their own. `from` and `to` may be
+   * `Date`s; amounts are minor-unit strings (`"2500"` is $25.00).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RuntimeServiceClient } from "./client.ts";
+   * let url = "";
+   * const client = new RuntimeServiceClient({
+   *   baseUrl: "http://127.0.0.1:7777",
+   *   token: "art_" + "x".repeat(43),
+   *   fetch: (input) => {
+   *     url = String(input);
+   *     const sum = {
+   *       inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0,
+   *       listCost: { amount: "42", currency: "USD" },
+   *     };
+   *     return Promise.resolve(Response.json({
+   *       from: "2026-07-01T00:00:00.000Z", to: "2026-07-23T00:00:00.000Z", groupBy: "agent",
+   *       groups: [{ key: "agent_1", ...sum }], total: sum,
+   *     }));
+   *   },
+   * });
+   * const usage = await client.usage({ groupBy: "agent", from: new Date("2026-07-01T00:00:00Z") });
+   * assert.equal(usage.groups[0].listCost.amount, "42");
+   * assert.equal(new URL(url).search, "?from=2026-07-01T00%3A00%3A00.000Z&groupBy=agent");
+   * ```
+   */
+  async usage(
+    params: Omit<UsageParams, "from" | "to"> & { from?: string | Date; to?: string | Date } = {},
+    options: CallOptions = {},
+  ): Promise<UsagePage> {
+    if (params === null || typeof params !== "object") {
+      throw new TypeError("usage params must be an object");
+    }
+    const time = (value: string | Date | undefined) =>
+      value instanceof Date ? value.toISOString() : value;
+    if (params.groupBy !== undefined && !USAGE_GROUPS.includes(params.groupBy)) {
+      throw new RangeError(`groupBy must be one of ${USAGE_GROUPS.join(", ")}`);
+    }
+    const query = new URLSearchParams();
+    for (
+      const [name, value] of [
+        ["from", time(params.from)],
+        ["to", time(params.to)],
+        ["groupBy", params.groupBy],
+        ["principalId", params.principalId],
+      ] as const
+    ) {
+      if (value !== undefined) query.set(name, value);
+    }
+    const answer = await this.#transport.request({
+      method: "GET",
+      path: `/v1/usage${query.size === 0 ? "" : `?${query}`}`,
+      authenticated: true,
+      options,
+    });
+    const body = answer.body as Partial<UsagePage> | null;
+    if (body === null || typeof body !== "object" || !Array.isArray(body.groups)) {
+      throw invalidAnswer(answer, "The usage answer has no groups array");
+    }
+    return body as UsagePage;
   }
 
   /**

@@ -5,7 +5,12 @@
  *
  * @module
  */
-import { type Capability, INTERFACE_VERSION } from "../wire/mod.ts";
+import {
+  type Capability,
+  INTERFACE_VERSION,
+  type MonetaryAmount,
+  type PrincipalBudget,
+} from "../wire/mod.ts";
 
 /** The value of `x-interface-version` this SDK speaks: the wire contract's `INTERFACE_VERSION`. */
 export const RUNTIME_INTERFACE_VERSION: typeof INTERFACE_VERSION = INTERFACE_VERSION;
@@ -46,6 +51,15 @@ export interface CreatePrincipalParams {
    * skills (through the provider's API; default false, only when the issuer may itself).
    */
   allowAgentOverrides?: boolean;
+  /**
+   * The most its runs may spend together (list cost) each `day` or `month` (UTC) or in `total`:
+   * `{amount: "5000", currency: "USD", period: "day"}` is $50 a day. Absent: the issuer's.
+   */
+  budget?: Readonly<PrincipalBudget>;
+  /** The most one of its runs may spend, such as `{amount: "500", currency: "USD"}`. */
+  maxRunCost?: Readonly<MonetaryAmount>;
+  /** The longest one of its runs may stay active at a stretch, in seconds (1 to 604800). */
+  maxRunSeconds?: number;
   /**
    * A name for people, such as the CI job it is for: 1 to 64 printable characters. Shown by
    * `GET /v1/principals`, `GET /v1/runtime` and the audit entries about it.
