@@ -14,6 +14,7 @@ const BY_CAPABILITY: Readonly<Record<string, readonly string[]>> = {
     "run_pending",
     "pending_list",
     "activity_list",
+    "usage_get",
   ],
   "session:write": ["run_start", "run_cancel", "run_send", "run_respond_custom_tool"],
   "session:approve": ["run_confirm_tool"],
@@ -37,6 +38,7 @@ const ORDER = [
   "pending_list",
   "activity_list",
   "audit_list",
+  "usage_get",
 ];
 
 /** The tools a holder of `capabilities` is listed, in order. */
