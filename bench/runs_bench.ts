@@ -12,8 +12,13 @@
  *
  * The paths alternate in rounds; each reports its median and p95 per start, and the difference of
  * the medians is the gateway's cost. Each gateway run is cancelled after it is timed, so the
- * active-run quota never fills. Run: `deno run -A bench/runs_bench.ts [--starts N] [--rounds N]
- * [--quick]`.
+ * active-run quota never fills.
+ *
+ * Two more paths measure what a budget costs a start (issue 38's target: at most 1.3×): the same
+ * `POST /v1/runs` by two issued principals, one without spend limits and one with a budget and a
+ * `maxRunCost` (its start also holds the run's cap in the slot's store step and sends the
+ * provider's session budget), alternating in the same rounds. Run:
+ * `deno run -A bench/runs_bench.ts [--starts N] [--rounds N] [--quick]`.
  *
  * @module
  */
@@ -37,6 +42,12 @@ export interface RunsBenchResult {
   gateway: RunsBenchPath;
   /** gateway median − direct median, in ms. */
   addedMs: number;
+  /** `POST /v1/runs` by an issued principal without spend limits. */
+  unbudgeted: RunsBenchPath;
+  /** `POST /v1/runs` by an issued principal with a budget and a `maxRunCost`. */
+  budgeted: RunsBenchPath;
+  /** budgeted median ÷ unbudgeted median. */
+  budgetRatio: number;
 }
 
 function percentile(values: number[], p: number): number {
@@ -60,9 +71,9 @@ export async function runRunsBench(
   // Turns stay open, as a real run's would while it is started.
   gateway.fake.managedAgents!.script = () => [{ delayMs: 3_600_000 }];
 
-  function headers(): Headers {
+  function headers(bearer = token): Headers {
     return new Headers({
-      authorization: `Bearer ${token}`,
+      authorization: `Bearer ${bearer}`,
       "x-interface-version": "2026-07-23",
       "x-correlation-id": crypto.randomUUID(),
       "x-deadline": new Date(Date.now() + 60_000).toISOString(),
@@ -71,11 +82,11 @@ export async function runRunsBench(
     });
   }
 
-  async function viaGateway(): Promise<number> {
+  async function viaGateway(bearer = token): Promise<number> {
     const began = performance.now();
     const response = await fetch(`${url}/v1/runs`, {
       method: "POST",
-      headers: headers(),
+      headers: headers(bearer),
       body: JSON.stringify({ input: "bench" }),
     });
     const run = await response.json();
@@ -83,10 +94,28 @@ export async function runRunsBench(
     if (response.status !== 201) throw new Error(`POST /v1/runs answered ${response.status}`);
     const cancel = await fetch(`${url}/v1/runs/${run.runId}/cancel`, {
       method: "POST",
-      headers: headers(),
+      headers: headers(bearer),
     });
     await cancel.body?.cancel();
     return took;
+  }
+
+  /** Issues a principal that may start runs, with `limits` (spend limits, say). */
+  async function issue(limits: Record<string, unknown>): Promise<string> {
+    const response = await fetch(`${url}/v1/principals`, {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify({
+        principalId: crypto.randomUUID(),
+        capabilities: ["session:read", "session:write"],
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+        maxActiveRuns: 100,
+        ...limits,
+      }),
+    });
+    const issued = await response.json();
+    if (response.status !== 201) throw new Error(`POST /v1/principals answered ${response.status}`);
+    return issued.bearer;
   }
 
   async function viaClient(): Promise<number> {
@@ -100,15 +129,29 @@ export async function runRunsBench(
 
   const gatewayTimes: number[] = [];
   const directTimes: number[] = [];
+  const unbudgetedTimes: number[] = [];
+  const budgetedTimes: number[] = [];
   try {
+    const plain = await issue({});
+    // A budget that never runs out here, and a cap each start holds.
+    const capped = await issue({
+      budget: { amount: "100000000000", currency: "USD", period: "month" },
+      maxRunCost: { amount: "500", currency: "USD" },
+    });
     for (let i = 0; i < 20; i++) {
       await viaClient();
       await viaGateway();
+      await viaGateway(plain);
+      await viaGateway(capped);
     }
     const perRound = Math.max(1, Math.ceil(starts / rounds));
     for (let round = 0; round < rounds; round++) {
       for (let i = 0; i < perRound; i++) directTimes.push(await viaClient());
       for (let i = 0; i < perRound; i++) gatewayTimes.push(await viaGateway());
+      for (let i = 0; i < perRound; i++) {
+        unbudgetedTimes.push(await viaGateway(plain));
+        budgetedTimes.push(await viaGateway(capped));
+      }
     }
   } finally {
     await gateway.close();
@@ -122,8 +165,12 @@ export async function runRunsBench(
     direct: path(directTimes),
     gateway: path(gatewayTimes),
     addedMs: 0,
+    unbudgeted: path(unbudgetedTimes),
+    budgeted: path(budgetedTimes),
+    budgetRatio: 0,
   };
   result.addedMs = result.gateway.medianMs - result.direct.medianMs;
+  result.budgetRatio = result.budgeted.medianMs / result.unbudgeted.medianMs;
   return result;
 }
 
@@ -138,5 +185,11 @@ if (import.meta.main) {
     `runs gateway (${result.starts} starts per path): direct ${ms(result.direct.medianMs)} ms ` +
       `median (p95 ${ms(result.direct.p95Ms)}), POST /v1/runs ${ms(result.gateway.medianMs)} ms ` +
       `median (p95 ${ms(result.gateway.p95Ms)}); the gateway adds ${ms(result.addedMs)} ms`,
+  );
+  console.log(
+    `budgets (${result.starts} starts each): unbudgeted principal ` +
+      `${ms(result.unbudgeted.medianMs)} ms median (p95 ${ms(result.unbudgeted.p95Ms)}), ` +
+      `budgeted ${ms(result.budgeted.medianMs)} ms median (p95 ${ms(result.budgeted.p95Ms)}); ` +
+      `budgeted ÷ unbudgeted ${result.budgetRatio.toFixed(2)}× (target ≤ 1.3×)`,
   );
 }
