@@ -104,9 +104,9 @@ export class TailSpend {
   }
 
   /**
-   * The run's time ran out: interrupts its session and marks it cancelled with
-   * `stopReason: "timeLimit"` (audited); the tail then follows it to the provider's end. A
-   * provider that cannot be reached is asked again in 5 s.
+   * The run's time ran out: marks it cancelled with `stopReason: "timeLimit"` (audited), then
+   * interrupts its session (`#interrupt`); the tail follows it to the provider's end. Marking
+   * first, the record says why it ended whatever a read of the provider's status says meanwhile.
    */
   async #timeUp(runId: string, tail: TailSpendState): Promise<void> {
     const signal = tail.controller.signal;
@@ -119,16 +119,15 @@ export class TailSpend {
         await this.keepTime(runId, tail);
         return;
       }
-      const client = await this.#client();
-      try {
-        await client.cancelRun(runId, {
-          signal: AbortSignal.any([signal, AbortSignal.timeout(PROVIDER_CALL_MS)]),
-        });
-      } catch (error) {
-        if (!isSessionGone(error)) throw error;
-      }
       const at = new Date(this.#now()).toISOString();
-      await changeRun(this.#store, runId, (current) => afterTimeLimit(current, at), record);
+      const marked = await changeRun(
+        this.#store,
+        runId,
+        (current) => afterTimeLimit(current, at),
+        record,
+      );
+      // Ended otherwise first (its turn's end, a cancel): nothing to interrupt.
+      if (marked?.stopReason !== "timeLimit" || marked.updatedAt !== at) return;
       this.#logger.info("run time limit reached", { runId });
       await appendAudit(this.#store, this.#logger, {
         at,
@@ -141,11 +140,32 @@ export class TailSpend {
       });
     } catch (error) {
       if (signal.aborted) return;
+      this.#logger.error("run time limit failed", { runId, errorName: (error as Error)?.name });
+      tail.timeLimit = setTimeout(() => this.#timeUp(runId, tail), TIME_LIMIT_RETRY_MS);
+      return;
+    }
+    await this.#interrupt(runId, tail);
+  }
+
+  /**
+   * Interrupts the session of a run whose time ran out; a provider that cannot be reached is
+   * asked again every 5 s while the tail follows the run.
+   */
+  async #interrupt(runId: string, tail: TailSpendState): Promise<void> {
+    const signal = tail.controller.signal;
+    if (signal.aborted) return;
+    try {
+      const client = await this.#client();
+      await client.cancelRun(runId, {
+        signal: AbortSignal.any([signal, AbortSignal.timeout(PROVIDER_CALL_MS)]),
+      });
+    } catch (error) {
+      if (signal.aborted || isSessionGone(error)) return;
       this.#logger.error("run time limit interrupt failed", {
         runId,
         errorName: (error as Error)?.name,
       });
-      tail.timeLimit = setTimeout(() => this.#timeUp(runId, tail), TIME_LIMIT_RETRY_MS);
+      tail.timeLimit = setTimeout(() => this.#interrupt(runId, tail), TIME_LIMIT_RETRY_MS);
     }
   }
 

@@ -20,6 +20,8 @@
  *    the provider reports afterwards, `completed` or `failed`, is recorded as `cancelled`.
  * 5. A terminal state records when it was reached (`endedAt`); a follow-up clears it, with the
  *    stop reason and the cancel, and starts the next turn as `running`.
+ * 6. A run whose time limit passed is cancelled like a cancel, with `stopReason: "timeLimit"`,
+ *    which the provider's report of the interrupted turn's end does not replace.
  *
  * The caller supplies the time (`at`, RFC 3339): these rules read no clock.
  *
@@ -146,7 +148,7 @@ export function afterStatus(
     return null;
   }
   const updated: RunRecord = { ...current, state, updatedAt: at };
-  if (report.stopReason !== undefined) updated.stopReason = report.stopReason;
+  if (report.stopReason !== undefined && !timedOut(current)) updated.stopReason = report.stopReason;
   if (report.usage !== undefined) updated.usage = report.usage;
   if (isTerminal(state)) updated.endedAt = at;
   return updated;
@@ -198,9 +200,9 @@ export function afterEntries(
     updated.state = state;
     updated.endedAt = entry.at;
     if (event.type === "run.completed") {
-      // A time limit's interrupt keeps its reason over the end the provider reports.
-      const timedOut = updated.cancelRequested === true && updated.stopReason === "timeLimit";
-      if (event.stopReason !== undefined && !timedOut) updated.stopReason = event.stopReason;
+      if (event.stopReason !== undefined && !timedOut(updated)) {
+        updated.stopReason = event.stopReason;
+      }
       if (event.usage !== undefined) updated.usage = event.usage as Record<string, number>;
     }
   }
@@ -227,6 +229,11 @@ export function afterCancel(current: RunRecord, at: string): RunRecord {
   return { ...current, state: "cancelled", cancelRequested: true, updatedAt: at, endedAt: at };
 }
 
+/** Whether a time limit ended the run: its reason stays over the end the provider reports. */
+function timedOut(record: RunRecord): boolean {
+  return record.cancelRequested === true && record.stopReason === "timeLimit";
+}
+
 /**
  * The record of an active run whose time ran out (its principal's `maxRunSeconds`): cancelled at
  * once like a cancel, with `stopReason: "timeLimit"`; null when it is no longer active.
@@ -234,13 +241,16 @@ export function afterCancel(current: RunRecord, at: string): RunRecord {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { afterTimeLimit } from "./run_state.ts";
+ * import { afterStatus, afterTimeLimit } from "./run_state.ts";
  * const record = afterTimeLimit({
  *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "running",
  *   lastEventSeq: 0, createdAt: "t", updatedAt: "t",
  * }, "t2");
  * assert.equal(record?.state, "cancelled");
  * assert.equal(record?.stopReason, "timeLimit");
+ * // The provider's report of the interrupted turn's end keeps the reason.
+ * const read = afterStatus(record!, { turn: 1, state: "completed", stopReason: "end_turn" }, "t3");
+ * assert.equal(read?.stopReason ?? record?.stopReason, "timeLimit");
  * ```
  */
 export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null {
