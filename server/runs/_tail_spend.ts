@@ -3,8 +3,9 @@
  *
  * - **Settlement**: every point where a turn waited for a tool answer or ended (the mapping's
  *   `TurnMark`s) is settled with the usage the provider reported by then
- *   (`store.spend.settle`); a turn that ended without a reported cost is settled with the
- *   session's usage read from the provider, when it has one. A turn the provider stopped at the
+ *   (`store.spend.settle`); a turn of a run that holds money that ended without a reported cost
+ *   is settled with the session's usage read from the provider, when it has one (a run that
+ *   holds nothing and reported no usage has nothing to settle). A turn the provider stopped at the
  *   run's ceiling is audited (`budget.exhausted`), and settled cost is counted for the metrics.
  * - **Time limits**: the tail arms a timer for the run's `timeLimitAt`; when it fires while the run
  *   is active, the session is interrupted and the run marked `cancelled` with
@@ -179,7 +180,12 @@ export class TailSpend {
     for (const mark of marks) {
       try {
         let usage = mark.usage;
-        if (mark.final && usage?.cost == null) usage = await this.#readUsage(runId) ?? usage;
+        if (mark.final && usage?.cost == null) {
+          // No cost reported: only a run that holds money needs one, read from the session.
+          const held = (await this.#store.spend.runHolds(runId)).length > 0;
+          if (held) usage = await this.#readUsage(runId) ?? usage;
+          else if (usage === null) continue;
+        }
         const at = new Date(this.#now()).toISOString();
         const result = await this.#store.spend.settle({
           runId,

@@ -334,7 +334,8 @@ Deno.test("spend: maxRunSeconds interrupts a long run, marked timeLimit", async 
     const elapsed = Date.parse(run.endedAt) - Date.parse(run.createdAt);
     assert.ok(elapsed >= 1_000, `ended ${elapsed} ms after its start`);
     const events = gateway.fake.managedAgents!.sessions.get(runId)!.events;
-    assert.ok(events.some((event) => event.type === "user.interrupt"), "interrupted upstream");
+    // Marked first, then interrupted upstream.
+    await waitFor(() => events.some((event) => event.type === "user.interrupt"));
     await waitFor(() => events.at(-1)?.type === "session.status_idle");
     const audit = await gateway.request("GET", "/v1/audit?action=run.cancelled&limit=10");
     assert.deepEqual(
