@@ -314,6 +314,14 @@ async function purgeNamespaces(
     ), authority_leases AS (
       DELETE FROM automation_runtime_authority_leases
       WHERE namespace IN (SELECT namespace FROM due)
+    ), spend_ledgers AS (
+      DELETE FROM automation_runtime_spend_ledgers WHERE namespace IN (SELECT namespace FROM due)
+    ), spend_holds AS (
+      DELETE FROM automation_runtime_spend_holds WHERE namespace IN (SELECT namespace FROM due)
+    ), spend_runs AS (
+      DELETE FROM automation_runtime_spend_runs WHERE namespace IN (SELECT namespace FROM due)
+    ), usage_entries AS (
+      DELETE FROM automation_runtime_usage WHERE namespace IN (SELECT namespace FROM due)
     )
     UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
     WHERE namespace IN (SELECT namespace FROM due)
