@@ -398,7 +398,7 @@ export function requestedCeiling(budget: unknown): bigint | null {
  * import assert from "node:assert/strict";
  * import { sessionBudgetOf, spendLimitsOf } from "./spend.ts";
  * const capped = spendLimitsOf({ maxRunCost: { amount: "300" } });
- * assert.deepEqual(sessionBudgetOf(capped, { amount: 300n, ceiling: 300n }, undefined), {
+ * assert.deepEqual(sessionBudgetOf(capped, { ceiling: 300n }, undefined), {
  *   budget: { type: "limit", max_list_cost: { amount: "300", currency: "USD" } },
  * });
  * assert.deepEqual(sessionBudgetOf(spendLimitsOf({}), undefined, undefined), {});

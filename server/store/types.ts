@@ -85,7 +85,7 @@ export type StorePartName = keyof StoreParts;
  * ```ts
  * import assert from "node:assert/strict";
  * import { STORE_PARTS } from "./types.ts";
- * assert.equal(STORE_PARTS.length, 11);
+ * assert.equal(STORE_PARTS.length, 12);
  * assert.ok(STORE_PARTS.includes("principals"));
  * ```
  */
