@@ -1,8 +1,8 @@
 /**
- * The run policy rules of `server/runs/policy.ts` on their own: the subset rules of issuance
- * against a limited issuer (the bootstrap can only test them against an unlimited one over HTTP),
- * and the start check over normalized start fields, repository URLs included, and the files that
- * content refers to.
+ * The run policy rules of `server/runs/policy.ts` on their own: the subset rules of issuance (lists,
+ * quotas and spend limits) against a limited issuer (the bootstrap can only test them against an
+ * unlimited one over HTTP), and the start check over normalized start fields, repository URLs
+ * included, and the files that content refers to.
  */
 import assert from "node:assert/strict";
 import {
@@ -53,6 +53,49 @@ Deno.test("policy: an issued policy is never wider than a limited issuer's", () 
   assert.equal(fromBootstrap.environmentIds, null);
   assert.deepEqual(fromBootstrap.vaultIds, []);
   assert.deepEqual(fromBootstrap.fileIds, ["file_z"]);
+});
+
+Deno.test("policy: issued spend limits are never wider than a limited issuer's", () => {
+  const limited = runPolicyOf({
+    budget: { amount: "1000", period: "month" },
+    maxRunCost: { amount: "300" },
+    maxRunSeconds: 600,
+  });
+  const inherited = grantRunPolicy({}, limited);
+  assert.ok(!Array.isArray(inherited));
+  assert.deepEqual(inherited.spend, {
+    budget: { amount: 1000n, period: "month" },
+    maxRunCost: 300n,
+    maxRunSeconds: 600,
+  }, "absent: the issuer's");
+  const narrower = grantRunPolicy({
+    budget: { amount: "500", currency: "USD", period: "total" },
+    maxRunCost: { amount: "100", currency: "USD" },
+    maxRunSeconds: 60,
+  }, limited);
+  assert.ok(!Array.isArray(narrower));
+  assert.deepEqual(narrower.spend, {
+    budget: { amount: 500n, period: "total" },
+    maxRunCost: 100n,
+    maxRunSeconds: 60,
+  });
+  for (
+    const [fields, path] of [
+      [{ budget: { amount: "1001", currency: "USD", period: "month" } }, "budget.amount"],
+      // A day budget of the same amount allows about thirty times more a month.
+      [{ budget: { amount: "1000", currency: "USD", period: "day" } }, "budget.period"],
+      [{ maxRunCost: { amount: "301", currency: "USD" } }, "maxRunCost.amount"],
+      [{ maxRunSeconds: 601 }, "maxRunSeconds"],
+    ] as const
+  ) {
+    const refused = grantRunPolicy(fields, limited);
+    assert.ok(Array.isArray(refused), path);
+    assert.deepEqual(refused.map((detail) => detail.path), [path]);
+  }
+  // An unlimited issuer grants any limit, and none it is not asked for.
+  const fromBootstrap = grantRunPolicy({ maxRunSeconds: 60 }, runPolicyOf({ bootstrap: true }));
+  assert.ok(!Array.isArray(fromBootstrap));
+  assert.deepEqual(fromBootstrap.spend, { budget: null, maxRunCost: null, maxRunSeconds: 60 });
 });
 
 Deno.test("policy: a start is checked over its normalized fields, version pins with their agent", () => {
