@@ -5,7 +5,7 @@
  * is picked up without a restart; a claim mismatch is 403; a token is exchanged once; a deleted
  * policy stops exchanges at once while its principals keep their expiry; the rate limits and the
  * in-flight quota hold the anonymous route; the token appears in no answer, log line or audit
- * entry.
+ * entry; a policy's spend limits are its principals'.
  */
 import assert from "node:assert/strict";
 import { checkAnswer, routeContract } from "../../server/openapi/contract.ts";
@@ -146,6 +146,35 @@ Deno.test("the principal expires no later than the token's exp plus the policy's
     const fresh = await setup.exchange(await issuer.mint(), "long");
     assert.equal(fresh.status, 201, fresh.text);
     assert.equal(fresh.body.expiresAt, new Date(time.now() + 3_000_000).toISOString());
+  } finally {
+    await setup.close();
+  }
+});
+
+Deno.test("a policy's spend limits are its principals': budget, maxRunCost and maxRunSeconds", async () => {
+  const setup = await startExchange();
+  const { issuer } = setup;
+  try {
+    const limits = {
+      budget: { amount: "5000", currency: "USD", period: "month" },
+      maxRunCost: { amount: "500", currency: "USD" },
+      maxRunSeconds: 900,
+    };
+    const created = await setup.createPolicy(limits);
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(
+      [created.body.budget, created.body.maxRunCost, created.body.maxRunSeconds],
+      [limits.budget, limits.maxRunCost, 900],
+    );
+    const issued = await setup.exchange(await issuer.mint(), "octo-repo");
+    assert.equal(issued.status, 201, issued.text);
+    const me = await setup.call("GET", "/v1/runtime", { bearer: issued.body.bearer });
+    assert.equal(me.status, 200);
+    assert.deepEqual(
+      [me.body.budget, me.body.maxRunCost, me.body.maxRunSeconds],
+      [limits.budget, limits.maxRunCost, 900],
+    );
+    assert.deepEqual(me.body.spend.left, { amount: "5000", currency: "USD" });
   } finally {
     await setup.close();
   }
