@@ -1,7 +1,12 @@
 /**
- * Sending deliveries. Every replica runs a sender; each pass takes the due deliveries no other
- * replica holds (`store.notifications.claimDue`, leased for 60 s, at most 16 at a time, 4 sent at
- * once) and, for each, in order:
+ * Sending deliveries. Every replica runs a sender with 4 slots: a pass claims due deliveries no
+ * other replica holds as slots come free (`store.notifications.claimDue`, leased for 60 s), and
+ * fairly: at most one delivery of a subscription in flight, and at most 2 of one owner's, across
+ * replicas (the store counts the live leases). So an owner whose targets answer slowly, or never
+ * (a tarpit holds an attempt for its 10 s), holds at most 2 slots however many subscriptions it
+ * makes, and another owner's delivery takes a free slot at once: a slot that comes free, a wake
+ * (the dispatcher created deliveries) or the poll claims again while attempts are under way. For
+ * each delivery, in order:
  *
  * 1. reads its subscription: gone or disabled, or its owner revoked or expired since (it would
  *    not get the delivery made now), the delivery fails without an attempt;
@@ -25,7 +30,8 @@
  *    by the one replica whose count disabled it).
  *
  * A replica that dies mid-send leaves its lease to lapse; another replica sends the delivery then
- * (at least once). A pass runs when this replica's dispatcher created deliveries, and every 5 s.
+ * (at least once). A pass runs when this replica's dispatcher created deliveries, and every 5 s;
+ * it lasts while it has deliveries in flight.
  *
  * @module
  */
@@ -57,9 +63,13 @@ export const DISABLE_AFTER_FAILURES = 20;
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How long a sender holds a delivery, in ms (longer than an attempt). */
 const LEASE_MS = 60_000;
-/** Deliveries one pass takes, and sends at once. */
-const PASS_LIMIT = 16;
-const PARALLEL = 4;
+/** Attempts a replica makes at once (its slots). */
+export const SENDER_SLOTS = 4;
+/**
+ * Attempts to one owner's targets in flight at once, across replicas: fewer than the slots, so
+ * one owner's slow targets always leave slots to the others.
+ */
+export const OWNER_IN_FLIGHT = 2;
 /** Attempts a delivery keeps (the latest). */
 const KEPT_ATTEMPTS = 50;
 /** Who acts in the audit entry of a disabling. */
@@ -97,6 +107,8 @@ export class NotificationSender {
   readonly #store: Store;
   readonly #delays: readonly number[];
   readonly #passes: Passes;
+  /** Resolves the running pass's wait for news (a wake). */
+  #woken: (() => void) | null = null;
 
   /** Creates the sender; {@linkcode NotificationSender.start} starts it. */
   constructor(options: NotificationSenderOptions) {
@@ -115,24 +127,62 @@ export class NotificationSender {
     this.#passes.start();
   }
 
-  /** Runs a pass soon (one at a time; a wake during a pass runs one more after it). */
+  /**
+   * Claims again soon: within the pass under way when it has free slots, else in a pass (one
+   * at a time; a wake during a pass runs one more after it).
+   */
   wake(): void {
+    this.#woken?.();
     this.#passes.wake();
   }
 
-  /** Takes the due deliveries and sends them (steps 1 to 6 of the module doc). */
+  /**
+   * Claims due deliveries into the free slots and sends them (steps 1 to 6 of the module doc),
+   * claiming again whenever a slot comes free, a wake comes or the poll interval passed while
+   * some are in flight; ends when nothing is in flight and nothing more was due.
+   */
   async pass(): Promise<void> {
-    for (let rounds = 0; rounds < 20 && !this.#passes.stopped; rounds++) {
-      const due = await this.#store.notifications.claimDue({
-        now: this.#options.now(),
-        holder: this.holder,
-        leaseMs: LEASE_MS,
-        limit: PASS_LIMIT,
-      });
-      if (due.length === 0) return;
-      for (let i = 0; i < due.length; i += PARALLEL) {
-        await Promise.all(due.slice(i, i + PARALLEL).map((delivery) => this.#deliver(delivery)));
+    const sending = new Set<Promise<void>>();
+    try {
+      while (!this.#passes.stopped) {
+        const free = SENDER_SLOTS - sending.size;
+        // Set before the claim: a wake from here on makes the wait below end at once.
+        const news = new Promise<void>((resolve) => this.#woken = resolve);
+        const due = free === 0 ? [] : await this.#store.notifications.claimDue({
+          now: this.#options.now(),
+          holder: this.holder,
+          leaseMs: LEASE_MS,
+          limit: free,
+          perOwner: OWNER_IN_FLIGHT,
+        });
+        for (const delivery of due) {
+          const sent: Promise<void> = this.#deliver(delivery)
+            .catch((error) =>
+              this.#options.logger.error("notification sending failed", {
+                errorName: error instanceof Error ? error.name : typeof error,
+              })
+            )
+            .finally(() => sending.delete(sent));
+          sending.add(sent);
+        }
+        if (sending.size === 0) return;
+        // Every slot busy: a wake cannot be served before one comes free.
+        await this.#settledOrNews(sending, due.length === free ? null : news);
       }
+    } finally {
+      this.#woken = null;
+      await Promise.all(sending);
+    }
+  }
+
+  /** Waits until one of `sending` ends, or `news` comes, or the poll interval passed. */
+  async #settledOrNews(sending: Set<Promise<void>>, news: Promise<void> | null): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = new Promise<void>((resolve) => timer = setTimeout(resolve, this.#options.pollMs));
+    try {
+      await Promise.race([...sending, ...(news === null ? [] : [news, poll])]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -280,9 +330,11 @@ export class NotificationSender {
     }
   }
 
-  /** Stops the passes (a pass under way finishes). */
+  /** Stops the passes (a pass under way finishes the attempts it has in flight). */
   stop(): Promise<void> {
-    return this.#passes.stop();
+    const stopping = this.#passes.stop();
+    this.#woken?.();
+    return stopping;
   }
 }
 

@@ -15,6 +15,9 @@
  *   ({@linkcode NotificationStore.claimDue}) and settles it only while it holds the lease
  *   ({@linkcode NotificationStore.settle}); a lease that lapsed (its replica died mid-send) is
  *   taken again, so a delivery goes out at least once.
+ * - **Fair claims**: a subscription has at most one delivery under a live lease, and an owner at
+ *   most a bound of them, whichever replicas claim at once: one owner's slow targets hold at most
+ *   that many of the senders' slots, and a subscription's deliveries go out one at a time.
  * - **The failure count** of a subscription moves with each settled attempt, in one atomic step
  *   that disables the subscription at the limit ({@linkcode NotificationStore.recordOutcome}).
  *
@@ -73,6 +76,11 @@ export interface ClaimDueParams {
   leaseMs: number;
   /** Most deliveries taken. */
   limit: number;
+  /**
+   * Most deliveries of one owner (subscriptions' `principalId`) under a live lease at once,
+   * counting those leased before this claim by any holder.
+   */
+  perOwner: number;
 }
 
 /** A page of a list. */
@@ -123,7 +131,11 @@ export interface NotificationStore {
   enqueue(deliveries: readonly StoredDelivery[], maxPending: number): Promise<number>;
   /**
    * Takes up to `limit` pending deliveries due by `now` that no live lease holds, leasing each
-   * to `holder` until `now + leaseMs`, earliest due first.
+   * to `holder` until `now + leaseMs`, earliest due first, and fairly: never a delivery of a
+   * subscription that has one under a live lease (leased by this claim or before it, by any
+   * holder), and none of an owner who has `perOwner` under live leases. Claims on several
+   * handles at once keep both bounds. A lease ends when its delivery is settled, redelivered or
+   * deleted, or when it lapses.
    */
   claimDue(params: ClaimDueParams): Promise<StoredDelivery[]>;
   /**

@@ -10,84 +10,24 @@
  */
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
-import type { RuntimeTestHooks } from "../../server/test_hooks.ts";
-import { assertCode, type Gateway, type GatewayOptions, startGateway } from "./_harness.ts";
+import { assertCode, type Gateway, startGateway } from "./_harness.ts";
+import {
+  FAST,
+  gatewayWith,
+  type Received,
+  receiver,
+  subscribe,
+  subscribedRun,
+  waitFor,
+} from "./_notifications.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
-
-interface Received {
-  headers: Headers;
-  body: string;
-}
-
-/** A local receiver: records every request; `answer` decides each status (default 204). */
-function receiver(answer: (received: Received, index: number) => number = () => 204) {
-  const requests: Received[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    const received = { headers: request.headers, body: await request.text() };
-    requests.push(received);
-    return new Response(null, { status: answer(received, requests.length - 1) });
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}/hook`,
-    requests,
-    close: () => server.shutdown(),
-  };
-}
-
-const FAST: RuntimeTestHooks = {
-  notifications: { retryDelaysMs: [40, 40, 40], pollMs: 50 },
-};
-
-function gatewayWith(options: GatewayOptions = {}): Promise<Gateway> {
-  return startGateway({
-    answerTestHooks: FAST,
-    ...options,
-    serverOptions: {
-      notifications: { allowPrivateTargets: true },
-      publicUrl: "https://runtime.example",
-      ...options.serverOptions,
-    },
-  });
-}
-
-async function waitFor<T>(check: () => T | undefined | Promise<T | undefined>, ms = 10_000) {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 function askForConfirmation(gateway: Gateway): void {
   gateway.fake.managedAgents!.script = () => [
     { type: "agent.tool_use", name: "bash", input: { command: "ls" }, evaluated_permission: "ask" },
   ];
-}
-
-async function subscribe(
-  gateway: Gateway,
-  bearer: string,
-  body: Json,
-): Promise<{ subscriptionId: string; secret: string; json: Json }> {
-  const answer = await gateway.request("POST", "/v1/webhook-subscriptions", { bearer, body });
-  assert.equal(answer.status, 201, answer.text);
-  return {
-    subscriptionId: answer.json.subscriptionId,
-    secret: answer.json.secret,
-    json: answer.json,
-  };
-}
-
-/** Subscribes `url` to `run.completed` as `bearer`, then starts a run; answers the subscription. */
-async function subscribedRun(gateway: Gateway, bearer: string, url: string): Promise<string> {
-  const { subscriptionId } = await subscribe(gateway, bearer, { url, events: ["run.completed"] });
-  const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
-  assert.equal(started.status, 201, started.text);
-  return subscriptionId;
 }
 
 function headerRecord(headers: Headers): Record<string, string> {
@@ -445,7 +385,7 @@ Deno.test("notifications: an attempt connects to the address the check resolved,
   const bodies: Received[] = [];
   const handler = async (request: Request) => {
     hosts.push(request.headers.get("host") ?? "");
-    bodies.push({ headers: request.headers, body: await request.text() });
+    bodies.push({ headers: request.headers, body: await request.text(), at: performance.now() });
     return new Response(null, { status: 204 });
   };
   const plain = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);

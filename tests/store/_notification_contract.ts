@@ -3,7 +3,8 @@
  * than the limit, also when two handles create at once), compare-and-set updates, the failure
  * count that disables once, deletion with the deliveries; deliveries created once per id and
  * bounded per subscription, leased to one sender at a time (also when two handles claim at once),
- * settled only by their sender, listed newest first, redelivered; the dispatch cursor; the purge.
+ * fairly (one in flight per subscription, a bound per owner, across handles), settled only by
+ * their sender, listed newest first, redelivered; the dispatch cursor; the purge.
  * Registered by `runStoreContract` in `contract.ts`.
  *
  * @module
@@ -174,11 +175,18 @@ export function runNotificationContract(test: ContractCase): void {
       holder: "a",
       leaseMs: 30_000,
       limit: 10,
+      perOwner: 4,
     });
     assert.deepEqual(claimed.map((d) => d.deliveryId), [due.deliveryId]);
     assert.equal(claimed[0].leaseHolder, "a");
     assert.deepEqual(
-      await store.notifications.claimDue({ now, holder: "b", leaseMs: 30_000, limit: 10 }),
+      await store.notifications.claimDue({
+        now,
+        holder: "b",
+        leaseMs: 30_000,
+        limit: 10,
+        perOwner: 4,
+      }),
       [],
     );
     // A lapsed lease is taken again.
@@ -187,6 +195,7 @@ export function runNotificationContract(test: ContractCase): void {
       holder: "b",
       leaseMs: 30_000,
       limit: 1,
+      perOwner: 4,
     });
     assert.deepEqual(retaken.map((d) => d.deliveryId), [due.deliveryId]);
     const attempt = { at: new Date(now).toISOString(), status: 200, durationMs: 3 };
@@ -199,7 +208,13 @@ export function runNotificationContract(test: ContractCase): void {
     assert.deepEqual(stored.attempts, [attempt]);
     assert.equal(stored.leaseHolder, undefined);
     assert.deepEqual(
-      await store.notifications.claimDue({ now: now + 31_000, holder: "c", leaseMs: 1, limit: 9 }),
+      await store.notifications.claimDue({
+        now: now + 31_000,
+        holder: "c",
+        leaseMs: 1,
+        limit: 9,
+        perOwner: 4,
+      }),
       [],
     );
     const again = await store.notifications.redeliver(
@@ -217,21 +232,87 @@ export function runNotificationContract(test: ContractCase): void {
       holder: "c",
       leaseMs: 1_000,
       limit: 9,
+      perOwner: 4,
     });
     assert.deepEqual(redue.map((d) => d.deliveryId), [due.deliveryId]);
     assert.deepEqual(redue[0].attempts, [attempt]);
   });
 
+  test("notifications: a claim takes one delivery per subscription and perOwner per owner, counting live leases; settling, redelivering and lapsing free them", async (store) => {
+    const now = Date.now();
+    const owner = crypto.randomUUID();
+    const [a1, a2, a3] = [subscription(owner), subscription(owner), subscription(owner)];
+    const b1 = subscription(crypto.randomUUID());
+    const queued: StoredDelivery[] = [];
+    // The owner's deliveries all came due before the other owner's one.
+    for (const [k, sub] of [a1, a2, a3].entries()) {
+      await store.notifications.createSubscription(sub, 5);
+      for (let i = 0; i < 3; i++) {
+        queued.push(delivery(sub, 10 * k + i + 1, { nextAttemptMs: now - 100 + 10 * k + i }));
+      }
+    }
+    await store.notifications.createSubscription(b1, 5);
+    queued.push(delivery(b1, 99, { nextAttemptMs: now - 1 }));
+    await store.notifications.enqueue(queued, 100);
+    const claim = (holder: string, at = now, limit = 10) =>
+      store.notifications.claimDue({ now: at, holder, leaseMs: 10_000, limit, perOwner: 2 });
+    const seqs = (claimed: StoredDelivery[]) => claimed.map((d) => d.activitySeq);
+
+    // The heads of a1 and a2 (the owner's bound), then b1's: never a second of one subscription.
+    const first = await claim("h1");
+    assert.deepEqual(seqs(first), [1, 11, 99]);
+    assert.deepEqual(await claim("h2"), [], "every subscription or owner is busy");
+    // Settling a1's head frees a1 and one of the owner's two: a1's next comes before a3's head.
+    const [a1Head, a2Head] = first;
+    const delivered: StoredDelivery = { ...a1Head, state: "delivered" };
+    delete delivered.nextAttemptAt;
+    assert.equal(await store.notifications.settle(delivered, "h1"), true);
+    assert.deepEqual(seqs(await claim("h2")), [2]);
+    assert.deepEqual(await claim("h2"), []);
+    // A redelivery drops the lease too: a2 and the owner's share are free again, and a2's
+    // earliest due delivery goes next (the redelivered one is due later now).
+    const redone = await store.notifications.redeliver(a2.subscriptionId, a2Head.deliveryId, now);
+    assert.equal(redone?.state, "pending");
+    assert.deepEqual(seqs(await claim("h3")), [12]);
+    // Leases that lapsed hold nothing: the earliest heads again, within the owner's bound; a
+    // limit below that takes the earliest.
+    assert.deepEqual(seqs(await claim("h4", now + 10_001, 2)), [2, 12]);
+    assert.deepEqual(seqs(await claim("h5", now + 10_001)), [99]);
+  });
+
+  test("notifications: deleting a subscription whose delivery is leased frees its owner's share", async (store) => {
+    const now = Date.now();
+    const owner = crypto.randomUUID();
+    const [x, y] = [subscription(owner), subscription(owner)];
+    await store.notifications.createSubscription(x, 5);
+    await store.notifications.createSubscription(y, 5);
+    await store.notifications.enqueue([
+      delivery(x, 1, { nextAttemptMs: now - 2 }),
+      delivery(y, 2, { nextAttemptMs: now - 1 }),
+    ], 10);
+    const claim = () =>
+      store.notifications.claimDue({ now, holder: "h", leaseMs: 60_000, limit: 5, perOwner: 1 });
+    assert.deepEqual((await claim()).map((d) => d.activitySeq), [1]);
+    assert.deepEqual(await claim(), [], "the owner has one under a lease");
+    assert.equal(await store.notifications.deleteSubscription(x.subscriptionId), true);
+    assert.deepEqual((await claim()).map((d) => d.activitySeq), [2]);
+  });
+
   test(
-    "notifications: two handles claiming at once never take one delivery twice",
+    "notifications: two handles claiming at once never take one delivery twice, two of one subscription, nor more than perOwner of one owner",
     async (store, openTwin) => {
       const twin = await twinOf(store, openTwin);
       try {
-        const sub = subscription(crypto.randomUUID());
-        await store.notifications.createSubscription(sub, 5);
         const now = Date.now();
+        const owners = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+        const subs = owners.flatMap((owner) =>
+          Array.from({ length: 4 }, () => subscription(owner))
+        );
+        for (const sub of subs) await store.notifications.createSubscription(sub, 5);
         await store.notifications.enqueue(
-          Array.from({ length: 12 }, (_, i) => delivery(sub, i + 1, { nextAttemptMs: now - 1 })),
+          subs.flatMap((sub, k) =>
+            [1, 2].map((i) => delivery(sub, 10 * k + i, { nextAttemptMs: now - 1 }))
+          ),
           100,
         );
         const claims = await Promise.all(
@@ -241,11 +322,27 @@ export function runNotificationContract(test: ContractCase): void {
               holder: `h${i}`,
               leaseMs: 60_000,
               limit: 3,
+              perOwner: 2,
             })),
         );
-        const ids = claims.flat().map((d) => d.deliveryId);
+        // Then one more: whatever a lost race left, each owner ends with exactly its bound.
+        claims.push(
+          await store.notifications.claimDue({
+            now,
+            holder: "last",
+            leaseMs: 60_000,
+            limit: 12,
+            perOwner: 2,
+          }),
+        );
+        const claimed = claims.flat();
+        const ids = claimed.map((d) => d.deliveryId);
         assert.equal(new Set(ids).size, ids.length, "a delivery leased twice");
-        assert.equal(ids.length, 12);
+        const bySub = claimed.map((d) => d.subscriptionId);
+        assert.equal(new Set(bySub).size, bySub.length, "two of one subscription in flight");
+        for (const owner of owners) {
+          assert.equal(claimed.filter((d) => d.principalId === owner).length, 2, owner);
+        }
       } finally {
         await twin.close();
       }
@@ -270,7 +367,13 @@ export function runNotificationContract(test: ContractCase): void {
       [],
     );
     assert.deepEqual(
-      await store.notifications.claimDue({ now: Date.now(), holder: "x", leaseMs: 1, limit: 10 }),
+      await store.notifications.claimDue({
+        now: Date.now(),
+        holder: "x",
+        leaseMs: 1,
+        limit: 10,
+        perOwner: 4,
+      }),
       [],
     );
     assert.equal(await store.notifications.readCursor(), 0);

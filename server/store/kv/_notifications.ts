@@ -11,11 +11,21 @@
  *   deliveries, newest last)
  * - `["notify-pending", subscriptionId, deliveryId]` → true (its pending ones, counted against
  *   the bound)
- * - `["notify-due", nextAttemptMs, deliveryId]` → true (pending deliveries by due time)
+ * - `["notify-due", nextAttemptMs, deliveryId]` → {@linkcode DueMark} (pending deliveries by due
+ *   time, with their subscription and owner, so a claim passes over busy ones without reading
+ *   their records; `true` in a store written before the marks)
+ * - `["notify-sub-lease", subscriptionId]` → {@linkcode LeaseMark}: the one delivery of the
+ *   subscription under a lease
+ * - `["notify-owner-lease", principalId, slot]` → {@linkcode LeaseMark}: an owner's leased
+ *   deliveries, one slot each (0 to the claim's `perOwner`)
  * - `["notify-cursor"]` → the activity seq turned into deliveries so far
  *
  * Every step is one atomic operation checked against what it read. A delivery's record, its
- * pending and due keys move together.
+ * pending and due keys move together; a claim checks and sets the delivery's lease, its
+ * subscription's mark and a free slot of its owner in one operation, so claims on several
+ * handles keep one delivery in flight per subscription and the owner's bound. A mark whose
+ * `until` passed holds nothing (its sender died); settling, redelivering or deleting removes the
+ * marks naming the delivery.
  *
  * @module
  */
@@ -28,6 +38,27 @@ import type {
   StoredSubscription,
 } from "../notifications.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
+
+/** What a due key holds: whose delivery it is. */
+interface DueMark {
+  subscriptionId: string;
+  principalId: string;
+}
+
+/** A lease mark of a subscription or an owner's slot: the delivery and until when. */
+interface LeaseMark {
+  deliveryId: string;
+  subscriptionId: string;
+  until: number;
+}
+
+/** Due keys one claim reads at a time. */
+const DUE_BATCH = 200;
+
+/** Whether a lease mark holds at `now`. */
+function holds(mark: LeaseMark | null, now: number): boolean {
+  return mark !== null && mark.until > now;
+}
 
 /** The notifications part of the KV store. */
 export class KvNotifications implements NotificationStore {
@@ -71,7 +102,8 @@ export class KvNotifications implements NotificationStore {
     const [bySub, pending, due] = this.#deliveryKeys(next);
     operation.set(bySub, true);
     if (next.state === "pending") {
-      operation.set(pending, true).set(due, true);
+      const mark: DueMark = { subscriptionId: next.subscriptionId, principalId: next.principalId };
+      operation.set(pending, true).set(due, mark);
     } else {
       operation.delete(pending);
     }
@@ -229,6 +261,14 @@ export class KvNotifications implements NotificationStore {
       for await (const slot of slots) {
         if (slot.value === subscriptionId) operation.check(slot).delete(slot.key);
       }
+      // Its delivery in flight, if any, holds its owner's share no more.
+      const subMark = await this.#kv.get<LeaseMark>(this.#key("notify-sub-lease", subscriptionId));
+      if (subMark.value !== null) operation.check(subMark).delete(subMark.key);
+      for (const entry of (await this.#ownerSlots(record.principalId)).values()) {
+        if (entry.value?.subscriptionId === subscriptionId) {
+          operation.check(entry).delete(entry.key);
+        }
+      }
       return (await this.#commits.commit(operation)).ok ? true : AGAIN;
     });
     if (!removed) return false;
@@ -292,15 +332,26 @@ export class KvNotifications implements NotificationStore {
   }
 
   async claimDue(params: ClaimDueParams): Promise<StoredDelivery[]> {
+    const { now, holder } = params;
+    const until = now + params.leaseMs;
     try {
       const claimed: StoredDelivery[] = [];
+      /** Subscriptions with a delivery under a live lease (or a lost race: left to the next claim). */
+      const busy = new Set<string>();
+      /** Each owner's slots as read in this claim (a slot this claim took is live). */
+      const slotsOf = new Map<string, Map<number, Deno.KvEntryMaybe<LeaseMark>>>();
+      const full = new Set<string>();
       const prefix = this.#key("notify-due");
-      const due = this.#kv.list(
-        { prefix, end: [...prefix, params.now + 1] },
-        { limit: params.limit * 4 },
+      const due = this.#kv.list<DueMark | true>(
+        { prefix, end: [...prefix, now + 1] },
+        { batchSize: DUE_BATCH },
       );
       for await (const entry of due) {
         if (claimed.length === params.limit) break;
+        const mark = entry.value === true ? null : entry.value;
+        if (mark !== null && (busy.has(mark.subscriptionId) || full.has(mark.principalId))) {
+          continue;
+        }
         const deliveryId = entry.key[entry.key.length - 1] as string;
         const key = this.#key("notify-delivery", deliveryId);
         const current = await this.#kv.get<StoredDelivery>(key);
@@ -310,20 +361,82 @@ export class KvNotifications implements NotificationStore {
           await this.#commits.commit(this.#kv.atomic().delete(entry.key));
           continue;
         }
-        if (record.leaseUntil !== undefined && record.leaseUntil > params.now) continue;
-        const leased: StoredDelivery = {
-          ...record,
-          leaseHolder: params.holder,
-          leaseUntil: params.now + params.leaseMs,
-        };
+        const { subscriptionId, principalId } = record;
+        if (busy.has(subscriptionId) || full.has(principalId)) continue;
+        const subKey = this.#key("notify-sub-lease", subscriptionId);
+        const subMark = await this.#kv.get<LeaseMark>(subKey);
+        if (
+          (record.leaseUntil !== undefined && record.leaseUntil > now) ||
+          holds(subMark.value, now)
+        ) {
+          busy.add(subscriptionId);
+          continue;
+        }
+        let slots = slotsOf.get(principalId);
+        if (slots === undefined) {
+          slots = await this.#ownerSlots(principalId);
+          slotsOf.set(principalId, slots);
+        }
+        let slot = -1;
+        for (let i = 0; i < params.perOwner && slot === -1; i++) {
+          if (!holds(slots.get(i)?.value ?? null, now)) slot = i;
+        }
+        if (slot === -1) {
+          full.add(principalId);
+          continue;
+        }
+        const slotKey = this.#key("notify-owner-lease", principalId, slot);
+        const slotEntry = slots.get(slot) ?? { key: slotKey, value: null, versionstamp: null };
+        const leased: StoredDelivery = { ...record, leaseHolder: holder, leaseUntil: until };
+        const lease: LeaseMark = { deliveryId, subscriptionId, until };
         const result = await this.#commits.commit(
-          this.#kv.atomic().check(current).set(key, leased),
+          this.#kv.atomic()
+            .check(current, subMark, slotEntry)
+            .set(key, leased)
+            .set(subKey, lease)
+            .set(slotKey, lease),
         );
-        if (result.ok) claimed.push(leased);
+        busy.add(subscriptionId);
+        if (result.ok) {
+          claimed.push(leased);
+          slots.set(slot, { key: slotKey, value: lease, versionstamp: result.versionstamp });
+        } else {
+          // Another claim won a race here: the owner's slots are read again if met again.
+          slotsOf.delete(principalId);
+        }
       }
       return claimed;
     } catch (error) {
       throw storeFailure(error);
+    }
+  }
+
+  /** An owner's lease slots, by slot number. */
+  async #ownerSlots(principalId: string): Promise<Map<number, Deno.KvEntryMaybe<LeaseMark>>> {
+    const slots = new Map<number, Deno.KvEntryMaybe<LeaseMark>>();
+    const prefix = this.#key("notify-owner-lease", principalId);
+    for await (const entry of this.#kv.list<LeaseMark>({ prefix })) {
+      slots.set(entry.key[entry.key.length - 1] as number, entry);
+    }
+    return slots;
+  }
+
+  /**
+   * Adds to `operation` the removal of the lease marks naming `delivery` (its subscription's,
+   * its owner's slot), each checked as read.
+   */
+  async #releaseMarks(
+    operation: Deno.AtomicOperation,
+    delivery: Pick<StoredDelivery, "deliveryId" | "subscriptionId" | "principalId">,
+  ): Promise<void> {
+    const subMark = await this.#kv.get<LeaseMark>(
+      this.#key("notify-sub-lease", delivery.subscriptionId),
+    );
+    if (subMark.value?.deliveryId === delivery.deliveryId) {
+      operation.check(subMark).delete(subMark.key);
+    }
+    for (const entry of (await this.#ownerSlots(delivery.principalId)).values()) {
+      if (entry.value?.deliveryId === delivery.deliveryId) operation.check(entry).delete(entry.key);
     }
   }
 
@@ -336,6 +449,7 @@ export class KvNotifications implements NotificationStore {
       const { leaseHolder: _holder, leaseUntil: _until, ...next } = delivery;
       const operation = this.#kv.atomic().check(current);
       this.#moveDelivery(operation, record, next);
+      await this.#releaseMarks(operation, record);
       return (await this.#commits.commit(operation)).ok ? true : AGAIN;
     });
   }
@@ -390,6 +504,7 @@ export class KvNotifications implements NotificationStore {
       };
       const operation = this.#kv.atomic().check(current);
       this.#moveDelivery(operation, record, next);
+      await this.#releaseMarks(operation, record);
       return (await this.#commits.commit(operation)).ok ? next : AGAIN;
     });
   }

@@ -2,8 +2,10 @@
  * The notifications part of the PostgreSQL store (tables of migration `012_notifications.ts`).
  * Every step is one statement: a subscription takes the lowest free slot of its owner (a unique
  * constraint: two racing creations cannot take one slot, and the loser looks again); a delivery
- * is inserted `ON CONFLICT DO NOTHING` on its id; the due deliveries are leased with
- * `FOR UPDATE SKIP LOCKED`, so two replicas never take the same one; a settlement only lands while
+ * is inserted `ON CONFLICT DO NOTHING` on its id; the due deliveries are leased by one call of
+ * `automation_runtime_claim_deliveries` (migration `016_fair_notifications.ts`), which serializes
+ * the claims of a namespace with a transaction-scoped lock, so two replicas never take the same
+ * one, nor two of one subscription, nor more than an owner's bound; a settlement only lands while
  * its sender holds the lease.
  *
  * @module
@@ -216,22 +218,20 @@ export class PostgresNotifications implements NotificationStore {
   }
 
   claimDue(params: ClaimDueParams): Promise<StoredDelivery[]> {
-    const now = String(params.now);
     return this.#pool.run(async (sql) => {
-      const rows = await sql<DeliveryRow[]>`
-        UPDATE automation_runtime_notify_deliveries AS d
-        SET lease_holder = ${params.holder}, lease_until = ${String(params.now + params.leaseMs)}
-        FROM (
-          SELECT delivery_id FROM automation_runtime_notify_deliveries
-          WHERE namespace = ${this.#ns} AND state = 'pending' AND next_attempt_ms <= ${now}
-            AND (lease_until IS NULL OR lease_until <= ${now})
-          ORDER BY next_attempt_ms
-          LIMIT ${params.limit}
-          FOR UPDATE SKIP LOCKED
-        ) AS due
-        WHERE d.namespace = ${this.#ns} AND d.delivery_id = due.delivery_id
-        RETURNING d.record, d.lease_holder, d.lease_until`;
-      return rows.map(toDelivery);
+      const rows = await sql<
+        { claimed_record: StoredDelivery; claimed_holder: string; claimed_until: string }[]
+      >`
+        SELECT * FROM automation_runtime_claim_deliveries(
+          ${this.#ns}, ${params.holder}, ${String(params.now)},
+          ${String(params.now + params.leaseMs)}, ${params.limit}, ${params.perOwner})`;
+      return rows.map((row) =>
+        toDelivery({
+          record: row.claimed_record,
+          lease_holder: row.claimed_holder,
+          lease_until: row.claimed_until,
+        })
+      );
     });
   }
 

@@ -23,6 +23,7 @@ import { migration012 } from "./012_notifications.ts";
 import { migration013 } from "./013_provider_interface.ts";
 import { migration014 } from "./014_authority_leases.ts";
 import { migration015 } from "./015_spend.ts";
+import { migration016 } from "./016_fair_notifications.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -43,7 +44,7 @@ export interface Migration {
  * import { MIGRATIONS } from "./mod.ts";
  * assert.deepEqual(
  *   MIGRATIONS.map((migration) => migration.version),
- *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+ *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
  * );
  * ```
  */
@@ -63,4 +64,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration013,
   migration014,
   migration015,
+  migration016,
 ]);
