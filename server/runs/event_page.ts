@@ -14,7 +14,9 @@
  * record's `lastEventSeq` and the record still says active, the reader reads the record again
  * until it has taken the entry in, for at most {@linkcode RECORD_CATCH_UP_MS} (the write
  * commits a few ms after the append; past the limit the record is answered as it stands). A record
- * that has taken the entry in and is still active ran a follow-up turn: the log has not ended.
+ * that has taken the entry in and is still active ran a follow-up turn: the log has not ended. A
+ * record whose write never came (the tail died or its write failed) is brought up to the log by
+ * the run's next tail (`tail.ts`, step 2), which readers then find.
  *
  * @module
  */

@@ -9,7 +9,11 @@
  *    missed;
  * 2. re-lists the session's whole history and feeds it through the mapping (`_tail_mapper.ts`),
  *    appending in batches: the store skips provider event ids the log already holds, so only
- *    what an earlier tail missed is appended;
+ *    what an earlier tail missed is appended; then brings the run record up to the log when it
+ *    lags behind it (an earlier tail died, or its record write failed, after appending entries:
+ *    a turn's end the record does not show would keep the run active, with its slot, and
+ *    readers waiting for it): the entries past the record's `lastEventSeq` go through the same
+ *    rules as an append's (step 4), each with the turn the history places it in;
  * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
  * 4. after each append (of the run events and, in the same store write, the provider events
  *    themselves to the native log), hands the appended entries to this replica's subscribers
@@ -123,6 +127,13 @@ const HISTORY_PAGE = 1000;
 const SCAN_LIMIT = 1_000;
 /** `tool.pending` entries carried by one run record write; more are appended after it. */
 const PENDING_PER_WRITE = 16;
+/** Log entries read per page when the record catches up with the log (step 2). */
+const CATCH_UP_PAGE = 1_000;
+/**
+ * State-bearing entries whose turn a connection remembers for the record's catch-up (step 2): the
+ * latest ones, which are those past a lagging record.
+ */
+const REMEMBERED_TURNS = 4_096;
 
 interface Tail extends TailSpendState {
   controller: AbortController;
@@ -344,11 +355,20 @@ export class RunTails {
       const native: NativeEventInput[] = [];
       // The turn of each pending entry (the user messages fed before it).
       const turns = new Map<string, number>();
+      // The turn of each state-bearing entry fed, appended or not: for the record's catch-up.
+      const stateTurns = new Map<string, number>();
       const feed = (event: Parameters<typeof mapper.feed>[0]) => {
         const from = pending.length;
         requests.feed(event);
         mapper.feed(event, pending, native);
-        for (let i = from; i < pending.length; i++) turns.set(pending[i].sourceId, mapper.turn);
+        for (let i = from; i < pending.length; i++) {
+          turns.set(pending[i].sourceId, mapper.turn);
+          if (!bearsState(pending[i])) continue;
+          stateTurns.set(pending[i].sourceId, mapper.turn);
+          if (stateTurns.size > REMEMBERED_TURNS) {
+            stateTurns.delete(stateTurns.keys().next().value!);
+          }
+        }
       };
       const flush = async () => {
         tail.usage = mapper.usage;
@@ -363,6 +383,7 @@ export class RunTails {
         if (pending.length >= APPEND_BATCH) await flush();
       }
       await flush();
+      await this.#catchUp(runId, tail, stateTurns);
       if (mapper.position === "waiting") await this.#announce(runId, requests.pending());
       if (mapper.position === "ended" && !tail.poked) return true;
       for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
@@ -374,6 +395,41 @@ export class RunTails {
     } finally {
       await stream.cancel().catch(() => {});
     }
+  }
+
+  /**
+   * Brings the run record up to the log when it lags behind it (step 2): the entries past its
+   * `lastEventSeq` are written into it by the rules of an append, `turns` telling the turn of the
+   * state-bearing ones (as the history placed them). Nothing to do costs two reads.
+   */
+  async #catchUp(
+    runId: string,
+    tail: Tail,
+    turns: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    await tail.recording;
+    const record = await this.#store.runs.get(runId);
+    if (record === null) return;
+    // Only what decides the record: the state-bearing entries, and the newest one.
+    const missed: RunEventEntry[] = [];
+    let newest: RunEventEntry | undefined;
+    for (let after = record.lastEventSeq;;) {
+      const page = await this.#store.events.list(runId, after, CATCH_UP_PAGE);
+      for (const entry of page) if (bearsState(entry)) missed.push(entry);
+      newest = page.at(-1) ?? newest;
+      if (page.length < CATCH_UP_PAGE) break;
+      after = page[page.length - 1].seq;
+    }
+    if (newest === undefined) return;
+    if (missed.length > 0) {
+      this.#logger.info("run record behind its log", {
+        runId,
+        fromSeq: record.lastEventSeq,
+        toSeq: newest.seq,
+      });
+    }
+    if (missed.at(-1) !== newest) missed.push(newest);
+    await this.#writeRecord(runId, tail, missed, turns);
   }
 
   /**
@@ -565,7 +621,7 @@ export class RunTails {
 }
 
 /** Whether an entry changes the run's state (`run.status` or a terminal event). */
-function bearsState(entry: RunEventEntry): boolean {
+function bearsState(entry: RunEventInput): boolean {
   return entry.event.type === "run.status" || isTerminalRunStreamEvent(entry.event);
 }
 
