@@ -22,6 +22,12 @@
  *    stop reason and the cancel, and starts the next turn as `running`.
  * 6. A run whose time limit passed is cancelled like a cancel, with `stopReason: "timeLimit"`,
  *    which the provider's report of the interrupted turn's end does not replace.
+ * 7. A session started without a turn waits for its first (`awaitingFirstTurn`): it reads
+ *    `completed` and holds an active-run slot all the same (`holdsRunSlot`), so a principal's
+ *    idle sessions count against its quota. The wait ends with the first turn (a follow-up, rule
+ *    5) or when the session is gone or terminated at the provider (a `failed` status or entry:
+ *    the run is `failed` then, its slot freed); nothing else the provider reports changes it (an
+ *    interrupted idle session is still there).
  *
  * The caller supplies the time (`at`, RFC 3339): these rules read no clock.
  *
@@ -30,6 +36,7 @@
 import type { RunEventEntry } from "../store/run_event_types.ts";
 import {
   ACTIVE_RUN_STATES,
+  holdsRunSlot,
   type RuntimeRunState as RunState,
   type StoredRunRecord as RunRecord,
 } from "../store/types.ts";
@@ -47,6 +54,34 @@ import {
  */
 export function isTerminal(state: RunState): boolean {
   return !ACTIVE_RUN_STATES.has(state);
+}
+
+/**
+ * Whether a run has settled: nothing the provider reports can change it until a follow-up. A
+ * terminal run has, save a session waiting for its first turn (rule 7), which a status read may
+ * still find gone.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isSettled } from "./run_state.ts";
+ * const record = {
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e",
+ *   state: "completed" as const, lastEventSeq: 0, createdAt: "t", updatedAt: "t",
+ * };
+ * assert.equal(isSettled(record), true);
+ * assert.equal(isSettled({ ...record, awaitingFirstTurn: true }), false);
+ * assert.equal(isSettled({ ...record, state: "running" }), false);
+ * ```
+ */
+export function isSettled(record: RunRecord): boolean {
+  return !holdsRunSlot(record);
+}
+
+/** The record of a session whose wait for its first turn ends as `failed` at `at` (rule 7). */
+function waitEnded(current: RunRecord, at: string): RunRecord {
+  const { awaitingFirstTurn: _, ...rest } = current;
+  return { ...rest, state: "failed", updatedAt: at, endedAt: at };
 }
 
 /** The turn a record is in (rule 3): its `turns`, or 1 for a record without them. */
@@ -139,6 +174,9 @@ export function afterStatus(
 ): RunRecord | null {
   // A follow-up sent since the status was read started a turn this status knows nothing of.
   if (isEarlierTurn(report.turn, current)) return null;
+  if (current.awaitingFirstTurn === true) {
+    return report.state === "failed" ? waitEnded(current, at) : null;
+  }
   const state = nextState(current, report.state);
   if (state === null) return null;
   if (
@@ -191,6 +229,10 @@ export function afterEntries(
     else if (event.type === "run.failed") reported = "failed";
     else if (event.type === "run.cancelled") reported = "cancelled";
     if (reported === null) continue;
+    if (updated.awaitingFirstTurn === true) {
+      if (reported === "failed") updated = waitEnded(updated, entry.at);
+      continue;
+    }
     const state = nextState(updated, reported);
     if (state === null) continue;
     if (!isTerminal(state)) {
@@ -259,7 +301,8 @@ export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null
 }
 
 /**
- * The record after a follow-up message the provider accepted: the next turn, `running` (rule 5).
+ * The record after a follow-up message the provider accepted: the next turn, `running` (rule 5),
+ * which ends a session's wait for its first turn (rule 7).
  *
  * @example
  * ```ts
@@ -275,6 +318,12 @@ export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null
  * ```
  */
 export function afterFollowUp(current: RunRecord, at: string): RunRecord {
-  const { endedAt: _ended, stopReason: _stop, cancelRequested: _cancel, ...rest } = current;
+  const {
+    endedAt: _ended,
+    stopReason: _stop,
+    cancelRequested: _cancel,
+    awaitingFirstTurn: _waiting,
+    ...rest
+  } = current;
   return { ...rest, state: "running", turns: turnOf(current) + 1, updatedAt: at };
 }

@@ -26,8 +26,10 @@
  * 5. record the run, turning the reservation into the run's slot, completing the idempotency
  *    claim with the answer and appending its `run.created` activity entry in the same store
  *    write, and wake the run's tail (`RunActivity`). A session started without a turn (no
- *    kickoff, no initial event that starts one) waits idle: it is recorded `completed`, its slot
- *    freed in the same write, until a follow-up starts its first turn.
+ *    kickoff, no initial event that starts one) waits idle: it is recorded `completed`, waiting
+ *    for its first turn, and keeps its slot until a follow-up starts that turn (then the slot is
+ *    the turn's) or the session is gone (`run_state.ts`, rule 7): idle sessions count against the
+ *    quotas like runs, or a principal could open sessions at the provider without limit.
  *
  * A failure after step 3 releases the reservation. Replays of the same idempotency key never
  * reach this code: the idempotency rule answers them with the recorded run. Past step 4 a key is
@@ -108,6 +110,7 @@ import {
   afterCancel,
   afterFollowUp,
   afterStatus,
+  isSettled,
   isTerminal,
   type StatusReport,
   turnOf,
@@ -292,7 +295,7 @@ export class RunGateway {
   ): Promise<StoredRunRecord | null> {
     const client = await this.providerClient();
     const record = await this.#store.runs.get(runId);
-    if (record === null || isTerminal(record.state)) return record;
+    if (record === null || isSettled(record)) return record;
     const deadline = this.#now() + (options.timeoutMs ?? 30_000);
     const signal = deadlineSignal(
       { deadline, ...(options.signal !== undefined ? { signal: options.signal } : {}) },
@@ -365,8 +368,9 @@ export class RunGateway {
     });
     const active = startsTurn(request);
     const slotId = `reservation:${crypto.randomUUID()}`;
-    // A session that starts without a turn holds nothing until a follow-up starts its first; a
-    // budget the request asks for itself lowers the hold (and the provider's ceiling) to it.
+    // A session that starts without a turn holds no money (only its slot) until a follow-up
+    // starts its first; a budget the request asks for itself lowers the hold (and the provider's
+    // ceiling) to it.
     const asked = requestedCeiling(request.budget);
     const hold = active
       ? holdRequest(policy.spend, this.#now(), {
@@ -453,7 +457,9 @@ export class RunGateway {
         : (request.initialEvents ?? []).filter((event) => event.type === "user.message").length,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
-      ...(active ? this.#reservations.runLimits(policy.spend, granted) : { endedAt: now }),
+      ...(active
+        ? this.#reservations.runLimits(policy.spend, granted)
+        : { endedAt: now, awaitingFirstTurn: true }),
     };
     const run = publicRun(record);
     const completion = key === null || key.token === null ? undefined : {
@@ -497,7 +503,7 @@ export class RunGateway {
   async get(call: RunCall, runId: string): Promise<RunRecord> {
     const client = await this.providerClient();
     const record = await this.visibleRun(call.principal, runId, "read");
-    if (isTerminal(record.state)) return publicRun(record);
+    if (isSettled(record)) return publicRun(record);
     return publicRun(await this.#budgetedRefresh(client, record, deadlineSignal(call, this.#now)));
   }
 
@@ -765,7 +771,7 @@ export class RunGateway {
 
 /**
  * The public form of a run record (the internal cancel marker, turn count, provider read times
- * and time limit left out).
+ * time limit and the wait for a first turn left out).
  *
  * @example
  * ```ts
@@ -785,6 +791,7 @@ export function publicRun(record: StoredRunRecord): RunRecord {
     statusReadAt: _status,
     historyReadAt: _history,
     timeLimitAt: _timeLimit,
+    awaitingFirstTurn: _waiting,
     ...rest
   } = record;
   return rest;

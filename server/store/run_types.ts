@@ -8,7 +8,8 @@
  * reservation is taken atomically against both limits (the principal's `maxActiveRuns` and the
  * service's `--max-active-runs`), so replicas sharing the store never admit more than allowed; it
  * becomes the run's slot when the run is recorded, is released when the start fails, and lapses
- * after its lease when its replica died. A run's slot is freed when its state becomes terminal.
+ * after its lease when its replica died. A run's slot is freed when its state becomes terminal,
+ * except a session's that waits for its first turn ({@linkcode holdsRunSlot}).
  *
  * The shapes that also cross the wire (the public run record, audit entries and pages, the list
  * queries) are the wire contract's (`wire/`); the records here extend them with what the store
@@ -25,9 +26,10 @@ import type {
   RunRecord,
 } from "../../wire/mod.ts";
 
+import { ACTIVE_RUN_STATES } from "../../wire/mod.ts";
 import type { GrantedHold, SpendHoldRequest } from "./spend.ts";
 
-export { ACTIVE_RUN_STATES } from "../../wire/mod.ts";
+export { ACTIVE_RUN_STATES };
 export type {
   AuditAction,
   AuditEntry,
@@ -60,6 +62,34 @@ export interface StoredRunRecord extends RunRecord {
    * follow-up that woke it plus the principal's `maxRunSeconds` (its tail interrupts it then).
    */
   timeLimitAt?: number;
+  /**
+   * Set on a session started without a turn while it waits for its first: its state reads
+   * `completed`, yet it holds an active-run slot (see {@linkcode holdsRunSlot}).
+   */
+  awaitingFirstTurn?: true;
+}
+
+/**
+ * Whether a run holds an active-run slot: while its state is active, and while it waits for its
+ * first turn (a session started without one), so idle sessions count against the quotas. The
+ * store keeps or frees the slot by this in the write that records the run, and never purges a run
+ * that holds one.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { holdsRunSlot } from "./run_types.ts";
+ * const run = {
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e",
+ *   state: "completed" as const, lastEventSeq: 0, createdAt: "t", updatedAt: "t",
+ * };
+ * assert.equal(holdsRunSlot(run), false);
+ * assert.equal(holdsRunSlot({ ...run, awaitingFirstTurn: true }), true);
+ * assert.equal(holdsRunSlot({ ...run, state: "running" }), true);
+ * ```
+ */
+export function holdsRunSlot(record: StoredRunRecord): boolean {
+  return ACTIVE_RUN_STATES.has(record.state) || record.awaitingFirstTurn === true;
 }
 
 /** Parameters of {@linkcode RunStore.reserveRunSlot}. */

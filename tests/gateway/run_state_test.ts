@@ -1,7 +1,8 @@
 /**
  * The run-state rules (`server/runs/run_state.ts`) on their own: what a status read from the
- * provider, entries of the run's log, a cancel and a follow-up do to a run record, and that the
- * read path and the tail reach the same state from the same news.
+ * provider, entries of the run's log, a cancel and a follow-up do to a run record, that the read
+ * path and the tail reach the same state from the same news, and that a session waiting for its
+ * first turn keeps waiting (with its slot) until that turn or its end at the provider.
  */
 import assert from "node:assert/strict";
 import {
@@ -9,6 +10,7 @@ import {
   afterEntries,
   afterFollowUp,
   afterStatus,
+  isSettled,
   isTerminal,
   nextState,
 } from "../../server/runs/run_state.ts";
@@ -159,4 +161,42 @@ Deno.test("run state: the read path and the tail reach the same state from the s
       }
     }
   }
+});
+
+Deno.test("run state: a session waiting for its first turn stays waiting until its first turn, or until it is gone", () => {
+  const waiting = run({
+    state: "completed",
+    turns: 0,
+    endedAt: "2026-01-01T00:00:00.000Z",
+    awaitingFirstTurn: true,
+    lastEventSeq: 0,
+  });
+  const at = "2026-01-01T00:05:00.000Z";
+  assert.equal(isSettled(waiting), false, "a status read may still find it gone");
+  // Whatever else the provider says of it (idle, interrupted, running), it keeps waiting.
+  for (const state of STATES.filter((state) => state !== "failed")) {
+    assert.equal(afterStatus(waiting, { turn: 0, state }, at), null, state);
+    const entries = afterEntries(waiting, [entryOf(state, 1)], { at });
+    assert.equal(entries.state, "completed", state);
+    assert.equal(entries.awaitingFirstTurn, true, state);
+    assert.equal(entries.lastEventSeq, 1);
+  }
+  // Gone (or terminated) at the provider: failed, no longer waiting, so its slot is freed.
+  for (
+    const ended of [
+      afterStatus(waiting, { turn: 0, state: "failed" }, at)!,
+      afterEntries(waiting, [entryOf("failed", 1, at)], { at }),
+    ]
+  ) {
+    assert.equal(ended.state, "failed");
+    assert.equal(ended.endedAt, at);
+    assert.equal("awaitingFirstTurn" in ended, false);
+    assert.equal(isSettled(ended), true);
+  }
+  // Its first turn.
+  const woken = afterFollowUp(waiting, at);
+  assert.equal(woken.state, "running");
+  assert.equal(woken.turns, 1);
+  assert.equal("awaitingFirstTurn" in woken, false);
+  assert.equal(isSettled(afterStatus(woken, { turn: 1, state: "completed" }, at)!), true);
 });

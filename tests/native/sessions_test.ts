@@ -88,7 +88,7 @@ Deno.test("provider API: a follow-up and an interrupt go through the gateway's r
   const native = await startNative();
   const { gateway } = native;
   try {
-    // A session without a first turn waits idle and holds no active-run slot.
+    // A session without a first turn waits idle (and holds an active-run slot meanwhile).
     const { sdk, session } = await writerSession(native);
     assert.equal((await gateway.store.runs.get(session.id))?.state, "completed");
     gateway.holdTurns(true);
@@ -151,8 +151,12 @@ Deno.test("provider API: one principal's session lists read at most eight of its
   const native = await startNative();
   const { gateway } = native;
   try {
-    const { sdk } = await writerSession(native);
-    for (let i = 0; i < 31; i++) {
+    // Thirty-two sessions waiting for their first turn: each holds one of its active-run slots.
+    const { bearer } = await gateway.issue(["session:read", "session:write"], {
+      maxActiveRuns: 32,
+    });
+    const sdk = native.sdk(bearer);
+    for (let i = 0; i < 32; i++) {
       await sdk.beta.sessions.create({
         agent: gateway.agentId,
         environment_id: gateway.environmentId,

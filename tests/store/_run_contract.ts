@@ -300,6 +300,49 @@ export function runRunContract(test: ContractCase): void {
     assert.equal(await store.runs.countSlots(null, Date.now()), 2);
   });
 
+  test("runs: a session waiting for its first turn holds its slot, is never purged, and frees the slot once it runs and ends or fails", async (store) => {
+    const alice = crypto.randomUUID();
+    const cutoff = "2026-02-01T00:00:00.000Z";
+    const idle = async (offset: number) => {
+      const slot = reservation(alice, { principalLimit: 2 });
+      assert.equal(await store.runs.reserveSlot(slot), "reserved");
+      // Recorded completed (it has not run), ended long before the cutoff, waiting.
+      const run = testRun({
+        principalId: alice,
+        state: "completed",
+        endedAt: "2026-01-02T00:00:00.000Z",
+        turns: 0,
+        awaitingFirstTurn: true,
+      }, offset);
+      await store.runs.create(run, slot.slotId);
+      return run;
+    };
+    const first = await idle(0);
+    const second = await idle(1);
+    assert.equal(await store.runs.countSlots(alice, Date.now()), 2);
+    assert.equal(
+      await store.runs.reserveSlot(reservation(alice, { principalLimit: 2 })),
+      "principalQuota",
+    );
+    assert.equal(await store.runs.purgeEnded(cutoff), 0, "a waiting session is kept");
+    assert.notEqual(await store.runs.get(first.runId), null);
+    // Its first turn: running on the slot it holds (a wake's reservation counts nothing more).
+    assert.equal(
+      await store.runs.reserveSlot(reservation(alice, { principalLimit: 2, slotId: first.runId })),
+      "reserved",
+    );
+    const { awaitingFirstTurn: _, endedAt: _ended, ...running } = first;
+    assert.equal(await store.runs.update({ ...running, state: "running", turns: 1 }, first), true);
+    assert.equal(await store.runs.countSlots(alice, Date.now()), 2);
+    // The turn ends: the slot goes. A session that fails (deleted) frees its slot too.
+    await store.runs.update({ ...running, state: "completed", turns: 1, endedAt: cutoff });
+    assert.equal(await store.runs.countSlots(alice, Date.now()), 1);
+    const { awaitingFirstTurn: _wait, ...gone } = second;
+    await store.runs.update({ ...gone, state: "failed" });
+    assert.equal(await store.runs.countSlots(alice, Date.now()), 0);
+    assert.equal(await store.runs.purgeEnded(cutoff), 1, "the failed one ended long ago");
+  });
+
   test("runs: a lapsed reservation stops counting and is taken back", async (store) => {
     const alice = crypto.randomUUID();
     const now = Date.now();

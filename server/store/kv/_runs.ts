@@ -39,9 +39,9 @@
  * @module
  */
 import {
-  ACTIVE_RUN_STATES,
   decodeRunCursor,
   encodeRunCursor,
+  holdsRunSlot,
   invalidCursor,
   type RunListQuery,
   type RunReservation,
@@ -90,8 +90,9 @@ function live(slot: SlotEntry | null, now: number): boolean {
   return slot !== null && (slot.leaseUntil === null || slot.leaseUntil > now);
 }
 
+/** Whether a run holds its slot (and so has no end key and is never purged). */
 function isActive(record: StoredRunRecord): boolean {
-  return ACTIVE_RUN_STATES.has(record.state);
+  return holdsRunSlot(record);
 }
 
 /** The state keys of `record` (see the module doc) with their values. */

@@ -19,9 +19,9 @@
  */
 import type postgres from "postgres";
 import {
-  ACTIVE_RUN_STATES,
   decodeRunCursor,
   encodeRunCursor,
+  holdsRunSlot,
   invalidCursor,
   type RunListQuery,
   type RunReservation,
@@ -58,14 +58,17 @@ export function endedRunIds(
   }`;
 }
 
-/** The condition of a namespace's runs that ended before `endedBefore`: the end index's. */
+/**
+ * The condition of a namespace's runs that ended before `endedBefore`: the end index's, less a
+ * session waiting for its first turn (it holds its slot: `holdsRunSlot`).
+ */
 function ended(
   sql: postgres.Sql,
   namespace: string,
   endedBefore: string,
 ): postgres.PendingQuery<postgres.Row[]> {
   return sql`namespace = ${namespace} AND state IN ('completed', 'failed', 'cancelled')
-    AND (record->>'endedAt') COLLATE "C" < ${endedBefore}`;
+    AND (record->>'endedAt') COLLATE "C" < ${endedBefore} AND NOT record ? 'awaitingFirstTurn'`;
 }
 
 /** The runs part of the PostgreSQL store. */
@@ -143,7 +146,7 @@ export class PostgresRuns implements RunStore {
     completion?: IdempotencyCompletion,
     activity?: readonly ActivityInput[],
   ): Promise<void> {
-    const active = ACTIVE_RUN_STATES.has(record.state);
+    const active = holdsRunSlot(record);
     const ns = this.#ns;
     return this.#pool.run(async (sql) => {
       const [row] = await sql<{ owned: number }[]>`
@@ -202,7 +205,7 @@ export class PostgresRuns implements RunStore {
     expected?: StoredRunRecord,
     activity?: readonly ActivityInput[],
   ): Promise<boolean> {
-    const active = ACTIVE_RUN_STATES.has(record.state);
+    const active = holdsRunSlot(record);
     const json = (value: StoredRunRecord) => value as unknown as postgres.JSONValue;
     return this.#pool.run(async (sql) => {
       const rows = await sql`
