@@ -280,6 +280,31 @@ export function runNotificationContract(test: ContractCase): void {
     assert.deepEqual(seqs(await claim("h5", now + 10_001)), [99]);
   });
 
+  test("notifications: a claim finds another owner's delivery behind hundreds of a busy owner's", async (store) => {
+    const now = Date.now();
+    const busy = crypto.randomUUID();
+    const queued: StoredDelivery[] = [];
+    for (const k of [0, 1]) {
+      const sub = subscription(busy);
+      await store.notifications.createSubscription(sub, 5);
+      for (let i = 0; i < 150; i++) {
+        queued.push(delivery(sub, 1_000 * k + i, { nextAttemptMs: now - 10_000 + 2 * i + k }));
+      }
+    }
+    const other = subscription(crypto.randomUUID());
+    await store.notifications.createSubscription(other, 5);
+    queued.push(delivery(other, 9_999, { nextAttemptMs: now - 1 }));
+    for (let i = 0; i < queued.length; i += 100) {
+      await store.notifications.enqueue(queued.slice(i, i + 100), 1_000);
+    }
+    const claim = (holder: string) =>
+      store.notifications.claimDue({ now, holder, leaseMs: 60_000, limit: 4, perOwner: 2 });
+    // The busy owner's two heads go first; its 298 others wait, all due before the other one.
+    assert.deepEqual((await claim("a")).map((d) => d.activitySeq), [0, 1_000, 9_999]);
+    const seconds = await claim("b");
+    assert.deepEqual(seconds, []);
+  });
+
   test("notifications: deleting a subscription whose delivery is leased frees its owner's share", async (store) => {
     const now = Date.now();
     const owner = crypto.randomUUID();

@@ -14,6 +14,8 @@
  * - `["notify-due", nextAttemptMs, deliveryId]` → {@linkcode DueMark} (pending deliveries by due
  *   time, with their subscription and owner, so a claim passes over busy ones without reading
  *   their records; `true` in a store written before the marks)
+ * - `["notify-sub-due", subscriptionId, nextAttemptMs, deliveryId]` → the owner's id (each
+ *   subscription's pending deliveries by due time: its first is the one a claim may take)
  * - `["notify-sub-lease", subscriptionId]` → {@linkcode LeaseMark}: the one delivery of the
  *   subscription under a lease
  * - `["notify-owner-lease", principalId, slot]` → {@linkcode LeaseMark}: an owner's leased
@@ -26,6 +28,13 @@
  * handles keep one delivery in flight per subscription and the owner's bound. A mark whose
  * `until` passed holds nothing (its sender died); settling, redelivering or deleting removes the
  * marks naming the delivery.
+ *
+ * A claim reads the due keys in order, passing over those of busy subscriptions and owners
+ * without reading their records, for up to {@linkcode DUE_SCAN} keys: past that, a long run of
+ * busy ones (an owner whose slow targets piled up deliveries) would make every claim read them
+ * all, so it looks at each subscription's first due delivery instead (one read per subscription
+ * with pending deliveries), earliest first. A claim's cost so stays bounded by the number of
+ * subscriptions, whatever one of them has queued.
  *
  * @module
  */
@@ -54,6 +63,29 @@ interface LeaseMark {
 
 /** Due keys one claim reads at a time. */
 const DUE_BATCH = 200;
+/** Due keys a claim reads in due order before it looks at each subscription's first instead. */
+const DUE_SCAN = 256;
+
+/** A due delivery a claim may take: its key in the due order, whose it is, when due. */
+interface Candidate {
+  deliveryId: string;
+  /** Its `notify-due` key. */
+  dueKey: Deno.KvKey;
+  /** Whose it is, when the key says (a store written before the marks does not). */
+  mark: DueMark | null;
+}
+
+/** What one claim has learnt and taken so far. */
+interface ClaimState {
+  readonly params: ClaimDueParams;
+  readonly claimed: StoredDelivery[];
+  /** Subscriptions with a delivery under a live lease (or a lost race: left to the next claim). */
+  readonly busy: Set<string>;
+  /** Owners at their bound. */
+  readonly full: Set<string>;
+  /** Each owner's slots as read in this claim (a slot this claim took is live). */
+  readonly slotsOf: Map<string, Map<number, Deno.KvEntryMaybe<LeaseMark>>>;
+}
 
 /** Whether a lease mark holds at `now`. */
 function holds(mark: LeaseMark | null, now: number): boolean {
@@ -76,7 +108,13 @@ export class KvNotifications implements NotificationStore {
     return [...this.#root, ...parts];
   }
 
-  #deliveryKeys(delivery: StoredDelivery): Deno.KvKey[] {
+  /** A delivery's keys: its place in its subscription's list, its pending key, its due keys. */
+  #deliveryKeys(
+    delivery: Pick<
+      StoredDelivery,
+      "subscriptionId" | "activitySeq" | "deliveryId" | "nextAttemptMs"
+    >,
+  ): Deno.KvKey[] {
     return [
       this.#key(
         "notify-by-sub",
@@ -85,7 +123,22 @@ export class KvNotifications implements NotificationStore {
         delivery.deliveryId,
       ),
       this.#key("notify-pending", delivery.subscriptionId, delivery.deliveryId),
+      ...this.#dueKeys(delivery),
+    ];
+  }
+
+  /** A pending delivery's two due keys: in the due order, and in its subscription's. */
+  #dueKeys(
+    delivery: Pick<StoredDelivery, "subscriptionId" | "deliveryId" | "nextAttemptMs">,
+  ): Deno.KvKey[] {
+    return [
       this.#key("notify-due", delivery.nextAttemptMs, delivery.deliveryId),
+      this.#key(
+        "notify-sub-due",
+        delivery.subscriptionId,
+        delivery.nextAttemptMs,
+        delivery.deliveryId,
+      ),
     ];
   }
 
@@ -96,14 +149,14 @@ export class KvNotifications implements NotificationStore {
     next: StoredDelivery,
   ): void {
     if (previous !== null && previous.state === "pending") {
-      operation.delete(this.#key("notify-due", previous.nextAttemptMs, previous.deliveryId));
+      for (const key of this.#dueKeys(previous)) operation.delete(key);
     }
     operation.set(this.#key("notify-delivery", next.deliveryId), next);
-    const [bySub, pending, due] = this.#deliveryKeys(next);
+    const [bySub, pending, due, subDue] = this.#deliveryKeys(next);
     operation.set(bySub, true);
     if (next.state === "pending") {
       const mark: DueMark = { subscriptionId: next.subscriptionId, principalId: next.principalId };
-      operation.set(pending, true).set(due, mark);
+      operation.set(pending, true).set(due, mark).set(subDue, next.principalId);
     } else {
       operation.delete(pending);
     }
@@ -289,7 +342,7 @@ export class KvNotifications implements NotificationStore {
           entry.key,
           key,
           this.#key("notify-pending", subscriptionId, deliveryId),
-          ...(record !== null ? [this.#key("notify-due", record.nextAttemptMs, deliveryId)] : []),
+          ...(record !== null ? this.#dueKeys(record) : []),
         );
       }
       await deletes.flush();
@@ -332,82 +385,145 @@ export class KvNotifications implements NotificationStore {
   }
 
   async claimDue(params: ClaimDueParams): Promise<StoredDelivery[]> {
-    const { now, holder } = params;
-    const until = now + params.leaseMs;
+    const state: ClaimState = {
+      params,
+      claimed: [],
+      busy: new Set(),
+      full: new Set(),
+      slotsOf: new Map(),
+    };
     try {
-      const claimed: StoredDelivery[] = [];
-      /** Subscriptions with a delivery under a live lease (or a lost race: left to the next claim). */
-      const busy = new Set<string>();
-      /** Each owner's slots as read in this claim (a slot this claim took is live). */
-      const slotsOf = new Map<string, Map<number, Deno.KvEntryMaybe<LeaseMark>>>();
-      const full = new Set<string>();
+      // In due order, for a while.
       const prefix = this.#key("notify-due");
       const due = this.#kv.list<DueMark | true>(
-        { prefix, end: [...prefix, now + 1] },
+        { prefix, end: [...prefix, params.now + 1] },
         { batchSize: DUE_BATCH },
       );
+      let read = 0;
+      let cut = false;
       for await (const entry of due) {
-        if (claimed.length === params.limit) break;
-        const mark = entry.value === true ? null : entry.value;
-        if (mark !== null && (busy.has(mark.subscriptionId) || full.has(mark.principalId))) {
-          continue;
+        if (state.claimed.length === params.limit) return state.claimed;
+        if (read++ === DUE_SCAN) {
+          cut = true;
+          break;
         }
-        const deliveryId = entry.key[entry.key.length - 1] as string;
-        const key = this.#key("notify-delivery", deliveryId);
-        const current = await this.#kv.get<StoredDelivery>(key);
-        const record = current.value;
-        if (record === null || record.state !== "pending") {
-          // A due key its delivery no longer matches: drop it.
-          await this.#commits.commit(this.#kv.atomic().delete(entry.key));
-          continue;
-        }
-        const { subscriptionId, principalId } = record;
-        if (busy.has(subscriptionId) || full.has(principalId)) continue;
-        const subKey = this.#key("notify-sub-lease", subscriptionId);
-        const subMark = await this.#kv.get<LeaseMark>(subKey);
-        if (
-          (record.leaseUntil !== undefined && record.leaseUntil > now) ||
-          holds(subMark.value, now)
-        ) {
-          busy.add(subscriptionId);
-          continue;
-        }
-        let slots = slotsOf.get(principalId);
-        if (slots === undefined) {
-          slots = await this.#ownerSlots(principalId);
-          slotsOf.set(principalId, slots);
-        }
-        let slot = -1;
-        for (let i = 0; i < params.perOwner && slot === -1; i++) {
-          if (!holds(slots.get(i)?.value ?? null, now)) slot = i;
-        }
-        if (slot === -1) {
-          full.add(principalId);
-          continue;
-        }
-        const slotKey = this.#key("notify-owner-lease", principalId, slot);
-        const slotEntry = slots.get(slot) ?? { key: slotKey, value: null, versionstamp: null };
-        const leased: StoredDelivery = { ...record, leaseHolder: holder, leaseUntil: until };
-        const lease: LeaseMark = { deliveryId, subscriptionId, until };
-        const result = await this.#commits.commit(
-          this.#kv.atomic()
-            .check(current, subMark, slotEntry)
-            .set(key, leased)
-            .set(subKey, lease)
-            .set(slotKey, lease),
-        );
-        busy.add(subscriptionId);
-        if (result.ok) {
-          claimed.push(leased);
-          slots.set(slot, { key: slotKey, value: lease, versionstamp: result.versionstamp });
-        } else {
-          // Another claim won a race here: the owner's slots are read again if met again.
-          slotsOf.delete(principalId);
-        }
+        await this.#tryClaim(state, {
+          deliveryId: entry.key[entry.key.length - 1] as string,
+          dueKey: entry.key,
+          mark: entry.value === true ? null : entry.value,
+        });
       }
-      return claimed;
+      if (!cut || state.claimed.length === params.limit) return state.claimed;
+      // Then each subscription's first due delivery, earliest first.
+      for (const candidate of await this.#heads(state)) {
+        if (state.claimed.length === params.limit) break;
+        await this.#tryClaim(state, candidate);
+      }
+      return state.claimed;
     } catch (error) {
       throw storeFailure(error);
+    }
+  }
+
+  /**
+   * The first due delivery of each subscription that is neither busy nor of a full owner, as far
+   * as `state` knows, earliest due first: one read per subscription with pending deliveries.
+   */
+  async #heads(state: ClaimState): Promise<Candidate[]> {
+    const heads: { candidate: Candidate; at: number }[] = [];
+    const prefix = this.#key("notify-sub-due");
+    let start: Deno.KvKey | null = null;
+    for (;;) {
+      let first: Deno.KvEntry<string> | undefined;
+      const selector = start === null ? { prefix } : { prefix, start };
+      for await (const entry of this.#kv.list<string>(selector, { limit: 1 })) first = entry;
+      if (first === undefined) break;
+      const [subscriptionId, at, deliveryId] = first.key.slice(prefix.length) as [
+        string,
+        number,
+        string,
+      ];
+      // Past every key of this subscription: its id and a NUL sort after them all.
+      start = [...prefix, `${subscriptionId}\u0000`];
+      if (at > state.params.now) continue;
+      if (state.busy.has(subscriptionId) || state.full.has(first.value)) continue;
+      heads.push({
+        at,
+        candidate: {
+          deliveryId,
+          dueKey: this.#key("notify-due", at, deliveryId),
+          mark: { subscriptionId, principalId: first.value },
+        },
+      });
+    }
+    heads.sort((a, b) => a.at - b.at || (a.candidate.deliveryId < b.candidate.deliveryId ? -1 : 1));
+    return heads.map((head) => head.candidate);
+  }
+
+  /**
+   * Leases `candidate` to the claim's holder unless its subscription is busy or its owner full
+   * (learning which on the way); drops a due key its delivery no longer matches.
+   */
+  async #tryClaim(state: ClaimState, candidate: Candidate): Promise<void> {
+    const { params, busy, full, slotsOf } = state;
+    const { now, holder } = params;
+    const { mark } = candidate;
+    if (mark !== null && (busy.has(mark.subscriptionId) || full.has(mark.principalId))) return;
+    const key = this.#key("notify-delivery", candidate.deliveryId);
+    const current = await this.#kv.get<StoredDelivery>(key);
+    const record = current.value;
+    if (record === null || record.state !== "pending") {
+      // Due keys their delivery no longer matches: drop them.
+      const operation = this.#kv.atomic().delete(candidate.dueKey);
+      if (mark !== null) {
+        const at = candidate.dueKey[candidate.dueKey.length - 2] as number;
+        operation.delete(
+          this.#key("notify-sub-due", mark.subscriptionId, at, candidate.deliveryId),
+        );
+      }
+      await this.#commits.commit(operation);
+      return;
+    }
+    const { subscriptionId, principalId } = record;
+    if (busy.has(subscriptionId) || full.has(principalId)) return;
+    const subKey = this.#key("notify-sub-lease", subscriptionId);
+    const subMark = await this.#kv.get<LeaseMark>(subKey);
+    if ((record.leaseUntil !== undefined && record.leaseUntil > now) || holds(subMark.value, now)) {
+      busy.add(subscriptionId);
+      return;
+    }
+    let slots = slotsOf.get(principalId);
+    if (slots === undefined) {
+      slots = await this.#ownerSlots(principalId);
+      slotsOf.set(principalId, slots);
+    }
+    let slot = -1;
+    for (let i = 0; i < params.perOwner && slot === -1; i++) {
+      if (!holds(slots.get(i)?.value ?? null, now)) slot = i;
+    }
+    if (slot === -1) {
+      full.add(principalId);
+      return;
+    }
+    const until = now + params.leaseMs;
+    const slotKey = this.#key("notify-owner-lease", principalId, slot);
+    const slotEntry = slots.get(slot) ?? { key: slotKey, value: null, versionstamp: null };
+    const leased: StoredDelivery = { ...record, leaseHolder: holder, leaseUntil: until };
+    const lease: LeaseMark = { deliveryId: candidate.deliveryId, subscriptionId, until };
+    const result = await this.#commits.commit(
+      this.#kv.atomic()
+        .check(current, subMark, slotEntry)
+        .set(key, leased)
+        .set(subKey, lease)
+        .set(slotKey, lease),
+    );
+    busy.add(subscriptionId);
+    if (result.ok) {
+      state.claimed.push(leased);
+      slots.set(slot, { key: slotKey, value: lease, versionstamp: result.versionstamp });
+    } else {
+      // Another claim won a race here: the owner's slots are read again if met again.
+      slotsOf.delete(principalId);
     }
   }
 
