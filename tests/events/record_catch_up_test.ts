@@ -38,6 +38,20 @@ function refusing(store: Store, refuse: Refusal): { store: Store; refused: numbe
   return wrapped;
 }
 
+/** A gateway on an in-memory KV store whose run record writes `refuse` picks are refused. */
+async function refusingGateway(
+  refuse: Refusal,
+): Promise<{ gateway: Gateway; refused: () => number }> {
+  let wrapped: ReturnType<typeof refusing> | undefined;
+  const gateway = await startGateway({
+    store: async (namespace) => {
+      wrapped = refusing(await openKvStore({ path: ":memory:", namespace }), refuse);
+      return wrapped.store;
+    },
+  });
+  return { gateway, refused: () => wrapped!.refused };
+}
+
 /** Refuses the writes of a run's end while `on()` says so. */
 const ends = (on: () => boolean): Refusal => (record) => record.state === "completed" && on();
 
@@ -82,25 +96,16 @@ async function assertCaughtUp(store: Store, runId: string, principalId: string):
 }
 
 Deno.test("record catch-up: a tail whose record write failed after the terminal append brings the record up to the log on reconnecting", async () => {
-  let wrapped: ReturnType<typeof refusing> | undefined;
   let refuse = true;
-  const gateway = await startGateway({
-    store: async (namespace) => {
-      // Only the first write of the run's end.
-      wrapped = refusing(
-        await openKvStore({ path: ":memory:", namespace }),
-        ends(() => {
-          const now = refuse;
-          refuse = false;
-          return now;
-        }),
-      );
-      return wrapped.store;
-    },
-  });
+  // Only the first write of the run's end.
+  const { gateway, refused } = await refusingGateway(ends(() => {
+    const now = refuse;
+    refuse = false;
+    return now;
+  }));
   try {
     const { runId, principalId } = await endingRun(gateway);
-    await until(() => wrapped!.refused === 1, "the record write of the end was refused", 5_000);
+    await until(() => refused() === 1, "the record write of the end was refused", 5_000);
     assert.ok(await logEnded(gateway.store, runId), "the terminal entry was appended");
     await assertCaughtUp(gateway.store, runId, principalId);
     assert.ok(gateway.logs.some((line) => line.includes("run record behind its log")));
@@ -158,19 +163,11 @@ Deno.test("record catch-up: a replica that takes over a run whose record lags it
 });
 
 Deno.test("record catch-up: an earlier turn's end in the log does not end the turn a follow-up started", async () => {
-  let wrapped: ReturnType<typeof refusing> | undefined;
   let refuse = true;
-  const gateway = await startGateway({
-    store: async (namespace) => {
-      // The tail's writes (they move lastEventSeq) while `refuse`; a follow-up's goes through.
-      wrapped = refusing(
-        await openKvStore({ path: ":memory:", namespace }),
-        (record, expected) =>
-          refuse && expected !== undefined && record.lastEventSeq > expected.lastEventSeq,
-      );
-      return wrapped.store;
-    },
-  });
+  // The tail's writes (they move lastEventSeq) while `refuse`; a follow-up's goes through.
+  const { gateway, refused } = await refusingGateway((record, expected) =>
+    refuse && expected !== undefined && record.lastEventSeq > expected.lastEventSeq
+  );
   try {
     const { bearer, principalId } = await gateway.issue(["session:read", "session:write"]);
     const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "one" } });
@@ -178,7 +175,7 @@ Deno.test("record catch-up: an earlier turn's end in the log does not end the tu
     const runId = started.json.runId;
     // Turn 1 ends in the log; the record never hears of it and stays running.
     await until(() => logEnded(gateway.store, runId), "turn 1 ended in the log", 5_000);
-    await until(() => wrapped!.refused >= 1, "the tail's record write was refused", 5_000);
+    await until(() => refused() >= 1, "the tail's record write was refused", 5_000);
     // A follow-up starts turn 2 (held open); the record counts it.
     gateway.holdTurns(true);
     const sent = await gateway.request("POST", `/v1/runs/${runId}/messages`, {

@@ -253,3 +253,17 @@ export function assertCode(answer: Answer, status: number, code: string): void {
   assert.equal(answer.headers.get("content-type"), "application/json");
   assert.equal(answer.json?.error?.code, code, answer.text);
 }
+
+/** `check`'s first value that is not undefined, asked every 25 ms for up to `ms`. */
+export async function waitFor<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  ms = 10_000,
+): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,6 +1,6 @@
 /**
  * Helpers of the notification tests: a local receiver (whose answers may be held), a gateway that
- * sends to private targets with short retry delays and polls, subscribing, and waiting.
+ * sends to private targets with short retry delays and polls, and subscribing.
  *
  * @module
  */
@@ -59,20 +59,6 @@ export function gatewayWith(options: GatewayOptions = {}): Promise<Gateway> {
       ...options.serverOptions,
     },
   });
-}
-
-/** `check`'s first value that is not undefined, asked every 25 ms for up to `ms`. */
-export async function waitFor<T>(
-  check: () => T | undefined | Promise<T | undefined>,
-  ms = 10_000,
-): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 /** Subscribes as `bearer`; answers the subscription's id, its secret and the answer's body. */

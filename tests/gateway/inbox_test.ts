@@ -6,7 +6,7 @@
  * is served from the store (no provider call per run); paging and bad queries.
  */
 import assert from "node:assert/strict";
-import { assertCode, type Gateway, startGateway } from "./_harness.ts";
+import { assertCode, type Gateway, startGateway, waitFor } from "./_harness.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -18,16 +18,6 @@ function scriptToolCalls(gateway: Gateway): void {
     { type: "agent.tool_use", name: "bash", input: { command: "ls" }, evaluated_permission: "ask" },
     { type: "agent.custom_tool_use", name: "lookup", input: { q: "x" } },
   ];
-}
-
-async function waitFor<T>(check: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 async function inbox(gateway: Gateway, bearer: string, query = ""): Promise<Json> {

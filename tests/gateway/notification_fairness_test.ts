@@ -9,7 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { OWNER_IN_FLIGHT } from "../../server/notifications/sender.ts";
-import { gatewayWith, receiver, subscribe, subscribedRun, waitFor } from "./_notifications.ts";
+import { waitFor } from "./_harness.ts";
+import { gatewayWith, receiver, subscribe, subscribedRun } from "./_notifications.ts";
 
 Deno.test("notifications: a tarpit owner holds two sending slots at most; another owner's delivery arrives at once", async () => {
   const gateway = await gatewayWith();

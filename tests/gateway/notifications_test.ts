@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
-import { assertCode, type Gateway, startGateway } from "./_harness.ts";
+import { assertCode, type Gateway, startGateway, waitFor } from "./_harness.ts";
 import {
   FAST,
   gatewayWith,
@@ -18,7 +18,6 @@ import {
   receiver,
   subscribe,
   subscribedRun,
-  waitFor,
 } from "./_notifications.ts";
 
 // deno-lint-ignore no-explicit-any
