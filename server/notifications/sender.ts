@@ -2,9 +2,11 @@
  * Sending deliveries. Every replica runs a sender with 4 slots: a pass claims due deliveries no
  * other replica holds as slots come free (`store.notifications.claimDue`, leased for 60 s), and
  * fairly: at most one delivery of a subscription in flight, and at most 2 of one owner's, across
- * replicas (the store counts the live leases). So an owner whose targets answer slowly, or never
- * (a tarpit holds an attempt for its 10 s), holds at most 2 slots however many subscriptions it
- * makes, and another owner's delivery takes a free slot at once: a slot that comes free, a wake
+ * replicas (the store counts the live leases) and at this replica (the pass counts its attempts:
+ * one whose subscription was deleted mid-flight holds no lease, yet holds its slot until it
+ * ends). So an owner whose targets answer slowly, or never (a tarpit holds an attempt for its
+ * 10 s), holds at most 2 slots however many subscriptions it makes, deletes or re-creates, and
+ * another owner's delivery takes a free slot at once: a slot that comes free, a wake
  * (the dispatcher created deliveries) or the poll claims again while attempts are under way. For
  * each delivery, in order:
  *
@@ -143,6 +145,8 @@ export class NotificationSender {
    */
   async pass(): Promise<void> {
     const sending = new Set<Promise<void>>();
+    /** The attempts in flight by owner, a deleted subscription's too (its lease is gone). */
+    const owners = new Map<string, number>();
     try {
       while (!this.#passes.stopped) {
         const free = SENDER_SLOTS - sending.size;
@@ -154,15 +158,23 @@ export class NotificationSender {
           leaseMs: LEASE_MS,
           limit: free,
           perOwner: OWNER_IN_FLIGHT,
+          skipOwners: [...owners].filter(([, n]) => n >= OWNER_IN_FLIGHT).map(([owner]) => owner),
         });
         for (const delivery of due) {
+          const owner = delivery.principalId;
+          owners.set(owner, (owners.get(owner) ?? 0) + 1);
           const sent: Promise<void> = this.#deliver(delivery)
             .catch((error) =>
               this.#options.logger.error("notification sending failed", {
                 errorName: error instanceof Error ? error.name : typeof error,
               })
             )
-            .finally(() => sending.delete(sent));
+            .finally(() => {
+              sending.delete(sent);
+              const left = owners.get(owner)! - 1;
+              if (left === 0) owners.delete(owner);
+              else owners.set(owner, left);
+            });
           sending.add(sent);
         }
         if (sending.size === 0) return;

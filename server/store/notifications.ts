@@ -81,6 +81,12 @@ export interface ClaimDueParams {
    * counting those leased before this claim by any holder.
    */
   perOwner: number;
+  /**
+   * Owners none of whose deliveries are taken: those the claimer already has as many attempts
+   * in flight for as it allows. An attempt whose subscription was deleted mid-flight holds no
+   * lease (its delivery is gone), yet it holds the claimer's slot until it ends.
+   */
+  skipOwners?: readonly string[];
 }
 
 /** A page of a list. */
@@ -133,9 +139,9 @@ export interface NotificationStore {
    * Takes up to `limit` pending deliveries due by `now` that no live lease holds, leasing each
    * to `holder` until `now + leaseMs`, earliest due first, and fairly: never a delivery of a
    * subscription that has one under a live lease (leased by this claim or before it, by any
-   * holder), and none of an owner who has `perOwner` under live leases. Claims on several
-   * handles at once keep both bounds. A lease ends when its delivery is settled, redelivered or
-   * deleted, or when it lapses.
+   * holder), none of an owner who has `perOwner` under live leases, and none of `skipOwners`'.
+   * Claims on several handles at once keep both bounds. A lease ends when its delivery is
+   * settled, redelivered or deleted, or when it lapses.
    */
   claimDue(params: ClaimDueParams): Promise<StoredDelivery[]>;
   /**

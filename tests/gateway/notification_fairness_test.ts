@@ -68,3 +68,76 @@ Deno.test("notifications: a tarpit owner holds two sending slots at most; anothe
     await healthy.close();
   }
 });
+
+Deno.test("notifications: a tarpit owner that deletes and re-creates its subscriptions mid-attempt still holds two sending slots at most", async () => {
+  const gateway = await gatewayWith();
+  let release = () => {};
+  const released = new Promise<void>((resolve) => release = resolve);
+  const tarpit = receiver(async () => {
+    await released;
+    return 204;
+  });
+  const healthy = receiver();
+  try {
+    const slow = await gateway.issue(["session:read", "session:write"]);
+    // OWNER_IN_FLIGHT subscriptions to the tarpit, then a run: one delivery each.
+    const subscribedTwice = async (): Promise<string[]> => {
+      const made: string[] = [];
+      for (let i = 0; i < OWNER_IN_FLIGHT; i++) {
+        const body = { url: tarpit.url, events: ["run.completed"] };
+        made.push((await subscribe(gateway, slow.bearer, body)).subscriptionId);
+      }
+      const started = await gateway.request("POST", "/v1/runs", {
+        bearer: slow.bearer,
+        body: { input: "go" },
+      });
+      assert.equal(started.status, 201, started.text);
+      return made;
+    };
+    const held = await subscribedTwice();
+    await waitFor(() => tarpit.requests.length === OWNER_IN_FLIGHT ? true : undefined);
+    // Its subscriptions go while the tarpit holds their attempts; new ones get new deliveries.
+    for (const subscriptionId of held) {
+      const path = `/v1/webhook-subscriptions/${subscriptionId}`;
+      const deleted = await gateway.request("DELETE", path, { bearer: slow.bearer });
+      assert.equal(deleted.status, 204, deleted.text);
+    }
+    const again = await subscribedTwice();
+    // The new deliveries are due (pending), yet wait for the owner's attempts in flight.
+    for (const subscriptionId of again) {
+      await waitFor(async () => {
+        const listed = await gateway.request(
+          "GET",
+          `/v1/webhook-subscriptions/${subscriptionId}/deliveries`,
+          { bearer: slow.bearer },
+        );
+        return listed.json.deliveries.length > 0 ? true : undefined;
+      });
+    }
+
+    const quick = await gateway.issue(["session:read", "session:write"]);
+    const began = performance.now();
+    await subscribedRun(gateway, quick.bearer, healthy.url);
+    const arrived = await waitFor(() => healthy.requests[0], 8_000);
+    const waited = arrived.at - began;
+    assert.ok(waited < 4_000, `the healthy owner's delivery took ${Math.round(waited)} ms`);
+    assert.equal(tarpit.requests.length, OWNER_IN_FLIGHT, "the tarpit owner's attempts at once");
+
+    // The tarpit answers: the new subscriptions' deliveries go out, once each.
+    release();
+    await waitFor(() => tarpit.requests.length === 2 * OWNER_IN_FLIGHT ? true : undefined);
+    for (const subscriptionId of again) {
+      const listed = await gateway.request(
+        "GET",
+        `/v1/webhook-subscriptions/${subscriptionId}/deliveries`,
+        { bearer: slow.bearer },
+      );
+      assert.equal(listed.json.deliveries.length, 1);
+    }
+  } finally {
+    release();
+    await gateway.close();
+    await tarpit.close();
+    await healthy.close();
+  }
+});

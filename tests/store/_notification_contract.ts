@@ -305,6 +305,29 @@ export function runNotificationContract(test: ContractCase): void {
     assert.deepEqual(seconds, []);
   });
 
+  test("notifications: a claim takes none of the owners it is told to skip", async (store) => {
+    const now = Date.now();
+    const [skipped, other] = [crypto.randomUUID(), crypto.randomUUID()];
+    const [x, y] = [subscription(skipped), subscription(other)];
+    await store.notifications.createSubscription(x, 5);
+    await store.notifications.createSubscription(y, 5);
+    await store.notifications.enqueue([
+      delivery(x, 1, { nextAttemptMs: now - 2 }),
+      delivery(y, 2, { nextAttemptMs: now - 1 }),
+    ], 10);
+    const claim = (skipOwners: string[]) =>
+      store.notifications.claimDue({
+        now,
+        holder: "h",
+        leaseMs: 60_000,
+        limit: 5,
+        perOwner: 2,
+        skipOwners,
+      });
+    assert.deepEqual((await claim([skipped])).map((d) => d.activitySeq), [2]);
+    assert.deepEqual((await claim([])).map((d) => d.activitySeq), [1]);
+  });
+
   test("notifications: deleting a subscription whose delivery is leased frees its owner's share", async (store) => {
     const now = Date.now();
     const owner = crypto.randomUUID();

@@ -81,7 +81,7 @@ interface ClaimState {
   readonly claimed: StoredDelivery[];
   /** Subscriptions with a delivery under a live lease (or a lost race: left to the next claim). */
   readonly busy: Set<string>;
-  /** Owners at their bound. */
+  /** Owners at their bound (or skipped by the claimer). */
   readonly full: Set<string>;
   /** Each owner's slots as read in this claim (a slot this claim took is live). */
   readonly slotsOf: Map<string, Map<number, Deno.KvEntryMaybe<LeaseMark>>>;
@@ -389,7 +389,7 @@ export class KvNotifications implements NotificationStore {
       params,
       claimed: [],
       busy: new Set(),
-      full: new Set(),
+      full: new Set(params.skipOwners),
       slotsOf: new Map(),
     };
     try {

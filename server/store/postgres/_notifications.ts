@@ -224,7 +224,8 @@ export class PostgresNotifications implements NotificationStore {
       >`
         SELECT * FROM automation_runtime_claim_deliveries(
           ${this.#ns}, ${params.holder}, ${String(params.now)},
-          ${String(params.now + params.leaseMs)}, ${params.limit}, ${params.perOwner})`;
+          ${String(params.now + params.leaseMs)}, ${params.limit}, ${params.perOwner},
+          ${sql.array([...(params.skipOwners ?? [])])}::text[])`;
       return rows.map((row) =>
         toDelivery({
           record: row.claimed_record,

@@ -4,8 +4,8 @@
  * - `automation_runtime_claim_deliveries(...)`: leases due deliveries under a transaction-scoped
  *   advisory lock of the namespace (so each claim counts the leases the claims before it took,
  *   whichever replica made them), earliest due first, never a delivery of a subscription that
- *   has one under a live lease, and none of an owner past `p_per_owner` live leases. One call is
- *   one statement.
+ *   has one under a live lease, none of an owner past `p_per_owner` live leases, and none of an
+ *   owner in `p_skip_owners`. One call is one statement.
  * - An index of the pending deliveries by subscription and due time serves the claim's look at
  *   each subscription's earliest due delivery.
  *
@@ -33,7 +33,7 @@ CREATE INDEX automation_runtime_notify_deliveries_pending_by_subscription
 
 CREATE FUNCTION automation_runtime_claim_deliveries(
   p_namespace text, p_holder text, p_now bigint, p_lease_until bigint, p_limit integer,
-  p_per_owner integer
+  p_per_owner integer, p_skip_owners text[]
 ) RETURNS TABLE (claimed_record jsonb, claimed_holder text, claimed_until bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
@@ -50,6 +50,7 @@ BEGIN
     FROM automation_runtime_notify_deliveries d
     WHERE d.namespace = p_namespace AND d.state = 'pending' AND d.next_attempt_ms <= p_now
       AND NOT EXISTS (SELECT 1 FROM leased l WHERE l.subscription_id = d.subscription_id)
+      AND NOT (d.record->>'principalId') = ANY(p_skip_owners)
     ORDER BY d.subscription_id, d.next_attempt_ms, d.delivery_id COLLATE "C"
   ), ranked AS (
     SELECT h.delivery_id, h.next_attempt_ms,
