@@ -10,7 +10,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { StoredDelivery, StoredSubscription } from "../../server/store/types.ts";
+import type { Store, StoredDelivery, StoredSubscription } from "../../server/store/types.ts";
 import { type ContractCase, twinOf } from "./_fixtures.ts";
 
 function subscription(
@@ -54,6 +54,25 @@ function delivery(
     nextAttemptMs: now,
     ...overrides,
   };
+}
+
+/**
+ * Two subscriptions, of `owners[0]` and `owners[1]`, each with one delivery due: seq 1 (due
+ * first) and seq 2. Answers the subscriptions.
+ */
+async function twoDue(
+  store: Store,
+  owners: readonly [string, string],
+  now: number,
+): Promise<[StoredSubscription, StoredSubscription]> {
+  const [x, y] = [subscription(owners[0]), subscription(owners[1])];
+  await store.notifications.createSubscription(x, 5);
+  await store.notifications.createSubscription(y, 5);
+  await store.notifications.enqueue([
+    delivery(x, 1, { nextAttemptMs: now - 2 }),
+    delivery(y, 2, { nextAttemptMs: now - 1 }),
+  ], 10);
+  return [x, y];
 }
 
 /** Registers the notification cases. */
@@ -307,14 +326,8 @@ export function runNotificationContract(test: ContractCase): void {
 
   test("notifications: a claim takes none of the owners it is told to skip", async (store) => {
     const now = Date.now();
-    const [skipped, other] = [crypto.randomUUID(), crypto.randomUUID()];
-    const [x, y] = [subscription(skipped), subscription(other)];
-    await store.notifications.createSubscription(x, 5);
-    await store.notifications.createSubscription(y, 5);
-    await store.notifications.enqueue([
-      delivery(x, 1, { nextAttemptMs: now - 2 }),
-      delivery(y, 2, { nextAttemptMs: now - 1 }),
-    ], 10);
+    const skipped = crypto.randomUUID();
+    await twoDue(store, [skipped, crypto.randomUUID()], now);
     const claim = (skipOwners: string[]) =>
       store.notifications.claimDue({
         now,
@@ -331,13 +344,7 @@ export function runNotificationContract(test: ContractCase): void {
   test("notifications: deleting a subscription whose delivery is leased frees its owner's share", async (store) => {
     const now = Date.now();
     const owner = crypto.randomUUID();
-    const [x, y] = [subscription(owner), subscription(owner)];
-    await store.notifications.createSubscription(x, 5);
-    await store.notifications.createSubscription(y, 5);
-    await store.notifications.enqueue([
-      delivery(x, 1, { nextAttemptMs: now - 2 }),
-      delivery(y, 2, { nextAttemptMs: now - 1 }),
-    ], 10);
+    const [x] = await twoDue(store, [owner, owner], now);
     const claim = () =>
       store.notifications.claimDue({ now, holder: "h", leaseMs: 60_000, limit: 5, perOwner: 1 });
     assert.deepEqual((await claim()).map((d) => d.activitySeq), [1]);
