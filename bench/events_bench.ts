@@ -27,14 +27,22 @@
  *
  * @module
  */
-import { startBenchGateway } from "./_gateway.ts";
+import { type BenchProviderAddress, serveBenchGateway, startBenchProvider } from "./_gateway.ts";
+import { cpuPer, readThreadCpu, THREAD_GROUPS, type ThreadCpu } from "./_thread_cpu.ts";
 
-/** Latency percentiles of one live round, in ms. */
+/** Latency percentiles of one live round, in ms, and its CPU per frame by thread. */
 interface RoundFigures {
   p50: number;
   p99: number;
   /** Frames received. */
   samples: number;
+  /**
+   * The child's CPU per frame by thread, in ms: from the round's first frame made until every
+   * subscriber's stream ended (the runtime, or the floor peer making the frames).
+   */
+  cpu: ThreadCpu;
+  /** The same for this process (the 100 subscribers), from their connecting to their end. */
+  clientCpu: ThreadCpu;
 }
 
 /** Latency percentiles in ms: medians over the rounds, and the worst round's p99. */
@@ -43,29 +51,76 @@ export interface LatencyFigures extends RoundFigures {
   worstP99: number;
 }
 
-/** The result of {@linkcode runEventsBench}. */
+/** Delivery of one subscriber count: events/s over all subscribers, runtime and peer. */
+export interface DeliveryRow {
+  subscribers: number;
+  runtime: number;
+  peer: number;
+  ratio: number;
+}
+
+/** What the child holds per idle subscriber (see `measureIdleMemory`). */
+export interface IdleMemory {
+  /** Resident bytes: RSS growth less the growth of the heap space V8 keeps free. */
+  resident: number;
+  /** Bytes of JavaScript heap still in use after a full collection. */
+  heap: number;
+}
+
+/** The phases of the benchmark (`--only` picks some). */
+export const PHASES = ["delivery", "latency", "memory"] as const;
+
+/** A phase of the benchmark. */
+export type Phase = typeof PHASES[number];
+
+/** The result of one {@linkcode runEventsBench}: the figures of each phase that ran. */
 export interface EventsBenchResult {
-  /** Events in the replayed log. */
-  logEvents: number;
-  /** Events/s over all subscribers, runtime and peer, by subscriber count. */
-  delivery: { subscribers: number; runtime: number; peer: number; ratio: number }[];
-  /** Provider frame to subscriber frame, ms, at 100 subscribers. */
-  latency: LatencyFigures;
-  /** The peer's frame to subscriber frame, ms, at 100 subscribers (the floor). */
-  latencyFloor: LatencyFigures;
-  /** The same with one Deno KV commit of each frame before it is written (a durable log's floor). */
-  latencyCommitFloor: LatencyFigures;
+  /** Delivery of a finished run's log, by subscriber count. */
+  delivery?: { logEvents: number; rows: DeliveryRow[] };
   /**
-   * Resident bytes per idle subscriber in a fresh process, after a full collection, not counting
-   * heap space V8 keeps free (see `measureIdleMemory`).
+   * Provider frame (or the floor peer's frame) to subscriber frame at 100 subscribers, with the
+   * CPU per frame: the runtime, the floor writing straight to the streams (`bare`), and the floor
+   * committing each frame to Deno KV first (`commit`, a durable log's floor).
    */
-  bytesPerIdleSubscriber: number;
-  /** The same for a bare `Deno.serve` streaming response (the runtime's floor). */
-  floorBytesPerIdleSubscriber: number;
-  /** Of the resident bytes: JavaScript heap in use per idle subscriber. */
-  heapBytesPerIdleSubscriber: number;
-  /** The same for the bare streaming response. */
-  floorHeapBytesPerIdleSubscriber: number;
+  latency?: Partial<Record<LiveSource, LatencyFigures>>;
+  /** Per idle subscriber: ours and a bare `Deno.serve` streaming response (the floor). */
+  memory?: { ours: IdleMemory; floor: IdleMemory };
+}
+
+/** The three ratios of issue 39's targets, from one run (those whose phase ran). */
+export interface EventsRatios {
+  /** The runtime's p99 added latency / the durable floor's p99 (target ≤ 1.25). */
+  latency?: number;
+  /** Delivery at 100 subscribers / the precomputed SSE peer (target ≥ 0.7). */
+  delivery?: number;
+  /** CPU per frame on the child's JavaScript thread, runtime / durable floor (target ≤ 1.3). */
+  cpu?: number;
+}
+
+/** Targets of the three ratios. */
+export const EVENTS_TARGETS = { latency: 1.25, delivery: 0.7, cpu: 1.3 } as const;
+
+/**
+ * The three ratios of one run.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { eventsRatios } from "./events_bench.ts";
+ * assert.deepEqual(eventsRatios({}), {});
+ * ```
+ */
+export function eventsRatios(result: EventsBenchResult): EventsRatios {
+  const ratios: EventsRatios = {};
+  const at100 = result.delivery?.rows.find((row) => row.subscribers === 100);
+  if (at100 !== undefined) ratios.delivery = at100.ratio;
+  const runtime = result.latency?.runtime;
+  const commit = result.latency?.commit;
+  if (runtime !== undefined && commit !== undefined) {
+    ratios.latency = runtime.p99 / commit.p99;
+    ratios.cpu = runtime.cpu.js.ran / commit.cpu.js.ran;
+  }
+  return ratios;
 }
 
 // ---------------------------------------------------------------- child: the runtime and peer
@@ -92,32 +147,34 @@ function checkClock(): void {
   if (drift < -0.5 || drift > 1.5) throw new Error(`the clock drifted ${drift.toFixed(2)} ms`);
 }
 
-async function serveChild(): Promise<void> {
-  // The parent's folder for this child, removed by the parent (the child is killed, not closed).
-  const dir = Deno.env.get("EVENTS_BENCH_DIR");
-  const gateway = await startBenchGateway({
-    prefix: "events-bench-",
-    dir,
-    server: {
-      maxActiveRuns: 100_000,
-      maxEventStreams: 100_000,
-      // A thousand subscribers of one principal connect at once.
-      maxEventStreamsPerPrincipal: 100_000,
-      inFlightQuota: 100_000,
-    },
-  });
-  gateway.fake.managedAgents!.deltaChunk = 1_000_000;
+/**
+ * The fake provider's process (`--provider`): the fake, scripted for the phases, and a control
+ * server: `/made?run=<id>` says when the fake made each `agent.message` of a session (by its
+ * text), and `/mark?url=<url>` names where to tell each live round's first frame (the runtime
+ * child's `/mark`, so the child's CPU is counted from the same moment for the runtime as for the
+ * floors). Its own process, as a real provider is: its work (timers, frames, its HTTP server)
+ * is not the runtime's, and counted in the runtime's process it made up a sixth of the runtime's
+ * CPU per frame.
+ */
+async function serveProvider(): Promise<void> {
+  const provider = await startBenchProvider();
+  const state = provider.fake.managedAgents!;
+  state.deltaChunk = 1_000_000;
   // When the fake made each agent.message, by session and text.
   const made = new Map<string, Record<string, number>>();
-  gateway.fake.managedAgents!.onEmit = (sessionId, event) => {
+  let markUrl: string | undefined;
+  state.onEmit = (sessionId, event) => {
     if (event.type !== "agent.message") return;
     const text = (event.content as { text: string }[])[0].text;
     let times = made.get(sessionId);
     if (times === undefined) made.set(sessionId, times = {});
     times[text] = preciseNow();
+    if (text === "m0" && markUrl !== undefined) {
+      fetch(markUrl).then((answer) => answer.body?.cancel()).catch(() => {});
+    }
   };
   // "burst:N:GAP": N messages GAP ms apart (after a 300 ms pause); "hold": a turn that lasts.
-  gateway.fake.managedAgents!.script = ({ text }) => {
+  state.script = ({ text }) => {
     if (text === "hold") return [{ delayMs: 3_600_000 }];
     const [, n, gap] = text.split(":").map(Number);
     const steps: ({ delayMs: number } | Record<string, unknown>)[] = [{ delayMs: 300 }];
@@ -126,6 +183,52 @@ async function serveChild(): Promise<void> {
       steps.push({ type: "agent.message", content: [{ type: "text", text: `m${i}` }] });
     }
     return steps;
+  };
+  const control = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === "/mark") {
+      markUrl = url.searchParams.get("url") ?? undefined;
+      return new Response(null, { status: 204 });
+    }
+    // `/made`: when the fake made each agent.message of a session, by its text.
+    checkClock();
+    return Response.json(made.get(url.searchParams.get("run")!) ?? {});
+  });
+  const { baseUrl, apiKey, agentId, environmentId } = provider;
+  console.log(JSON.stringify({
+    baseUrl,
+    apiKey,
+    agentId,
+    environmentId,
+    control: `http://127.0.0.1:${control.addr.port}`,
+  }));
+}
+
+async function serveChild(): Promise<void> {
+  // The parent's folder for this child, removed by the parent (the child is killed, not closed).
+  const dir = Deno.env.get("EVENTS_BENCH_DIR");
+  const provider = JSON.parse(Deno.env.get("EVENTS_BENCH_PROVIDER")!) as BenchProviderAddress;
+  const gateway = await serveBenchGateway({
+    prefix: "events-bench-",
+    dir,
+    provider,
+    server: {
+      maxActiveRuns: 100_000,
+      maxEventStreams: 100_000,
+      // A thousand subscribers of one principal connect at once.
+      maxEventStreamsPerPrincipal: 100_000,
+      inFlightQuota: 100_000,
+    },
+  });
+  // This process's CPU by thread when the current live round's first frame was made.
+  let cpuMark = readThreadCpu();
+  // With `--profile`: each measured round's window in the profile's time (ms since this process
+  // started, as `performance.now()`), by who made its frames, so a profile reads round by round.
+  const roundsLog = Deno.env.get("EVENTS_BENCH_ROUNDS_LOG");
+  let round = { source: "", start: 0 };
+  const markRound = (source: LiveSource) => {
+    cpuMark = readThreadCpu();
+    round = { source, start: performance.now() };
   };
 
   let frames = new Uint8Array();
@@ -138,10 +241,24 @@ async function serveChild(): Promise<void> {
       frames = new Uint8Array(await request.arrayBuffer());
       return new Response(null, { status: 204 });
     }
-    if (path === "/made") {
-      // When the fake made each agent.message of a session, by its text.
-      checkClock();
-      return Response.json(made.get(new URL(request.url).searchParams.get("run")!) ?? {});
+    if (path === "/mark") {
+      // The fake provider made a live round's first frame.
+      markRound("runtime");
+      return new Response(null, { status: 204 });
+    }
+    if (path === "/exit") {
+      // A profiled child ends this way, which writes its profile (a killed one writes none).
+      setTimeout(() => Deno.exit(0), 10);
+      return new Response(null, { status: 204 });
+    }
+    if (path === "/cpu") {
+      // CPU by thread when the current live round's first frame was made, and now.
+      const now = readThreadCpu();
+      if (roundsLog !== undefined) {
+        const line = `${round.source} ${round.start.toFixed(1)} ${performance.now().toFixed(1)}\n`;
+        await Deno.writeTextFile(roundsLog, line, { append: true });
+      }
+      return Response.json({ mark: cpuMark, now });
     }
     if (path === "/memory") {
       // After a full collection, so garbage a burst left behind does not count as held.
@@ -181,6 +298,7 @@ async function serveChild(): Promise<void> {
       };
       const timer = setInterval(() => {
         const seq = made;
+        if (seq === 0) markRound(commit ? "commit" : "bare");
         const data = JSON.stringify({ text: `m${seq}`, at: preciseNow() });
         const frame = encoder.encode(`id: ${seq}\nevent: message.completed\ndata: ${data}\n\n`);
         if (++made === n) clearInterval(timer);
@@ -248,8 +366,10 @@ function percentile(values: number[], p: number): number {
 
 /** The runtime child of one phase, and what the phases do with it. */
 interface BenchChild {
-  /** The peer's base URL (precomputed frames, when the fake made its frames, RSS). */
+  /** The peer's base URL (precomputed frames, the floors, CPU, RSS). */
   peer: string;
+  /** When the fake provider made each `agent.message` of a run, by its text. */
+  made(runId: string): Promise<Record<string, number>>;
   /** Starts a run with `input` (see the fake's script); returns its id. */
   start(input: string): Promise<string>;
   /** Opens a run's event stream. */
@@ -328,31 +448,84 @@ function completedFrames(reads: Reads): { data: Record<string, unknown>; time: n
   return frames;
 }
 
-/**
- * Runs `phase` against a fresh child process, then stops it. Each phase gets its own child: what
- * one phase leaves in the heap (a delivery burst's garbage, collected later) must not land in the
- * next phase's figures.
- */
-async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T> {
-  const directory = await Deno.makeTempDir({ prefix: "events-bench-" });
+/** A process of the benchmark: started with `mode`, answering with one JSON line. */
+interface BenchProcess {
+  /** Its JSON line. */
+  listening: Record<string, string>;
+  /** Stops it (kills it, or lets a profiled child exit through `exit`). */
+  stop(exit?: () => Promise<void>): Promise<void>;
+}
+
+/** Starts this script as `--provider` or `--child`, and reads its first line. */
+async function spawnBench(
+  mode: "--provider" | "--child",
+  env: Record<string, string>,
+  flags: string[] = [],
+): Promise<BenchProcess> {
   const process = new Deno.Command(Deno.execPath(), {
-    // `gc` for the memory phase's full collections.
-    args: ["run", "-A", "--v8-flags=--expose-gc", new URL(import.meta.url).pathname, "--child"],
-    env: { EVENTS_BENCH_DIR: directory },
+    args: ["run", "-A", ...flags, new URL(import.meta.url).pathname, mode],
+    env,
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
   const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stop = async (exit?: () => Promise<void>) => {
+    if (exit !== undefined) await exit();
+    else process.kill("SIGKILL");
+    await process.status;
+    await reader.cancel().catch(() => {});
+  };
   try {
     let first = "";
     while (!first.includes("\n")) {
       const { value, done } = await reader.read();
-      if (done) throw new Error("the bench child exited before listening");
+      if (done) throw new Error(`the bench's ${mode.slice(2)} exited before listening`);
       first += value;
     }
-    const { url, peer, token } = JSON.parse(first.split("\n")[0]);
+    return { listening: JSON.parse(first.split("\n")[0]), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/**
+ * Runs `phase` against a fresh child process (and a fresh fake provider in a process of its own),
+ * then stops both. Each phase gets its own child: what one phase leaves in the heap (a delivery
+ * burst's garbage, collected later) must not land in the next phase's figures.
+ */
+async function withChild<T>(
+  phase: (child: BenchChild) => Promise<T>,
+  profileDir?: string,
+): Promise<T> {
+  const directory = await Deno.makeTempDir({ prefix: "events-bench-" });
+  if (profileDir !== undefined) await Deno.mkdir(profileDir, { recursive: true });
+  const provider = await spawnBench("--provider", {});
+  let child: BenchProcess | undefined;
+  try {
+    const { control, ...address } = provider.listening;
+    child = await spawnBench(
+      "--child",
+      {
+        EVENTS_BENCH_DIR: directory,
+        EVENTS_BENCH_PROVIDER: JSON.stringify(address),
+        ...(profileDir === undefined
+          ? {}
+          : { EVENTS_BENCH_ROUNDS_LOG: `${profileDir}/rounds.txt` }),
+      },
+      // `gc` for the memory phase's full collections.
+      [
+        "--v8-flags=--expose-gc",
+        ...(profileDir === undefined
+          ? []
+          : ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${profileDir}`]),
+      ],
+    );
+    const { url, peer, token } = child.listening;
+    await (await fetch(`${control}/mark?url=${encodeURIComponent(`${peer}/mark`)}`)).body?.cancel();
     return await phase({
       peer,
+      made: async (runId: string) => await (await fetch(`${control}/made?run=${runId}`)).json(),
       async start(input: string): Promise<string> {
         const response = await fetch(`${url}/v1/runs`, {
           method: "POST",
@@ -377,9 +550,14 @@ async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T
         ),
     });
   } finally {
-    process.kill("SIGKILL");
-    await process.status;
-    await reader.cancel().catch(() => {});
+    // A profiled child exits on its own, which writes its profile; any other is killed.
+    const peer = child?.listening.peer;
+    await child?.stop(
+      profileDir === undefined ? undefined : async () => {
+        await fetch(`${peer}/exit`).then((answer) => answer.body?.cancel()).catch(() => {});
+      },
+    );
+    await provider.stop();
     await Deno.remove(directory, { recursive: true }).catch(() => {});
   }
 }
@@ -388,13 +566,13 @@ async function withChild<T>(phase: (child: BenchChild) => Promise<T>): Promise<T
 async function measureDelivery(
   { peer, start, open }: BenchChild,
   quick: boolean,
-): Promise<Pick<EventsBenchResult, "logEvents" | "delivery">> {
+): Promise<NonNullable<EventsBenchResult["delivery"]>> {
   const messages = quick ? 150 : 330;
   const replayed = await start(`burst:${messages}:0`);
   const whole = await (await open(replayed)).arrayBuffer();
   const logEvents = await drain(new Response(whole));
   await fetch(`${peer}/frames`, { method: "POST", body: whole });
-  const delivery: EventsBenchResult["delivery"] = [];
+  const delivery: DeliveryRow[] = [];
   for (const subscribers of [1, 100, 1000]) {
     const time = async (get: () => Promise<Response>): Promise<number> => {
       const began = performance.now();
@@ -421,11 +599,14 @@ async function measureDelivery(
     delivery.push({ subscribers, runtime, peer: limit, ratio: runtime / limit });
   }
 
-  return { logEvents, delivery };
+  return { logEvents, rows: delivery };
 }
 
 /** Who makes the frames of a live round: the runtime, or one of the two floor peers. */
-type LiveSource = "runtime" | "bare" | "commit";
+export const LIVE_SOURCES = ["runtime", "bare", "commit"] as const;
+
+/** Who makes the frames of a live round. */
+export type LiveSource = typeof LIVE_SOURCES[number];
 
 /**
  * Phase 2: added latency on a live run, 100 subscribers: from the provider's frame (the fake's
@@ -437,9 +618,9 @@ type LiveSource = "runtime" | "bare" | "commit";
  */
 async function measureLatency(
   child: BenchChild,
-  quick: boolean,
-): Promise<Record<LiveSource, LatencyFigures>> {
-  const sources: LiveSource[] = ["runtime", "bare", "commit"];
+  options: { quick: boolean; sources: readonly LiveSource[]; rounds: number },
+): Promise<Partial<Record<LiveSource, LatencyFigures>>> {
+  const { quick, sources } = options;
   // A warm-up round each first, not counted: the child is fresh, and the first frames through
   // cold code (the tail's first connection, the first append, compilation) took 13 to 40 ms,
   // which alone is the p99 of 100 frames. The figure is about a runtime that is already serving.
@@ -448,53 +629,67 @@ async function measureLatency(
   // the machine's moment (a stall of tens of ms on this 2-core VM, the floors' included) as
   // about the server. The worst round's p99 is reported beside them.
   const rounds: Record<LiveSource, RoundFigures[]> = { runtime: [], bare: [], commit: [] };
-  for (let round = 0; round < (quick ? 1 : 3); round++) {
+  for (let round = 0; round < options.rounds; round++) {
     for (let i = 0; i < sources.length; i++) {
       const source = sources[(round + i) % sources.length];
       rounds[source].push(await liveRound(child, quick ? 40 : 150, source));
     }
   }
+  const cpuMedian = (cpus: ThreadCpu[]): ThreadCpu =>
+    Object.fromEntries(THREAD_GROUPS.map((group) => [group, {
+      ran: median(cpus.map((cpu) => cpu[group].ran)),
+      waited: median(cpus.map((cpu) => cpu[group].waited)),
+    }])) as ThreadCpu;
   const summary = (figures: RoundFigures[]): LatencyFigures => ({
     p50: median(figures.map((round) => round.p50)),
     p99: median(figures.map((round) => round.p99)),
     samples: figures.reduce((sum, round) => sum + round.samples, 0),
     worstP99: Math.max(...figures.map((round) => round.p99)),
+    cpu: cpuMedian(figures.map((round) => round.cpu)),
+    clientCpu: cpuMedian(figures.map((round) => round.clientCpu)),
   });
-  return {
-    runtime: summary(rounds.runtime),
-    bare: summary(rounds.bare),
-    commit: summary(rounds.commit),
-  };
+  return Object.fromEntries(sources.map((source) => [source, summary(rounds[source])]));
 }
 
 /** One live run of `messages` frames 20 ms apart to 100 subscribers; its latency percentiles. */
 async function liveRound(
-  { peer, start, follow }: BenchChild,
+  { peer, start, follow, made }: BenchChild,
   messages: number,
   source: LiveSource,
 ): Promise<RoundFigures> {
   const floor = source !== "runtime";
   const live = floor ? "" : await start(`burst:${messages}:20`);
-  const received: Record<string, number[]> = {};
-  const stamped: Record<string, number> = {};
-  let lastConnected = 0;
-  const subscribers = Array.from({ length: 100 }, async () => {
-    // Only the arrival time is taken while the stream runs; parsing waits for its end, so one
-    // subscriber's parsing does not delay the next one's timestamp (the bench is one thread).
-    const reads = await (floor ? rawFollow(`${peer}/live`, {}) : follow(live));
-    lastConnected = Math.max(lastConnected, reads[0]?.[0] ?? 0);
-    for (const { data, time } of completedFrames(reads)) {
-      (received[data.text as string] ??= []).push(time);
-      if (floor) stamped[data.text as string] = data.at as number;
-    }
-  });
+  const clientBefore = readThreadCpu();
+  // Only the arrival times are taken while the streams run; parsing waits until every stream
+  // ended, so one subscriber's parsing does not delay another's timestamp (the bench is one
+  // thread): parsed as each stream ended, the floors' last frame reached the later subscribers
+  // after the earlier ones' parsing.
+  const subscribers = Array.from(
+    { length: 100 },
+    () => floor ? rawFollow(`${peer}/live`, {}) : follow(live),
+  );
   if (floor) {
     // The same head start the fake provider's script gives the runtime's subscribers.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await fetch(`${peer}/live/go?n=${messages}&commit=${source === "commit" ? 1 : 0}`);
   }
-  await Promise.all(subscribers);
-  if (!floor) Object.assign(stamped, await (await fetch(`${peer}/made?run=${live}`)).json());
+  const allReads = await Promise.all(subscribers);
+  const clientAfter = readThreadCpu();
+  const { mark, now } = await (await fetch(`${peer}/cpu`)).json() as {
+    mark: ThreadCpu;
+    now: ThreadCpu;
+  };
+  const received: Record<string, number[]> = {};
+  const stamped: Record<string, number> = {};
+  let lastConnected = 0;
+  for (const reads of allReads) {
+    lastConnected = Math.max(lastConnected, reads[0]?.[0] ?? 0);
+    for (const { data, time } of completedFrames(reads)) {
+      (received[data.text as string] ??= []).push(time);
+      if (floor) stamped[data.text as string] = data.at as number;
+    }
+  }
+  if (!floor) Object.assign(stamped, await made(live));
   checkClock();
   const latencies: number[] = [];
   for (const [text, times] of Object.entries(received)) {
@@ -509,15 +704,9 @@ async function liveRound(
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     samples: latencies.length,
+    cpu: cpuPer(mark, now, messages),
+    clientCpu: cpuPer(clientBefore, clientAfter, messages),
   };
-}
-
-/** What the child holds per idle subscriber (see {@linkcode measureIdleMemory}). */
-interface IdleMemory {
-  /** Resident bytes: RSS growth less the growth of the heap space V8 keeps free. */
-  resident: number;
-  /** Bytes of JavaScript heap still in use after a full collection. */
-  heap: number;
 }
 
 /**
@@ -565,90 +754,246 @@ async function measureIdleMemory(
   };
 }
 
-/** Runs the benchmark, each phase against a child process it starts and stops. */
+/**
+ * Runs the benchmark's phases (all by default), each against a child process it starts and
+ * stops.
+ */
 export async function runEventsBench(
-  options: { quick?: boolean } = {},
+  options: {
+    quick?: boolean;
+    phases?: readonly Phase[];
+    /** A folder for a CPU profile of the latency phase's child (`--cpu-prof`). */
+    profile?: string;
+    /** Who makes the latency phase's frames (default: the runtime and both floors). */
+    sources?: readonly LiveSource[];
+    /** Measured rounds of each source in the latency phase (default 3; `quick`: 1). */
+    rounds?: number;
+  } = {},
 ): Promise<EventsBenchResult> {
   const quick = options.quick ?? false;
-  const { logEvents, delivery } = await withChild((child) => measureDelivery(child, quick));
-  const latencies = await withChild((child) => measureLatency(child, quick));
-  const ours = await withChild((child) => measureIdleMemory(child, quick, false));
-  const floor = await withChild((child) => measureIdleMemory(child, quick, true));
-  return {
-    logEvents,
-    delivery,
-    latency: latencies.runtime,
-    latencyFloor: latencies.bare,
-    latencyCommitFloor: latencies.commit,
-    bytesPerIdleSubscriber: ours.resident,
-    floorBytesPerIdleSubscriber: floor.resident,
-    heapBytesPerIdleSubscriber: ours.heap,
-    floorHeapBytesPerIdleSubscriber: floor.heap,
+  const phases = new Set(options.phases ?? PHASES);
+  const result: EventsBenchResult = {};
+  if (phases.has("delivery")) {
+    result.delivery = await withChild((child) => measureDelivery(child, quick));
+  }
+  if (phases.has("latency")) {
+    const sources = options.sources ?? LIVE_SOURCES;
+    const rounds = options.rounds ?? (quick ? 1 : 3);
+    result.latency = await withChild(
+      (child) => measureLatency(child, { quick, sources, rounds }),
+      options.profile,
+    );
+  }
+  if (phases.has("memory")) {
+    const ours = await withChild((child) => measureIdleMemory(child, quick, false));
+    const floor = await withChild((child) => measureIdleMemory(child, quick, true));
+    result.memory = { ours, floor };
+  }
+  return result;
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+
+/** A CPU figure in ms, to a hundredth. */
+const cpuMs = (value: number) => value.toFixed(2);
+
+/** The CPU per frame table of a latency phase: ran and waited, by thread and source. */
+function cpuTable(latency: Partial<Record<LiveSource, LatencyFigures>>): string[] {
+  const names: Record<LiveSource, string> = {
+    runtime: "ours",
+    commit: "durable floor",
+    bare: "bare floor",
   };
+  const sources = (["runtime", "commit", "bare"] as const).filter((source) =>
+    latency[source] !== undefined
+  ).map((source) => [source, names[source]] as const);
+  const rows: [string, (figures: LatencyFigures) => { ran: number; waited: number }][] = [
+    ["the child's JavaScript thread", (figures) => figures.cpu.js],
+    ["Deno KV's SQLite thread (sw-*)", (figures) => figures.cpu.kv],
+    ["V8's helper threads", (figures) => figures.cpu.v8],
+    ["the child's other threads", (figures) => figures.cpu.other],
+    ["the subscribers' thread (parent)", (figures) => figures.clientCpu.js],
+  ];
+  const width = 38;
+  const column = 16;
+  const lines = [
+    "  CPU per frame, ms (ran on a core, waited for one; medians of rounds):",
+    "".padEnd(width) + sources.map(([, name]) => name.padStart(column)).join(""),
+  ];
+  for (const [name, pick] of rows) {
+    lines.push(
+      `    ${name}`.padEnd(width) + sources.map(([source]) => {
+        const time = pick(latency[source]!);
+        return `${cpuMs(time.ran)}, ${cpuMs(time.waited)}`.padStart(column);
+      }).join(""),
+    );
+  }
+  return lines;
 }
 
 /**
- * Formats the result as a table with the targets.
+ * Formats one run's figures, with the target lines of its ratios (the ones `bench/main.ts`
+ * reads).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { formatEventsBench } from "./events_bench.ts";
- * const text = formatEventsBench({
- *   logEvents: 10,
- *   delivery: [{ subscribers: 100, runtime: 60, peer: 100, ratio: 0.6 }],
- *   latency: { p50: 1, p99: 4, samples: 10, worstP99: 5 },
- *   latencyFloor: { p50: 1, p99: 3, samples: 10, worstP99: 3 },
- *   latencyCommitFloor: { p50: 1, p99: 4, samples: 10, worstP99: 4 },
- *   bytesPerIdleSubscriber: 20_000,
- *   floorBytesPerIdleSubscriber: 10_000,
- *   heapBytesPerIdleSubscriber: 5_000,
- *   floorHeapBytesPerIdleSubscriber: 4_000,
+ * const zero = { ran: 0, waited: 0 };
+ * const cpu = (js: number) => ({ js: { ran: js, waited: 0 }, kv: zero, v8: zero, other: zero });
+ * const figures = (p99: number, js: number) => ({
+ *   p50: 1, p99, samples: 10, worstP99: p99, cpu: cpu(js), clientCpu: cpu(1),
  * });
- * assert.match(text, /100 subscribers/);
+ * const text = formatEventsBench({
+ *   delivery: { logEvents: 10, rows: [{ subscribers: 100, runtime: 80, peer: 100, ratio: 0.8 }] },
+ *   latency: { runtime: figures(5, 3), bare: figures(3, 2), commit: figures(4, 2.5) },
+ *   memory: { ours: { resident: 20_000, heap: 5_000 }, floor: { resident: 10_000, heap: 4_000 } },
+ * });
  * assert.match(text, /durable log's floor\): p50 1\.0 ms, p99 4\.0 ms \(worst round 4\.0 ms\)/);
+ * assert.match(text, /p99 added latency \/ the durable floor's p99 = 1\.25x \(target <= 1\.25x: met\)/);
+ * assert.match(text, /delivery at 100 subscribers \/ precomputed SSE = 0\.80x \(target >= 0\.7x: met\)/);
+ * assert.match(text, /JavaScript thread \/ the durable floor's = 1\.20x \(target <= 1\.3x: met\)/);
  * ```
  */
 export function formatEventsBench(result: EventsBenchResult): string {
   const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-  const ms = (value: number) => `${value.toFixed(1)} ms`;
   // A floor's percentiles, as both floors print them.
   const floor = (figures: LatencyFigures) =>
     `p50 ${ms(figures.p50)}, p99 ${ms(figures.p99)} (worst round ${ms(figures.worstP99)})`;
-  const { latency } = result;
-  const rows = result.delivery.map((row) =>
-    `  ${String(row.subscribers).padStart(5)} subscribers: runtime ${
-      Math.round(row.runtime).toLocaleString("en")
-    } events/s, peer ${Math.round(row.peer).toLocaleString("en")} events/s, ratio ${
-      row.ratio.toFixed(2)
-    }${row.subscribers === 100 ? " (target >= 0.5)" : ""}`
-  );
-  return [
-    `Run events: delivery of a ${result.logEvents}-event log`,
-    ...rows,
-    `  added latency at 100 subscribers: p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}` +
-    ` (target p99 < 10 ms; medians of rounds, ${latency.samples} frames, worst round p99` +
-    ` ${ms(latency.worstP99)}); the floor, frames written straight to 100 streams:` +
-    ` ${floor(result.latencyFloor)}; the same after one Deno KV commit per frame (a durable` +
-    ` log's floor): ${floor(result.latencyCommitFloor)}`,
-    `  memory per idle subscriber (resident, after a full GC): ${
-      kib(result.bytesPerIdleSubscriber)
-    }; a bare Deno.serve streaming response: ${
-      kib(result.floorBytesPerIdleSubscriber)
-    } (the floor); ours above it: ${
-      kib(result.bytesPerIdleSubscriber - result.floorBytesPerIdleSubscriber)
-    } (target < 32 KiB)`,
-    `    of which JavaScript heap: ours ${kib(result.heapBytesPerIdleSubscriber)}, the floor ${
-      kib(result.floorHeapBytesPerIdleSubscriber)
-    }`,
-  ].join("\n");
+  const lines: string[] = [];
+  if (result.delivery !== undefined) {
+    lines.push(`Run events: delivery of a ${result.delivery.logEvents}-event log`);
+    for (const row of result.delivery.rows) {
+      lines.push(
+        `  ${String(row.subscribers).padStart(5)} subscribers: runtime ${
+          Math.round(row.runtime).toLocaleString("en")
+        } events/s, peer ${Math.round(row.peer).toLocaleString("en")} events/s, ratio ${
+          row.ratio.toFixed(2)
+        }`,
+      );
+    }
+  }
+  if (result.latency !== undefined) {
+    const { runtime, bare, commit } = result.latency;
+    const parts: string[] = [];
+    if (runtime !== undefined) {
+      parts.push(
+        `p50 ${ms(runtime.p50)}, p99 ${ms(runtime.p99)} (medians of rounds, ${runtime.samples} ` +
+          `frames, worst round p99 ${ms(runtime.worstP99)})`,
+      );
+    }
+    if (bare !== undefined) {
+      parts.push(`the floor, frames written straight to 100 streams: ${floor(bare)}`);
+    }
+    if (commit !== undefined) {
+      parts.push(
+        `the same after one Deno KV commit per frame (a durable log's floor): ${floor(commit)}`,
+      );
+    }
+    lines.push(
+      `Run events: added latency at 100 subscribers: ${parts.join("; ")}`,
+      ...cpuTable(result.latency),
+    );
+  }
+  if (result.memory !== undefined) {
+    const { ours, floor } = result.memory;
+    lines.push(
+      `Run events: memory per idle subscriber (resident, after a full GC): ${
+        kib(ours.resident)
+      }; a bare Deno.serve streaming response: ${kib(floor.resident)} (the floor); ours above ` +
+        `it: ${kib(ours.resident - floor.resident)} (target < 32 KiB)`,
+      `  of which JavaScript heap: ours ${kib(ours.heap)}, the floor ${kib(floor.heap)}`,
+    );
+  }
+  lines.push(...targetLines([eventsRatios(result)]));
+  return lines.join("\n");
+}
+
+/** Whether a ratio meets its target. */
+function meets(name: keyof EventsRatios, ratio: number): boolean {
+  return name === "delivery" ? ratio >= EVENTS_TARGETS[name] : ratio <= EVENTS_TARGETS[name];
+}
+
+/**
+ * The target lines of the three ratios: one run's, or the medians of several with their spread.
+ */
+function targetLines(runs: EventsRatios[]): string[] {
+  const names: [keyof EventsRatios, string][] = [
+    ["latency", "run events: p99 added latency / the durable floor's p99"],
+    ["delivery", "run events: delivery at 100 subscribers / precomputed SSE"],
+    ["cpu", "run events: CPU per frame on the JavaScript thread / the durable floor's"],
+  ];
+  const lines: string[] = [];
+  for (const [name, label] of names) {
+    const values = runs.map((run) => run[name]).filter((value) => value !== undefined);
+    if (values.length === 0) continue;
+    const value = median(values);
+    const operator = name === "delivery" ? ">=" : "<=";
+    const spread = values.length > 1
+      ? `; ${values.length} runs: ${values.map((v) => v.toFixed(2)).join(", ")}`
+      : "";
+    lines.push(
+      `${label} = ${value.toFixed(2)}x (target ${operator} ${EVENTS_TARGETS[name]}x: ${
+        meets(name, value) ? "met" : "missed"
+      }${spread})`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * Formats several runs: each run's three ratios, then their medians as the target lines.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { formatEventsRuns } from "./events_bench.ts";
+ * const text = formatEventsRuns([{ latency: 1.1, cpu: 1.2 }, { latency: 1.3, cpu: 1.4 }, {
+ *   latency: 1.2,
+ *   cpu: 1.25,
+ * }]);
+ * assert.match(text, /p99 = 1\.20x \(target <= 1\.25x: met; 3 runs: 1\.10, 1\.30, 1\.20\)/);
+ * ```
+ */
+export function formatEventsRuns(runs: EventsRatios[]): string {
+  return [`Run events: medians of ${runs.length} runs`, ...targetLines(runs)].join("\n");
 }
 
 if (import.meta.main) {
   if (Deno.args.includes("--child")) {
     await serveChild();
+  } else if (Deno.args.includes("--provider")) {
+    await serveProvider();
   } else {
-    console.log(formatEventsBench(await runEventsBench({ quick: Deno.args.includes("--quick") })));
+    const quick = Deno.args.includes("--quick") || Deno.env.get("BENCH_QUICK") === "1";
+    const only = Deno.args.indexOf("--only");
+    const phases = only === -1 ? PHASES : Deno.args[only + 1].split(",").map((name) => {
+      if (!(PHASES as readonly string[]).includes(name)) throw new Error(`no phase ${name}`);
+      return name as Phase;
+    });
+    const at = Deno.args.indexOf("--runs");
+    const runs = at === -1 ? 1 : Number(Deno.args[at + 1]);
+    const profileAt = Deno.args.indexOf("--profile");
+    const profile = profileAt === -1 ? undefined : Deno.args[profileAt + 1];
+    const sourcesAt = Deno.args.indexOf("--sources");
+    const sources = sourcesAt === -1 ? undefined : Deno.args[sourcesAt + 1].split(",").map(
+      (name) => {
+        if (!(LIVE_SOURCES as readonly string[]).includes(name)) {
+          throw new Error(`no source ${name}`);
+        }
+        return name as LiveSource;
+      },
+    );
+    const roundsAt = Deno.args.indexOf("--rounds");
+    const rounds = roundsAt === -1 ? undefined : Number(Deno.args[roundsAt + 1]);
+    const ratios: EventsRatios[] = [];
+    for (let run = 0; run < runs; run++) {
+      const result = await runEventsBench({ quick, phases, profile, sources, rounds });
+      if (runs > 1) console.log(`-- run ${run + 1} of ${runs}`);
+      console.log(formatEventsBench(result));
+      ratios.push(eventsRatios(result));
+    }
+    if (runs > 1) console.log(formatEventsRuns(ratios));
     Deno.exit(0);
   }
 }
