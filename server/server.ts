@@ -417,6 +417,7 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
       ...(metrics !== undefined
         ? { onListCost: (agentId: string, amount: bigint) => metrics.runListCost(agentId, amount) }
         : {}),
+      onTailing: (runId, tailing) => events.tailing(runId, tailing),
     })
     : null;
   tails?.start();

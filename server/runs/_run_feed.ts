@@ -8,7 +8,9 @@
  * read), and, while it has subscribers, a store watch and a 1 s poll make it read what the log
  * gained (how other replicas' appends arrive). Both go through the window's seq check, so a
  * publish racing a store read appends each entry once, in order; a publish with a gap before it
- * makes the feed read the store instead.
+ * makes the feed read the store instead. While this replica's tail appends to the run
+ * ({@linkcode RunFeed.local}, told by the hub), the feed holds no watch: the tail's publishes bring
+ * its appends, and the poll stays for the rest.
  *
  * The feed owns its window and counts its subscribers: the first to {@linkcode RunFeed.join}
  * starts the watch and the poll (and reads what the log gained meanwhile), the last to
@@ -95,6 +97,8 @@ export interface RunFeedOptions<E extends Sequenced = RunEventEntry> {
    * store read for a subscriber behind the window holds at most as much.
    */
   windowBytes?: number;
+  /** Whether this replica's tail appends to the run now (default false; {@linkcode RunFeed.local}). */
+  local?: boolean;
 }
 
 /** The shared reader of one run's log on this replica. */
@@ -115,6 +119,8 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
   #wakeAnyway = false;
   #stopped = false;
   #stopWatch: (() => void) | null = null;
+  /** This replica's tail appends to the run now (see {@linkcode RunFeed.local}). */
+  #local: boolean;
   #timer: ReturnType<typeof setInterval> | undefined;
   /** Streams and requests reading this feed. */
   #subscribers = 0;
@@ -129,6 +135,7 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
     this.#windowBytes = options.windowBytes ?? DEFAULT_WINDOW_BYTES;
     this.#window = new FrameWindow<E>(WINDOW, undefined, this.#windowBytes, this.#source);
     this.#window.reset(Math.max(options.startAfter ?? 0, 0));
+    this.#local = options.local ?? false;
   }
 
   /** Whether the feed has read the log at least once. */
@@ -203,17 +210,44 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
     return new Promise((resolve) => this.#readyWaiters.push(resolve));
   }
 
+  /**
+   * Whether this replica's tail appends to the run now: its appends then reach the feed by
+   * {@linkcode RunFeed.publish}, and the feed holds no store watch (the poll stays, for an append
+   * of another replica that took the lease meanwhile; a publish after a gap reads the store too).
+   * Speed: the watch fired after each of the tail's own commits, and each firing was an op, a
+   * store read on Deno KV's thread and a turn of the watch's stream for nothing (measured in
+   * `bench/events_bench.ts`: see `bench/README.md`). It also fired before the publish of a state
+   * change, which waits for the run record, and the read it made delivered the change before the
+   * record showed it.
+   */
+  set local(local: boolean) {
+    if (this.#local === local) return;
+    this.#local = local;
+    if (this.#timer === undefined) return; // not watching: no subscribers, or stopped
+    if (local) {
+      this.#stopWatch?.();
+      this.#stopWatch = null;
+    } else {
+      this.#watch();
+      this.refresh();
+    }
+  }
+
   /** Starts (again) watching and polling the store, and reads what the log gained meanwhile. */
   #resume(): void {
-    if (this.#stopped || this.#stopWatch !== null) return;
+    if (this.#stopped || this.#timer !== undefined) return;
+    if (!this.#local) this.#watch();
+    this.#timer = setInterval(() => this.refresh(true), POLL_MS);
+    this.refresh();
+  }
+
+  #watch(): void {
     this.#stopWatch = this.#store.events.watch(this.runId, (reported, head) => {
       // This replica's own appends fire the watch too, after their publish: nothing to read.
       const last = this.#source.lastOf(reported, head);
       if (this.#ready && last !== undefined && last <= this.#window.last) return;
       this.refresh();
     });
-    this.#timer = setInterval(() => this.refresh(true), POLL_MS);
-    this.refresh();
   }
 
   /** Stops watching and polling (no subscribers); the window stays. */
@@ -234,7 +268,7 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
       this.#wake();
       return;
     }
-    if (this.#stopWatch !== null) this.refresh();
+    if (this.#timer !== undefined) this.refresh();
   }
 
   /**

@@ -178,6 +178,8 @@ export class RunEventHub {
   readonly #lingering = new Map<RunFeed<Sequenced>, number>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
   readonly #streams: OpenStreams;
+  /** The runs this replica's tails append to now (at most one entry per tail it runs). */
+  readonly #tailed = new Set<string>();
   #closed = false;
 
   /** Creates the hub. */
@@ -268,6 +270,7 @@ export class RunEventHub {
         runId,
         source,
         key: nativeKey(runId),
+        local: this.#tailed.has(runId),
         ...(this.#windowBytes !== undefined ? { windowBytes: this.#windowBytes } : {}),
       });
     });
@@ -383,6 +386,7 @@ export class RunEventHub {
         store: this.#store,
         runId,
         startAfter,
+        local: this.#tailed.has(runId),
         ...(this.#windowBytes !== undefined ? { windowBytes: this.#windowBytes } : {}),
       });
     });
@@ -458,6 +462,19 @@ export class RunEventHub {
    */
   publish(runId: string, entries: readonly RunEventEntry[]): void {
     this.#publishTo(runId, entries);
+  }
+
+  /**
+   * This replica's tail of a run started (`tailing`) or ended: while it runs, the run's feeds here
+   * take its appends from {@linkcode RunEventHub.publish} and hold no store watch (`_run_feed.ts`).
+   */
+  tailing(runId: string, tailing: boolean): void {
+    if (tailing) this.#tailed.add(runId);
+    else this.#tailed.delete(runId);
+    for (const key of [runId, nativeKey(runId)]) {
+      const feed = this.#feeds.get(key);
+      if (feed !== undefined) feed.local = tailing;
+    }
   }
 
   /** This replica appended `entries` to a run's native log: as {@linkcode RunEventHub.publish}. */

@@ -111,6 +111,11 @@ export interface RunTailsOptions {
   onAppendNative?: (runId: string, entries: readonly NativeEventEntry[]) => void;
   /** Told of list cost settled by this replica, by agent, in minor units (the metrics). */
   onListCost?: (agentId: string, amount: bigint) => void;
+  /**
+   * Told when this replica starts tailing a run (`true`, once it holds the lease) and when that
+   * tail ended (`false`): meanwhile every append it makes to the run comes through `onAppend`.
+   */
+  onTailing?: (runId: string, tailing: boolean) => void;
 }
 
 /**
@@ -164,6 +169,7 @@ export class RunTails {
   readonly #onAppend: (runId: string, entries: readonly RunEventEntry[]) => void;
   readonly #onAppendNative: (runId: string, entries: readonly NativeEventEntry[]) => void;
   readonly #spend: TailSpend;
+  readonly #onTailing: (runId: string, tailing: boolean) => void;
   readonly #now: () => number;
   readonly #pendingTimeoutMs: number;
   /** This replica's lease holder id. */
@@ -184,6 +190,7 @@ export class RunTails {
     this.#renewMs = Math.max(Math.floor(this.#leaseMs / 3), 10);
     this.#onAppend = options.onAppend ?? (() => {});
     this.#onAppendNative = options.onAppendNative ?? (() => {});
+    this.#onTailing = options.onTailing ?? (() => {});
     this.#now = options.now;
     this.#pendingTimeoutMs = options.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
     this.#spend = new TailSpend({
@@ -281,6 +288,7 @@ export class RunTails {
       timeLimit: undefined,
     };
     this.#tails.set(runId, tail);
+    this.#onTailing(runId, true);
     let failed = false;
     tail.done = this.#follow(runId, tail).catch((error) => {
       failed = true;
@@ -289,6 +297,7 @@ export class RunTails {
       }
     }).finally(async () => {
       this.#tails.delete(runId);
+      this.#onTailing(runId, false);
       await this.#store.events.releaseLease(runId, this.holder).catch(() => {});
       // A failed tail is retried by the next scan, not at once (no tight loop on a bad store).
       if (this.#closed || controller.signal.aborted || failed) return;

@@ -2,9 +2,11 @@
  * The tail hands what it appends to this replica's subscribers: a batch without a state change
  * at once (before the run record is written), a batch with one (`run.status`, a terminal event)
  * once the record shows it, save the entries before the state change, which go at once. Store
- * reads of the log are held here, so only the hand-over can deliver. A batch without a state change changes only the record's `lastEventSeq`, written at
- * most every `RECORD_DELAY_MS`. A record write derived from a record another writer changed since
- * is derived again, so a follow-up recorded meanwhile is kept. A page or a resumed stream that
+ * reads of the log are held here, so only the hand-over can deliver; while this replica tails
+ * the run, its feed holds no store watch (the tail's own commits wake no store read). A
+ * batch without a state change changes only the record's `lastEventSeq`, written at most every
+ * `RECORD_DELAY_MS`. A record write derived from a record another writer changed since is
+ * derived again, so a follow-up recorded meanwhile is kept. A page or a resumed stream that
  * reaches a terminal entry the record has not taken in yet waits for the record rather than say
  * the run goes on.
  *
@@ -30,13 +32,16 @@ interface Held {
   heldRecords: { record: StoredRunRecord; release: () => void }[];
   /** Record writes so far. */
   recordWrites: number;
+  /** Store watches open now (with `watch`; else the watch does nothing and none counts). */
+  watches: number;
   /** Record reads (`runs.get`) so far. */
   recordReads: number;
   /** Lets every held call go. */
   releaseAll(): void;
 }
 
-function holding(raw: Store): Held {
+/** A holding store over `raw`; its store watch does nothing unless `watch` is set. */
+function holding(raw: Store, options: { watch?: boolean } = {}): Held {
   const readers: (() => void)[] = [];
   const held: Held = {
     store: raw,
@@ -44,6 +49,7 @@ function holding(raw: Store): Held {
     holdRecords: false,
     heldRecords: [],
     recordWrites: 0,
+    watches: 0,
     recordReads: 0,
     releaseAll() {
       held.holdReads = false;
@@ -53,7 +59,19 @@ function holding(raw: Store): Held {
     },
   };
   held.store = wrapStore(raw, (part, method, call) => {
-    if (part === "events" && method === "watch") return () => () => {};
+    if (part === "events" && method === "watch") {
+      if (options.watch !== true) return () => () => {};
+      return (...args: Parameters<Store["events"]["watch"]>) => {
+        const stop = raw.events.watch(...args);
+        held.watches++;
+        let stopped = false;
+        return () => {
+          if (!stopped) held.watches--;
+          stopped = true;
+          stop();
+        };
+      };
+    }
     if (part === "events" && method === "list") {
       return async (...args: [string, number, number]) => {
         if (held.holdReads) await new Promise<void>((resolve) => readers.push(resolve));
@@ -105,7 +123,7 @@ async function until(predicate: () => boolean, what: string): Promise<void> {
  * A gateway over a holding store, with a run started (its turn held open) and one subscriber that
  * has read the run's first two events (`run.started`, `run.status`).
  */
-async function startedRun(): Promise<{
+async function startedRun(options: { watch?: boolean } = {}): Promise<{
   gateway: Awaited<ReturnType<typeof startGateway>>;
   store: Held;
   runId: string;
@@ -114,7 +132,7 @@ async function startedRun(): Promise<{
   let held: Held | undefined;
   const gateway = await startGateway({
     store: async (namespace) => {
-      held = holding(await openKvStore({ path: ":memory:", namespace }));
+      held = holding(await openKvStore({ path: ":memory:", namespace }), options);
       return held.store;
     },
   });
@@ -239,6 +257,38 @@ Deno.test("record: a page and a resumed stream that reach a turn's end the recor
     assert.equal(stream.response.status, 200);
     assert.deepEqual(await within(stream.next(), 5_000), { retry: "2000" });
     assert.equal(await within(stream.next(), 5_000), null, "ended at once, nothing to send");
+  } finally {
+    store.releaseAll();
+    await gateway.close();
+  }
+});
+
+Deno.test("publish: while this replica tails a run, its subscribers' feed holds no store watch; the tail's appends still reach them", async () => {
+  const { gateway, store, runId, reader } = await startedRun({ watch: true });
+  try {
+    assert.equal(store.watches, 0, "the tail publishes its appends: no watch");
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "agent.message",
+      content: [{ type: "text", text: "hello" }],
+    });
+    let frame = await within(reader.nextEvent(), 5_000);
+    while (frame !== "none" && frame !== null && frame.event !== "message.completed") {
+      frame = await within(reader.nextEvent(), 5_000);
+    }
+    assert.equal((frame as Frame).data.text, "hello");
+    assert.equal(store.watches, 0);
+    // The turn ends: the tail's last appends reach the subscriber, and its stream ends.
+    gateway.fake.managedAgents!.emit(runId, {
+      type: "session.status_idle",
+      stop_reason: { type: "end_turn" },
+    });
+    const events: string[] = [];
+    for (frame = await within(reader.nextEvent(), 5_000); frame !== null;) {
+      assert.notEqual(frame, "none", "the run's end arrives");
+      events.push((frame as Frame).event ?? "");
+      frame = await within(reader.nextEvent(), 5_000);
+    }
+    assert.equal(events.at(-1), "run.completed");
   } finally {
     store.releaseAll();
     await gateway.close();
