@@ -52,6 +52,11 @@ export interface NativeBenchResult {
   gatewayCreateMs: number;
   /** Paced turns (context): events per second direct and through the gateway. */
   paced: { events: number; direct: number; gateway: number };
+  /**
+   * Bursts made while the gateway's tail already reads the provider's stream (context): events
+   * per second from the fake making the first to the client reading the last, medians.
+   */
+  streamed: { direct: number; gateway: number };
 }
 
 /** Runs the benchmark. */
@@ -75,6 +80,13 @@ export async function runNativeBench(
       { delayMs: 1 },
       { type: "agent.message", content: [{ type: "text", text: `message ${i + 1}` }] },
     ]).flat();
+  // A burst 300 ms into the turn: the gateway's tail reads it from the provider's stream.
+  const streamedBurst = () => [{ delayMs: 300 }, ...burst()];
+  // When the fake made the turn's first agent.message (the streamed bursts' start).
+  let firstMade = 0;
+  state.onEmit = (_session, event) => {
+    if (event.type === "agent.message" && firstMade === 0) firstMade = performance.now();
+  };
   state.script = burst;
   // The fake provider reads `provider-version` and `provider-beta`; the SDK names them after its
   // brand. Straight to the fake, a fetch renames them (the gateway reads either).
@@ -100,14 +112,18 @@ export async function runNativeBench(
     maxRetries: 0,
   });
 
-  /** One turn read through `client`'s stream: events per second. */
-  async function turn(client: Client, expected = events): Promise<number> {
+  /**
+   * One turn read through `client`'s stream: events per second from the message that started
+   * the turn (`fromFirstMade`: from the fake making the turn's first message) to the last.
+   */
+  async function turn(client: Client, expected = events, fromFirstMade = false): Promise<number> {
     const session = await client.beta.sessions.create(
       { agent: agentId, environment_id: environmentId } as never,
     );
     const stream = await client.beta.sessions.events.stream(session.id);
     // The stream is open when its headers came; the turn starts now.
     const began = performance.now();
+    firstMade = 0;
     await client.beta.sessions.events.send(session.id, {
       events: [{ type: "user.message", content: [{ type: "text", text: "go" }] }],
     } as never);
@@ -116,7 +132,7 @@ export async function runNativeBench(
       if ((event as { type: string }).type === "agent.message") count++;
       if ((event as { type: string }).type === "session.status_idle") break;
     }
-    const seconds = (performance.now() - began) / 1000;
+    const seconds = (performance.now() - (fromFirstMade ? firstMade : began)) / 1000;
     if (count !== expected) throw new Error(`read ${count} of ${expected} messages`);
     return count / seconds;
   }
@@ -137,6 +153,7 @@ export async function runNativeBench(
   const directTimes: number[] = [];
   const gatewayTimes: number[] = [];
   const pacedRates = { direct: [] as number[], gateway: [] as number[] };
+  const streamedRates = { direct: [] as number[], gateway: [] as number[] };
   try {
     // Warm-up, not counted: the first turn and creates through cold code.
     await turn(direct);
@@ -162,6 +179,11 @@ export async function runNativeBench(
       pacedRates.direct.push(await turn(direct, pacedEvents));
       pacedRates.gateway.push(await turn(through, pacedEvents));
     }
+    state.script = streamedBurst;
+    for (let round = 0; round < 3; round++) {
+      streamedRates.direct.push(await turn(direct, events, true));
+      streamedRates.gateway.push(await turn(through, events, true));
+    }
   } finally {
     await gateway.close();
   }
@@ -177,6 +199,7 @@ export async function runNativeBench(
       direct: median(pacedRates.direct),
       gateway: median(pacedRates.gateway),
     },
+    streamed: { direct: median(streamedRates.direct), gateway: median(streamedRates.gateway) },
   };
 }
 
@@ -203,6 +226,14 @@ if (import.meta.main) {
     `context: a turn of ${result.paced.events} messages paced 1 ms apart: direct ` +
       `${rate(result.paced.direct)} events/s, through /provider ${rate(result.paced.gateway)} ` +
       `events/s (${(result.paced.gateway / result.paced.direct).toFixed(2)}x)`,
+  );
+  console.log(
+    `context: a turn of ${result.events} messages made at once 300 ms into the turn (the ` +
+      `gateway's tail reads them from the provider's stream): direct ` +
+      `${rate(result.streamed.direct)} events/s, through /provider ` +
+      `${rate(result.streamed.gateway)} events/s ` +
+      `(${(result.streamed.gateway / result.streamed.direct).toFixed(2)}x; medians of 3, from ` +
+      `the first message made)`,
   );
   console.log(
     `provider API, ${result.creates} session creates per path: direct ` +

@@ -8,13 +8,18 @@
  * 1. opens the provider's event stream (with text deltas), so nothing emitted from now on is
  *    missed;
  * 2. re-lists the session's whole history and feeds it through the mapping (`_tail_mapper.ts`),
- *    appending in batches: the store skips provider event ids the log already holds, so only
+ *    appending as it goes: the store skips provider event ids the log already holds, so only
  *    what an earlier tail missed is appended; then brings the run record up to the log when it
  *    lags behind it (an earlier tail died, or its record write failed, after appending entries:
  *    a turn's end the record does not show would keep the run active, with its slot, and
  *    readers waiting for it): the entries past the record's `lastEventSeq` go through the same
  *    rules as an append's (step 4), each with the turn the history places it in;
- * 3. reads the stream, feeding and appending each chunk's events (ids fed before are skipped);
+ * 3. reads the stream, feeding and appending its events as they come (ids fed before are
+ *    skipped). Appends are grouped adaptively (`_append_queue.ts`): one runs at a time and takes
+ *    everything fed until it starts, so an event that comes alone is appended at once and a
+ *    burst that comes while a durable commit is in flight goes in the next append together,
+ *    while the tail reads and maps on (at most {@linkcode MAX_PENDING} run entries wait; the
+ *    text deltas of one message that wait together are merged into one);
  * 4. after each append (of the run events and, in the same store write, the provider events
  *    themselves to the native log), hands the appended entries to this replica's subscribers
  *    (`onAppend`, `onAppendNative`; native entries go with the run entries of their batch) and
@@ -68,6 +73,7 @@ import {
 } from "../store/types.ts";
 import type { PendingToolRequest } from "../../wire/mod.ts";
 import type { RunActivity } from "./activity.ts";
+import { AppendQueue } from "./_append_queue.ts";
 import { changeRun } from "./_change_run.ts";
 import { pendingActivity, ToolRequestTracker } from "./pending.ts";
 import { DEFAULT_PENDING_TIMEOUT_MS } from "./answers.ts";
@@ -124,8 +130,11 @@ export interface RunTailsOptions {
  * trails the log by less than twice this.
  */
 export const RECORD_DELAY_MS = 250;
-/** Entries per append while re-listing the history. */
-const APPEND_BATCH = 500;
+/**
+ * Run entries fed and not yet appended past which the tail waits before it reads on (so at most
+ * about this many go in one append; `_append_queue.ts`).
+ */
+export const MAX_PENDING = 500;
 /** Events per page of the history (the provider's largest page, as the vendor SDK reads it). */
 const HISTORY_PAGE = 1000;
 /** Active runs looked at per scan, per state. */
@@ -354,54 +363,86 @@ export class RunTails {
     mapping: Mapping,
     tail: Tail,
   ): Promise<boolean> {
-    const signal = tail.controller.signal;
+    // This connection's own signal: the tail's, or a failed append (which ends the connection).
+    const failed = new AbortController();
+    const signal = AbortSignal.any([tail.controller.signal, failed.signal]);
     const stream = await client.openEventStream(runId, signal, { deltas: true });
-    try {
-      const mapper = new mapping.TailMapper(runId, this.#now);
-      // The tool requests waiting (step 5); closed ones are forgotten.
-      const requests = new ToolRequestTracker({ keepClosed: false });
-      const pending: RunEventInput[] = [];
-      const native: NativeEventInput[] = [];
-      // The turn of each pending entry (the user messages fed before it).
-      const turns = new Map<string, number>();
-      // The turn of each state-bearing entry fed, appended or not: for the record's catch-up.
-      const stateTurns = new Map<string, number>();
-      const feed = (event: Parameters<typeof mapper.feed>[0]) => {
-        const from = pending.length;
-        requests.feed(event);
-        mapper.feed(event, pending, native);
-        for (let i = from; i < pending.length; i++) {
-          turns.set(pending[i].sourceId, mapper.turn);
-          if (!bearsState(pending[i])) continue;
-          stateTurns.set(pending[i].sourceId, mapper.turn);
-          if (stateTurns.size > REMEMBERED_TURNS) {
-            stateTurns.delete(stateTurns.keys().next().value!);
-          }
-        }
-      };
-      const flush = async () => {
+    const mapper = new mapping.TailMapper(runId, this.#now);
+    // The tool requests waiting (step 5); closed ones are forgotten.
+    const requests = new ToolRequestTracker({ keepClosed: false });
+    // The turn of each entry not yet appended (the user messages fed before it).
+    const turns = new Map<string, number>();
+    // The turn of each state-bearing entry fed, appended or not: for the record's catch-up.
+    const stateTurns = new Map<string, number>();
+    // One append at a time, of everything fed meanwhile (`_append_queue.ts`).
+    const appends = new AppendQueue(
+      async (events, native) => {
+        // Taken at once (the queue calls this when it takes the batch, before the reader feeds
+        // on): what the run waits for as of the batch's last event.
+        const waitingFor = events.some(isRequiresAction) ? requests.pending() : [];
         tail.usage = mapper.usage;
-        await this.#append(runId, tail, pending.splice(0), turns, requests, native.splice(0));
-        turns.clear();
         const marks = mapper.takeMarks();
+        await this.#append(runId, tail, events, turns, waitingFor, native);
+        for (const event of events) turns.delete(event.sourceId);
         if (marks.length > 0) await this.#spend.settle(runId, tail, marks);
-      };
-      for await (const raw of client.iterateEvents(runId, { signal, limit: HISTORY_PAGE })) {
-        const event = mapping.parseSessionEvent(raw);
-        if (event !== null) feed(event);
-        if (pending.length >= APPEND_BATCH) await flush();
+      },
+      MAX_PENDING,
+      (error) => {
+        // A failed append ends this connection now, not at the stream's next event (which may be
+        // long in coming: a run that waits for an answer): the tail reconnects and appends again
+        // what the log lacks.
+        failed.abort(error);
+      },
+    );
+    const feed = (event: Parameters<typeof mapper.feed>[0]) => {
+      const pending = appends.events;
+      const from = pending.length;
+      requests.feed(event);
+      mapper.feed(event, pending, appends.native);
+      appends.fed(from);
+      for (let i = from; i < pending.length; i++) {
+        turns.set(pending[i].sourceId, mapper.turn);
+        if (!bearsState(pending[i])) continue;
+        stateTurns.set(pending[i].sourceId, mapper.turn);
+        if (stateTurns.size > REMEMBERED_TURNS) stateTurns.delete(stateTurns.keys().next().value!);
       }
-      await flush();
-      await this.#catchUp(runId, tail, stateTurns);
-      if (mapper.position === "waiting") await this.#announce(runId, requests.pending());
-      if (mapper.position === "ended" && !tail.poked) return true;
-      for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
-        for (const event of batch) feed(event);
-        await flush();
+    };
+    try {
+      try {
+        for await (const raw of client.iterateEvents(runId, { signal, limit: HISTORY_PAGE })) {
+          const event = mapping.parseSessionEvent(raw);
+          if (event !== null) feed(event);
+          appends.schedule();
+          if (!appends.roomy) await appends.room();
+        }
+        await appends.drain();
+        await this.#catchUp(runId, tail, stateTurns);
+        if (mapper.position === "waiting") await this.#announce(runId, requests.pending());
         if (mapper.position === "ended" && !tail.poked) return true;
+        for await (const batch of mapping.readSessionEventBatches(stream, { signal })) {
+          for (const event of batch) feed(event);
+          appends.schedule();
+          if (mapper.position === "ended") {
+            // The turn ends here once its events are in the log.
+            await appends.drain();
+            if (!tail.poked) return true;
+          }
+          if (!appends.roomy) await appends.room();
+        }
+        await appends.drain();
+        return false;
+      } catch (error) {
+        // A broken stream: what was read is appended still (the deltas are in no history). A
+        // stopped tail (closing, its lease lost) appends nothing more. A failed append, when one
+        // ended the connection, is thrown rather than the read it cut short.
+        if (tail.controller.signal.aborted) appends.stop();
+        await appends.drain();
+        throw error;
       }
-      return false;
     } finally {
+      // Nothing of this connection is appended after it ended (the next one appends its own).
+      appends.stop();
+      await appends.settle();
       await stream.cancel().catch(() => {});
     }
   }
@@ -461,7 +502,7 @@ export class RunTails {
     tail: Tail,
     events: RunEventInput[],
     turns: ReadonlyMap<string, number> = new Map(),
-    requests?: ToolRequestTracker,
+    waitingFor: readonly PendingToolRequest[] = [],
     native: NativeEventInput[] = [],
   ): Promise<void> {
     if (events.length === 0 && native.length === 0) return;
@@ -493,12 +534,9 @@ export class RunTails {
     // with its turn's end in one read reaches subscribers a record write (one more commit) sooner.
     if (changing > 0) this.#onAppend(runId, appended.slice(0, changing));
     // A batch that says the run waits records what it waits for with the record (step 5).
-    const waiting = requests !== undefined &&
-      appended.some((entry) =>
-        entry.event.type === "run.status" && entry.event.state === "requires_action"
-      );
+    const waiting = appended.some(isRequiresAction);
     try {
-      await this.#writeRecord(runId, tail, appended, turns, waiting ? requests!.pending() : []);
+      await this.#writeRecord(runId, tail, appended, turns, waiting ? waitingFor : []);
     } finally {
       // Subscribers here get a state change once the record shows it, so a client that answers
       // a terminal event with a follow-up message finds the run ended. (A store read may bring
@@ -627,6 +665,11 @@ export class RunTails {
     await Promise.all(tails.map((tail) => tail.done));
     await this.#scanning;
   }
+}
+
+/** Whether an entry (or an entry to append) says the run waits for an answer. */
+function isRequiresAction(entry: RunEventInput): boolean {
+  return entry.event.type === "run.status" && entry.event.state === "requires_action";
 }
 
 /** Whether an entry changes the run's state (`run.status` or a terminal event). */

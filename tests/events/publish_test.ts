@@ -8,7 +8,8 @@
  * `RECORD_DELAY_MS`. A record write derived from a record another writer changed since is
  * derived again, so a follow-up recorded meanwhile is kept. A page or a resumed stream that
  * reaches a terminal entry the record has not taken in yet waits for the record rather than say
- * the run goes on.
+ * the run goes on. A burst that comes while an append is in flight goes in the next append
+ * together, and no subscriber sees an entry before its append committed.
  *
  * @module
  */
@@ -21,7 +22,7 @@ import type { ProviderManagedAgentClient } from "../../client/mod.ts";
 import { startGateway } from "../gateway/_harness.ts";
 import { type Frame, openEvents } from "./_sse.ts";
 
-/** A store whose log reads and record writes the test can hold. */
+/** A store whose log reads, appends and record writes the test can hold. */
 interface Held {
   store: Store;
   /** Log reads (`events.list`) wait while set. */
@@ -36,6 +37,10 @@ interface Held {
   watches: number;
   /** Record reads (`runs.get`) so far. */
   recordReads: number;
+  /** Appends (`events.appendBatch`) wait while set. */
+  holdAppends: boolean;
+  /** Appends so far. */
+  appends: number;
   /** Lets every held call go. */
   releaseAll(): void;
 }
@@ -43,6 +48,7 @@ interface Held {
 /** A holding store over `raw`; its store watch does nothing unless `watch` is set. */
 function holding(raw: Store, options: { watch?: boolean } = {}): Held {
   const readers: (() => void)[] = [];
+  const appenders: (() => void)[] = [];
   const held: Held = {
     store: raw,
     holdReads: false,
@@ -51,10 +57,14 @@ function holding(raw: Store, options: { watch?: boolean } = {}): Held {
     recordWrites: 0,
     watches: 0,
     recordReads: 0,
+    holdAppends: false,
+    appends: 0,
     releaseAll() {
       held.holdReads = false;
       held.holdRecords = false;
+      held.holdAppends = false;
       for (const release of readers.splice(0)) release();
+      for (const release of appenders.splice(0)) release();
       for (const { release } of held.heldRecords.splice(0)) release();
     },
   };
@@ -70,6 +80,13 @@ function holding(raw: Store, options: { watch?: boolean } = {}): Held {
           stopped = true;
           stop();
         };
+      };
+    }
+    if (part === "events" && method === "appendBatch") {
+      return async (...args: Parameters<Store["events"]["appendBatch"]>) => {
+        held.appends++;
+        if (held.holdAppends) await new Promise<void>((resolve) => appenders.push(resolve));
+        return raw.events.appendBatch(...args);
       };
     }
     if (part === "events" && method === "list") {
@@ -289,6 +306,57 @@ Deno.test("publish: while this replica tails a run, its subscribers' feed holds 
       frame = await within(reader.nextEvent(), 5_000);
     }
     assert.equal(events.at(-1), "run.completed");
+  } finally {
+    store.releaseAll();
+    await gateway.close();
+  }
+});
+
+Deno.test("publish: a burst that comes while an append is in flight goes in the next append, never before its commit", async () => {
+  const { gateway, store, runId, reader } = await startedRun();
+  try {
+    await until(() => store.recordWrites > 0, "the turn's start is recorded");
+    store.holdAppends = true;
+    const appendsBefore = store.appends;
+    const texts = Array.from({ length: 20 }, (_, i) => `message number ${i}`);
+    // The first message's append is held; the rest (in deltas of 4 characters) come meanwhile.
+    for (const text of texts) {
+      gateway.fake.managedAgents!.emit(runId, {
+        type: "agent.message",
+        content: [{ type: "text", text }],
+      });
+    }
+    await until(() => store.appends > appendsBefore, "the tail appends the first message");
+    const pending = reader.nextEvent();
+    assert.equal(await within(pending, 300), "none", "nothing reaches a subscriber uncommitted");
+    store.holdAppends = false;
+    store.releaseAll();
+    const frames: Frame[] = [];
+    let first = await within(pending, 5_000);
+    assert.notEqual(first, "none");
+    frames.push(first as Frame);
+    while (frames.filter((frame) => frame.event === "message.completed").length < texts.length) {
+      first = await within(reader.nextEvent(), 5_000);
+      assert.notEqual(first, "none", "the burst arrives");
+      frames.push(first as Frame);
+    }
+    const completed = frames.filter((frame) => frame.event === "message.completed");
+    assert.deepEqual(completed.map((frame) => frame.data.text), texts, "all of them, in order");
+    const seqs = frames.map((frame) => Number(frame.id));
+    assert.deepEqual(seqs, seqs.map((_, i) => seqs[0] + i), "no gap, no repeat");
+    // Each message's deltas still spell it; those that waited together were merged.
+    let spelled = "";
+    for (const frame of frames) {
+      if (frame.event === "message.delta") spelled += frame.data.text;
+      else {
+        assert.equal(spelled, frame.data.text);
+        spelled = "";
+      }
+    }
+    const deltas = frames.filter((frame) => frame.event === "message.delta").length;
+    assert.ok(deltas <= texts.length + 8, `${deltas} deltas for ${texts.length} messages`);
+    const appends = store.appends - appendsBefore;
+    assert.ok(appends <= 4, `${appends} appends for a burst of ${texts.length} messages`);
   } finally {
     store.releaseAll();
     await gateway.close();
