@@ -214,11 +214,11 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
    * Whether this replica's tail appends to the run now: its appends then reach the feed by
    * {@linkcode RunFeed.publish}, and the feed holds no store watch (the poll stays, for an append
    * of another replica that took the lease meanwhile; a publish after a gap reads the store too).
-   * Speed: the watch fired after each of the tail's own commits, and each firing was an op, a
-   * store read on Deno KV's thread and a turn of the watch's stream for nothing (measured in
-   * `bench/events_bench.ts`: see `bench/README.md`). It also fired before the publish of a state
-   * change, which waits for the run record, and the read it made delivered the change before the
-   * record showed it.
+   * Why: the watch fired after each of the tail's own commits, before the publish of a state
+   * change (which waits for the run record), and the read it made delivered the change before the
+   * record showed it. And the firing was work for nothing otherwise, though too little to see:
+   * CPU per frame on the JavaScript thread 1.76 against 1.78 ms (medians of six and five
+   * alternating runs of `bench/events_bench.ts`, `bench/README.md`).
    */
   set local(local: boolean) {
     if (this.#local === local) return;
