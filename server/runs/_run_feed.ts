@@ -216,9 +216,10 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
    * of another replica that took the lease meanwhile; a publish after a gap reads the store too).
    * Why: the watch fired after each of the tail's own commits, before the publish of a state
    * change (which waits for the run record), and the read it made delivered the change before the
-   * record showed it. And the firing was work for nothing otherwise, though too little to see:
-   * CPU per frame on the JavaScript thread 1.76 against 1.78 ms (medians of six and five
-   * alternating runs of `bench/events_bench.ts`, `bench/README.md`).
+   * record showed it. And the firing was work for nothing otherwise (a store read per commit):
+   * CPU per frame 1.96 against 2.15 ms on the JavaScript thread and 0.68 against 0.79 ms on
+   * Deno KV's (medians of four alternating runs of `bench/events_bench.ts`; in five runs on an
+   * earlier `main`, 1.76 against 1.78 ms: `bench/README.md`).
    */
   set local(local: boolean) {
     if (this.#local === local) return;
