@@ -7,7 +7,7 @@
  * | create | `session:write` | maps the body into the gateway's one start request (`runs/start_request.ts`) and starts the run: the principal's agents, agent overrides, active runs and every other start check; answers the provider's session |
  * | list | `session:read` | the caller's runs (approvers and admins: every run), newest first, each read from the provider (within the read budget below); `limit` 1 to 100 (20), `page`, `order=desc`, `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[gt,gte,lt,lte]` |
  * | retrieve | `session:read` | a run the caller may read, read from the provider within the read budget |
- * | update | `session:write` | `title` and `metadata` on the caller's own runs; any other field needs `authority:admin`; passed on |
+ * | update | `session:write` | `title` and `metadata` on the caller's own runs; any other field needs `authority:admin`; `budget` is refused on a run whose principal has a budget or a `maxRunCost` (its ceiling is the run's hold); passed on |
  * | archive, delete | `session:write` | the caller's own runs, passed on; the run's state is read again |
  *
  * Another principal's session is 404 `not_found_error`, as `/v1` answers `runNotFound`.
@@ -288,6 +288,22 @@ export function sessionHandlers(parts: NativeParts): {
           `Changing ${beyond.join(", ")} of a session requires authority:admin`,
           { extra: { requiredCapability: "authority:admin" } },
         );
+      }
+      if ("budget" in body) {
+        // The provider's ceiling of a budgeted principal's session is its hold: not for changing.
+        const record = await gateway.visibleRun(
+          call.run.principal,
+          context.params.sessionId,
+          "write",
+        );
+        if (await gateway.ownerHoldsMoney(call.run.principal, record)) {
+          throw new InterfaceError(
+            "invalidRequest",
+            "The budget of a session whose principal has a budget or a maxRunCost is the " +
+              "gateway's hold for its run: a session update cannot change it",
+            { extra: { details: [{ path: "budget", message: "Cannot be changed" }] } },
+          );
+        }
       }
       const { record, response } = await passOn(context, call, body);
       reads.forget(record.runId);

@@ -98,6 +98,7 @@ import {
 import type { ProviderSettings } from "./provider.ts";
 import {
   holdRequest,
+  holdsMoney,
   requestedCeiling,
   sessionBudget,
   sessionBudgetOf,
@@ -744,6 +745,21 @@ export class RunGateway {
     if (violation === null) return;
     await this.#audit(call, action, runId, violation.code);
     throw policyRefusal(violation);
+  }
+
+  /**
+   * Whether the runs of `record`'s owner hold money (a budget or a `maxRunCost`): the provider
+   * budget of its session is then the gateway's own (the run's hold), which no session update
+   * may raise or remove.
+   */
+  async ownerHoldsMoney(
+    caller: AuthenticatedPrincipal,
+    record: StoredRunRecord,
+  ): Promise<boolean> {
+    const owner = record.principalId === caller.principalId
+      ? runPolicyOf(caller)
+      : runPolicyOf(await this.#ownerPolicy(record.principalId));
+    return holdsMoney(owner.spend);
   }
 
   async #ownerPolicy(principalId: string): Promise<PolicyHolder> {

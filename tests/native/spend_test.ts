@@ -129,3 +129,45 @@ Deno.test("provider API: an unbudgeted principal's own session budget reaches th
     await native.close();
   }
 });
+
+Deno.test("provider API: a session update cannot raise or remove the budget of a budgeted principal's session, not even the admin's", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    gateway.holdTurns(true);
+    const { bearer, principalId } = await gateway.issue(["session:read", "session:write"], {
+      budget: { amount: "1000", currency: "USD", period: "total" },
+      maxRunCost: usd(300),
+    });
+    const session: Json = await native.sdk(bearer).beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+      initial_events: [userMessage("go")],
+    } as never);
+    assert.equal(sessionBudget(gateway, session.id), "300");
+    // The admin may change any field of a session, but not the ceiling its owner's hold sets.
+    const admin = native.sdk(gateway.admin);
+    for (const budget of [limit("5000"), null]) {
+      const error: Json = await admin.beta.sessions.update(session.id, { budget } as never)
+        .then(() => null, (error) => error);
+      assert.ok(isA(error, Vendor.BadRequestError), String(error));
+      assert.match(error.message, /budget/);
+      assert.equal(sessionBudget(gateway, session.id), "300", "the provider's ceiling stays");
+    }
+    // Other fields still pass on.
+    const renamed: Json = await admin.beta.sessions.update(session.id, { title: "t2" } as never);
+    assert.equal(renamed.title, "t2");
+    assert.equal((await gateway.store.spend.ledger(principalId, "total")).reserved, 300n);
+    // The admin's own (unbudgeted) sessions still take a budget change as it is.
+    const own: Json = await admin.beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+      budget: limit("100"),
+      initial_events: [userMessage("go")],
+    } as never);
+    await admin.beta.sessions.update(own.id, { budget: limit("200") } as never);
+    assert.equal(sessionBudget(gateway, own.id), "200");
+  } finally {
+    await native.close();
+  }
+});
