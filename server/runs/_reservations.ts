@@ -70,6 +70,11 @@ export class Reservations {
   /** Gives back a reservation that led nowhere: its slot and its hold (failures ignored). */
   async release(principalId: string, slotId: string, hold: SpendHoldRequest | null) {
     await this.#store.runs.releaseSlot(principalId, slotId).catch(() => {});
+    await this.releaseHold(principalId, hold);
+  }
+
+  /** Gives back a hold that led nowhere, keeping the slot (failures ignored). */
+  async releaseHold(principalId: string, hold: SpendHoldRequest | null) {
     if (hold !== null) await this.#store.spend.release(principalId, hold.holdId).catch(() => {});
   }
 
@@ -99,19 +104,26 @@ export class Reservations {
   }
 
   /**
-   * The hold of a follow-up that wakes `record` (its next turn), in the period of a hold of the
-   * run still open (so both count in one ledger), else the current one; null without limits.
+   * The hold of a follow-up to `record` (its next turn), in the period of a hold of the run
+   * still open (so both count in one ledger), else the current one; null without limits. With
+   * `fence` (the run is still active) it takes no new money while the run holds some
+   * (`SpendHoldRequest.fence`).
    */
-  async wakeHold(record: StoredRunRecord, limits: SpendLimits): Promise<SpendHoldRequest | null> {
+  async wakeHold(
+    record: StoredRunRecord,
+    limits: SpendLimits,
+    options: { fence?: boolean } = {},
+  ): Promise<SpendHoldRequest | null> {
     if (limits.budget === null && limits.maxRunCost === null) return null;
     const turn = turnOf(record) + 1;
     const open = limits.budget === null ? [] : await this.#store.spend.runHolds(record.runId);
-    return holdRequest(limits, this.#now(), {
+    const request = holdRequest(limits, this.#now(), {
       holdId: `${record.runId}#${turn}`,
       turn,
       runId: record.runId,
       ...(open.length > 0 ? { openPeriod: open[0].period } : {}),
     });
+    return request !== null && options.fence === true ? { ...request, fence: true } : request;
   }
 
   /** What a run's record says of its limits: its provider ceiling and when its time is up. */

@@ -43,7 +43,10 @@
  * most once a second per run, across callers and replicas; otherwise the record answers, which
  * the run's tail keeps current). A cancel marks the run `cancelled` at once (the provider's interrupt is
  * graceful), and a follow-up message wakes a finished run after reserving a slot (and a hold)
- * again, raising its session's provider budget to the new ceiling before the message goes. What
+ * again, raising its session's provider budget to the new ceiling before the message goes. A
+ * follow-up to a run still active (for a principal that holds money) takes a zero hold of the
+ * turn it may start while the run holds money (`SpendHoldRequest.fence`), so the end of the
+ * turn before it keeps the run's holds: its record may lag a turn the provider already ended. What
  * each of these does to the run's record is decided by the rules of `run_state.ts`; a provider
  * failure is answered through `provider_failure.ts`. Cancels and messages wake the run's tail too.
  *
@@ -99,6 +102,7 @@ import type { ProviderSettings } from "./provider.ts";
 import {
   holdRequest,
   holdsMoney,
+  money,
   requestedCeiling,
   sessionBudget,
   sessionBudgetOf,
@@ -615,13 +619,15 @@ export class RunGateway {
     let limits: SpendLimits | null = null;
     let hold: SpendHoldRequest | null = null;
     let granted: GrantedHold | undefined;
-    if (waking) {
-      // The slot (and hold) counts against the run's owner, who may not be the caller (an admin).
-      const owner = record.principalId === caller.principalId
-        ? runPolicyOf(caller)
-        : runPolicyOf(await this.#ownerPolicy(record.principalId));
+    // The slot (and hold) counts against the run's owner, who may not be the caller (an admin).
+    const owner = record.principalId === caller.principalId
+      ? runPolicyOf(caller)
+      : runPolicyOf(await this.#ownerPolicy(record.principalId));
+    if (waking || holdsMoney(owner.spend)) {
       limits = owner.spend;
-      hold = await this.#reservations.wakeHold(record, limits);
+      // A run still active holds for the turn the message may start too: no new money while it
+      // holds some (its turn's end then keeps the rest held), else a hold as for a waking one.
+      hold = await this.#reservations.wakeHold(record, limits, { fence: !waking });
       const reserved = await this.#reservations.reserve(
         record.principalId,
         runId,
@@ -635,19 +641,22 @@ export class RunGateway {
       }
       granted = reserved.hold;
     }
+    // New money raises the provider's ceiling; a zero hold leaves it where it is.
+    const raise = granted !== undefined && (waking || granted.amount > 0n) ? granted : undefined;
     const key = call.idempotency ?? null;
     let recorded: ManagedAgentEvent[];
     try {
       // From here on a retry with the key never sends the events again.
       await key?.begin();
       const options = upstreamOptions(call, deadlineSignal(call, this.#now));
-      if (granted !== undefined) {
+      if (raise !== undefined) {
         // The provider's ceiling first: the new turn may spend up to the new hold.
-        await client.updateSession(runId, { budget: sessionBudget(granted.ceiling) }, options);
+        await client.updateSession(runId, { budget: sessionBudget(raise.ceiling) }, options);
       }
       recorded = await client.sendEvents(runId, events, options);
     } catch (error) {
       if (waking) await this.#reservations.release(record.principalId, runId, hold);
+      else await this.#reservations.releaseHold(record.principalId, hold);
       const refusal = unbudgetableRefusal(this.failures.refusal(error));
       // The provider answered that it refused the message: it may be sent again with the key.
       const kind = providerFailureOf(refusal)?.kind;
@@ -658,7 +667,11 @@ export class RunGateway {
     const at = this.#isoNow();
     const woken = (current: StoredRunRecord): StoredRunRecord => {
       const next = afterFollowUp(current, at);
-      return limits === null ? next : { ...next, ...this.#reservations.runLimits(limits, granted) };
+      if (waking && limits !== null) {
+        return { ...next, ...this.#reservations.runLimits(limits, granted) };
+      }
+      // Still active: its time limit runs on; a raised ceiling shows.
+      return raise === undefined ? next : { ...next, maxListCost: money(raise.ceiling) };
     };
     const updated = await changeRun(this.#store, runId, woken, record) ?? woken(record);
     await this.#audit(call, "run.message", runId, "ok");

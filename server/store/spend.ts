@@ -16,7 +16,9 @@
  *   ends, the run's cumulative list cost (and tokens) as the provider reported it is settled:
  *   the growth since the last settlement moves from the run's holds to `spent` (a partial
  *   settlement shrinks the holds by what was spent, so `spent + reserved` does not grow), and at
- *   the end of a turn its holds go. One atomic step per settlement, checked against the run's
+ *   the end of a turn its holds go, unless the run holds money for a later turn already (a
+ *   follow-up was sent before the turn's end was settled: the session may be spending again under
+ *   the same ceiling), when what is left of them stays held until that turn ends. One atomic step per settlement, checked against the run's
  *   settled totals, so settling the same report twice (two replicas, a tail that took over)
  *   changes nothing the second time.
  * - **Usage entries**: each settlement that found growth appends one (its time, principal,
@@ -61,6 +63,13 @@ export interface SpendHoldRequest {
    * this less what the run already settled and holds; null when there is no such cap.
    */
   runCap: bigint | null;
+  /**
+   * A follow-up to a run that is still active (its record says so): while the run holds money
+   * (any hold of it is open) it takes no new money, only a zero hold of its turn, which keeps the
+   * earlier turn's end from giving the run's holds back (see {@linkcode SpendStore.settle}); a
+   * run that holds nothing any more (its turn ended and settled) gets a hold as any follow-up.
+   */
+  fence?: boolean;
 }
 
 /** A hold the store keeps. */

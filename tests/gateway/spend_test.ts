@@ -275,6 +275,57 @@ Deno.test("spend: a follow-up raises the provider's ceiling to what the run sett
   }
 });
 
+Deno.test("spend: a message sent while the run's record still says running (its turn ended at the provider) keeps the run's hold until the turn it starts ends", async () => {
+  const gateway = await startGateway();
+  try {
+    // The first turn spends 100 and ends at once; the second spends 100 and keeps running.
+    let turns = 0;
+    script(gateway, () => ++turns === 1 ? [spend(100)] : spendAndHold(100));
+    const { bearer, principalId } = await gateway.issue([...WRITER], {
+      budget: { amount: "1000", currency: "USD", period: "total" },
+      maxRunCost: usd(300),
+    });
+    // The run's tail opens its stream late: its record says running after the turn ended.
+    gateway.fake.delayNextStream({ ms: 1_500 });
+    const started = await start(gateway, bearer);
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    const sent = await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+      bearer,
+      body: { input: "again" },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    assert.equal(sessionBudget(gateway, runId), "300", "no new money: the ceiling stays");
+    // The first turn's end is settled while the second runs: what the session may still spend
+    // (its ceiling less its cost) must stay held.
+    await waitFor(
+      async () => (await gateway.store.spend.ledger(principalId, "total")).spent >= 100n,
+      10_000,
+      "the first turn's settlement",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const ledger = await gateway.store.spend.ledger(principalId, "total");
+    assert.ok(
+      ledger.spent + ledger.reserved >= 300n,
+      `the running session's ceiling (300) is covered: ${
+        JSON.stringify(ledger, (_, v) => typeof v === "bigint" ? String(v) : v)
+      }`,
+    );
+    endTurn(gateway, runId);
+    await waitFor(
+      async () => (await gateway.store.spend.ledger(principalId, "total")).reserved === 0n,
+      10_000,
+      "the second turn's settlement",
+    );
+    assert.deepEqual(await gateway.store.spend.ledger(principalId, "total"), {
+      spent: 200n,
+      reserved: 0n,
+    });
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("spend: a day budget resets at 00:00 UTC", async () => {
   const realNow = Date.now();
   // One minute before the next UTC midnight on the server's clock.

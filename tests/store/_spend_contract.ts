@@ -231,6 +231,89 @@ export function runSpendContract(test: ContractCase): void {
     });
   });
 
+  test(
+    "spend: a follow-up to a run still active holds no new money, and the earlier turn's end keeps the rest held until the later turn ends",
+    async (store, openTwin) => {
+      const principalId = crypto.randomUUID();
+      const hold = { period: "total", limit: 1000n, runCap: null };
+      const { runId, amount } = await startRun(store, principalId, hold);
+      assert.equal(amount, 1000n, "the whole budget: nothing is left for a new hold");
+      const followUp = (turn: number): RunReservation => ({
+        principalId,
+        slotId: runId,
+        principalLimit: 100,
+        serviceLimit: 1000,
+        now: Date.now(),
+        leaseMs: 60_000,
+        hold: { holdId: `${runId}#${turn}`, runId, turn, fence: true, ...hold },
+      });
+      // The run holds money: a zero hold, its ceiling as it was.
+      assert.deepEqual(await store.runs.reserveRun(followUp(2)), {
+        result: "reserved",
+        hold: { amount: 0n, ceiling: 1000n },
+      });
+      // The first turn's end (settled after the message was sent) gives nothing back.
+      const first = await store.spend.settle(settlement(runId, principalId, { cost: 100n }));
+      assert.deepEqual(first, { costAdded: 100n, released: 0n, cost: 100n });
+      assert.deepEqual(await store.spend.ledger(principalId, "total"), {
+        spent: 100n,
+        reserved: 900n,
+      });
+      // The second turn's end settles and gives back the rest.
+      const second = await store.spend.settle(
+        settlement(runId, principalId, { turn: 2, cost: 250n }),
+      );
+      assert.deepEqual(second, { costAdded: 150n, released: 750n, cost: 250n });
+      assert.deepEqual(await store.spend.ledger(principalId, "total"), {
+        spent: 250n,
+        reserved: 0n,
+      });
+      assert.deepEqual(await store.spend.runHolds(runId), []);
+      // A run that holds nothing any more (its turn ended and settled) takes a hold as usual.
+      assert.deepEqual(await store.runs.reserveRun(followUp(3)), {
+        result: "reserved",
+        hold: { amount: 750n, ceiling: 1000n },
+      });
+
+      // Racing through two handles: whichever goes first, the run's ceiling stays covered.
+      const twin = await openTwin();
+      try {
+        for (let i = 0; i < 4; i++) {
+          const other = crypto.randomUUID();
+          const run = await startRun(store, other, { period: "total", limit: 300n, runCap: null });
+          const [reserved] = await Promise.all([
+            (i % 2 === 0 ? store : twin).runs.reserveRun({
+              ...followUp(2),
+              principalId: other,
+              slotId: run.runId,
+              hold: {
+                holdId: `${run.runId}#2`,
+                runId: run.runId,
+                turn: 2,
+                fence: true,
+                period: "total",
+                limit: 300n,
+                runCap: null,
+              },
+            }),
+            (i % 2 === 0 ? twin : store).spend.settle(
+              settlement(run.runId, other, { cost: 100n }),
+            ),
+          ]);
+          assert.equal(reserved.result, "reserved");
+          const ceiling = reserved.result === "reserved" ? reserved.hold!.ceiling : 0n;
+          const ledger = await store.spend.ledger(other, "total");
+          // Fenced first: the rest stays held (ceiling 300); settled first: a new hold of the
+          // 200 given back (ceiling 100 + 200). Either way spent plus reserved covers it.
+          assert.equal(ceiling, 300n);
+          assert.deepEqual(ledger, { spent: 100n, reserved: 200n });
+        }
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
   test("spend: a hold whose start was never recorded lapses and is given back at the next refusal", async (store) => {
     const principalId = crypto.randomUUID();
     const hold = { period: "total", limit: 100n, runCap: null };

@@ -59,6 +59,11 @@ interface RunTotals extends TokenCounts {
   entries: number;
 }
 
+/** The totals of a run that settled nothing yet. */
+function newTotals(principalId: string): RunTotals {
+  return { principalId, cost: 0n, period: null, entries: 0, ...ZERO_TOKENS };
+}
+
 /** One usage entry. */
 interface UsageEntry extends TokenCounts {
   principalId: string;
@@ -209,6 +214,10 @@ export function holdAmount(
   state: HoldState,
 ): { amount: bigint; ceiling: bigint } | { limit: "budget" | "maxRunCost"; left: bigint } {
   const { request } = state;
+  if (request.fence === true && state.runHolds.some((entry) => entry.value !== null)) {
+    // A follow-up to a run still active and holding money: no new money, a zero hold.
+    return { amount: 0n, ceiling: state.taken };
+  }
   let amount: bigint | null = null;
   let limit: "budget" | "maxRunCost" = "budget";
   if (request.limit !== null) {
@@ -248,6 +257,11 @@ export function addHold(
   if (state.totals !== null) operation.check(state.totals);
   for (const entry of state.runHolds) operation.check(entry);
   const runId = request.runId ?? null;
+  if (runId !== null) {
+    // Written again (as it is, or new), so a settlement of the run that read its holds before
+    // this one fails its check and reads them again: it must see the later turn's hold.
+    operation.set(totalsKey(root, runId), state.totals?.value ?? newTotals(principalId));
+  }
   operation.set(
     holdKey(root, principalId, request.holdId),
     {
@@ -414,14 +428,11 @@ export class KvSpend implements SpendStore {
       const holds = (await readRunHolds(kv, root, report.runId))
         .filter((found) => found.entry.value !== null)
         .sort((a, b) => a.entry.value!.turn - b.entry.value!.turn);
-      const before: RunTotals = totals.value ?? {
-        principalId: report.principalId,
-        cost: 0n,
-        period: null,
-        entries: 0,
-        ...ZERO_TOKENS,
-      };
+      const before: RunTotals = totals.value ?? newTotals(report.principalId);
       const covered = holds.filter((found) => found.entry.value!.turn <= report.turn);
+      // A later turn holds already (a follow-up was sent before this end was settled): the
+      // session may spend again under its ceiling, so the rest of these holds stays held.
+      const release = report.final && covered.length === holds.length;
       let costAdded = report.cost !== null && report.cost > before.cost
         ? report.cost - before.cost
         : 0n;
@@ -431,7 +442,7 @@ export class KvSpend implements SpendStore {
       }
       const tokens = maxTokens(before, report.tokens);
       const grew = TOKEN_FIELDS.some((field) => tokens[field] > before[field]);
-      if (costAdded === 0n && !grew && (!report.final || covered.length === 0)) {
+      if (costAdded === 0n && !grew && (!release || covered.length === 0)) {
         return { costAdded: 0n, released: 0n, cost: before.cost };
       }
       const operation = kv.atomic().check(totals);
@@ -450,9 +461,9 @@ export class KvSpend implements SpendStore {
         const taken = remaining < hold.amount ? remaining : hold.amount;
         remaining -= taken;
         const rest = hold.amount - taken;
-        delta(hold.period, taken, report.final ? -hold.amount : -taken);
+        delta(hold.period, taken, release ? -hold.amount : -taken);
         operation.check(found.entry);
-        if (report.final) {
+        if (release) {
           released += rest;
           operation.delete(holdKey(root, found.principalId, found.holdId))
             .delete(runHoldKey(root, report.runId, found.principalId, found.holdId));

@@ -86,7 +86,7 @@ export class PostgresRuns implements RunStore {
     return (await this.reserveRun(params)).result as RunSlotResult;
   }
 
-  /** One call of `automation_runtime_reserve_run` (migration `015_spend.ts`). */
+  /** One call of `automation_runtime_reserve_run` (migration `017_spend_turns.ts`). */
   reserveRun(params: RunReservation): Promise<RunReservationResult> {
     const hold = params.hold;
     const text = (value: bigint | null | undefined) =>
@@ -106,7 +106,8 @@ export class PostgresRuns implements RunStore {
           ${params.serviceLimit}, ${String(params.now)}, ${String(params.now + params.leaseMs)},
           ${hold?.holdId ?? null}::text, ${hold?.runId ?? null}::text,
           ${hold?.turn ?? null}::integer, ${hold?.period ?? null}::text,
-          ${text(hold?.limit)}::bigint, ${text(hold?.runCap)}::bigint)`;
+          ${text(hold?.limit)}::bigint, ${text(hold?.runCap)}::bigint,
+          ${hold?.fence === true}::boolean)`;
       switch (row.r_result) {
         case "budgetExceeded":
           return {

@@ -1,6 +1,6 @@
 /**
  * The spend part of the PostgreSQL store (what it keeps: see `../spend.ts`; tables and functions
- * of migration `015_spend.ts`). Every write is one statement: a settlement is one call of
+ * of migrations `015_spend.ts` and `017_spend_turns.ts`). Every write is one statement: a settlement is one call of
  * `automation_runtime_settle_run`, which locks the run's totals row first, so two replicas
  * settling one report apply it once; a release deletes the hold and gives its amount back in one
  * statement. Holds are taken by the runs part's reservation (`automation_runtime_reserve_run`)

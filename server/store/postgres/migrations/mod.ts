@@ -24,6 +24,7 @@ import { migration013 } from "./013_provider_interface.ts";
 import { migration014 } from "./014_authority_leases.ts";
 import { migration015 } from "./015_spend.ts";
 import { migration016 } from "./016_fair_notifications.ts";
+import { migration017 } from "./017_spend_turns.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -65,4 +66,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration014,
   migration015,
   migration016,
+  migration017,
 ]);
