@@ -9,7 +9,9 @@
  *   run's ceiling is audited (`budget.exhausted`), and settled cost is counted for the metrics.
  * - **Time limits**: the tail arms a timer for the run's `timeLimitAt`; when it fires while the run
  *   is active, the session is interrupted and the run marked `cancelled` with
- *   `stopReason: "timeLimit"` (audited as `run.cancelled` by the `runtime`).
+ *   `stopReason: "timeLimit"` (audited as `run.cancelled` by the `runtime`). A tail that (re)connects
+ *   to a run its time limit ended interrupts it again until an interrupt of its own reached the
+ *   provider: a takeover or a reconnect never leaves a timed-out session spending.
  * - **Held runs**: the scan's sweep of holds given to runs: a finished run that still holds money
  *   for a turn it recorded is handed to a tail (its history settles it), and a hold of a turn its
  *   run never recorded goes once its lease passed.
@@ -22,7 +24,7 @@ import type { Store, TokenCounts } from "../store/types.ts";
 import { appendAudit } from "./audit.ts";
 import { changeRun } from "./_change_run.ts";
 import { isSessionGone } from "./provider_failure.ts";
-import { afterTimeLimit, isTerminal } from "./run_state.ts";
+import { afterTimeLimit, endedByTimeLimit, isTerminal } from "./run_state.ts";
 import { type UsageReport, usageReportOf } from "./spend.ts";
 import type { TurnMark } from "./_tail_mapper.ts";
 
@@ -49,8 +51,10 @@ export interface TailSpendState {
   readonly controller: AbortController;
   /** The run's owner and agent, once read. */
   owner: { principalId: string; agentId: string } | null;
-  /** Fires when the run's time limit passes. */
+  /** Fires when the run's time limit passes (or its interrupt is tried again). */
   timeLimit: ReturnType<typeof setTimeout> | undefined;
+  /** Whether this tail's interrupt of the run's time limit reached the provider. */
+  interrupted?: boolean;
 }
 
 /** Options of {@linkcode TailSpend}. */
@@ -100,6 +104,10 @@ export class TailSpend {
         () => this.#timeUp(runId, tail),
         Math.min(Math.max(limit - this.#now(), 0), 2 ** 31 - 1),
       );
+    } else if (endedByTimeLimit(record) && tail.interrupted !== true) {
+      // Its time ran out, and no interrupt of this tail reached the provider (a takeover, or a
+      // reconnect that dropped the retry above): interrupt it (again), or it spends on.
+      void this.#interrupt(runId, tail);
     }
     return true;
   }
@@ -160,6 +168,7 @@ export class TailSpend {
       await client.cancelRun(runId, {
         signal: AbortSignal.any([signal, AbortSignal.timeout(PROVIDER_CALL_MS)]),
       });
+      tail.interrupted = true;
     } catch (error) {
       if (signal.aborted || isSessionGone(error)) return;
       this.#logger.error("run time limit interrupt failed", {

@@ -186,7 +186,9 @@ export function afterStatus(
     return null;
   }
   const updated: RunRecord = { ...current, state, updatedAt: at };
-  if (report.stopReason !== undefined && !timedOut(current)) updated.stopReason = report.stopReason;
+  if (report.stopReason !== undefined && !endedByTimeLimit(current)) {
+    updated.stopReason = report.stopReason;
+  }
   if (report.usage !== undefined) updated.usage = report.usage;
   if (isTerminal(state)) updated.endedAt = at;
   return updated;
@@ -242,7 +244,7 @@ export function afterEntries(
     updated.state = state;
     updated.endedAt = entry.at;
     if (event.type === "run.completed") {
-      if (event.stopReason !== undefined && !timedOut(updated)) {
+      if (event.stopReason !== undefined && !endedByTimeLimit(updated)) {
         updated.stopReason = event.stopReason;
       }
       if (event.usage !== undefined) updated.usage = event.usage as Record<string, number>;
@@ -271,8 +273,22 @@ export function afterCancel(current: RunRecord, at: string): RunRecord {
   return { ...current, state: "cancelled", cancelRequested: true, updatedAt: at, endedAt: at };
 }
 
-/** Whether a time limit ended the run: its reason stays over the end the provider reports. */
-function timedOut(record: RunRecord): boolean {
+/**
+ * Whether a time limit ended the run: its reason stays over the end the provider reports.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { endedByTimeLimit } from "./run_state.ts";
+ * const record = {
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e", state: "cancelled",
+ *   lastEventSeq: 0, createdAt: "t", updatedAt: "t", cancelRequested: true,
+ * } as const;
+ * assert.equal(endedByTimeLimit({ ...record, stopReason: "timeLimit" }), true);
+ * assert.equal(endedByTimeLimit(record), false);
+ * ```
+ */
+export function endedByTimeLimit(record: RunRecord): boolean {
   return record.cancelRequested === true && record.stopReason === "timeLimit";
 }
 

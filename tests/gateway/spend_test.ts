@@ -402,6 +402,45 @@ Deno.test("spend: maxRunSeconds interrupts a long run, marked timeLimit", async 
   }
 });
 
+Deno.test("spend: a time limit's interrupt that failed is sent again when the run's tail reconnects", async () => {
+  const gateway = await startGateway();
+  try {
+    // A message 2.5 s in, on a stream cut at its first frame: the tail reconnects then.
+    script(gateway, () => [pause(2_500), agentMessage("working"), pause(600_000)]);
+    const { bearer } = await gateway.issue([...WRITER], { maxRunSeconds: 1 });
+    gateway.fake.dropNextStream({ afterFrames: 0 });
+    const started = await start(gateway, bearer);
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    const path = `/v1/sessions/${runId}/events`;
+    // The time limit's interrupt is refused (not a retryable answer: tried again in 5 s).
+    gateway.fake.failNext({ method: "POST", path, status: 400 });
+    const run = await runWhen(gateway, runId, (run) => run.state !== "running", 8_000);
+    assert.equal(run.stopReason, "timeLimit");
+    await waitFor(
+      () =>
+        gateway.fake.requests.some((request) =>
+          request.method === "POST" && request.path === path &&
+          (request.body as { events?: { type: string }[] })?.events?.[0]?.type === "user.interrupt"
+        ),
+      5_000,
+      "the interrupt's first try",
+    );
+    const refusedAt = Date.now();
+    const events = gateway.fake.managedAgents!.sessions.get(runId)!.events;
+    // Sent again by the reconnected tail, well before the 5 s retry (which the reconnect drops).
+    await waitFor(
+      () => events.some((event) => event.type === "user.interrupt"),
+      4_000,
+      "the interrupt",
+    );
+    assert.ok(Date.now() - refusedAt < 4_500);
+    await waitFor(() => events.at(-1)?.type === "session.status_idle");
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("spend: GET /v1/usage sums the runs' reported costs by principal, agent and day; a principal sees only its own", async () => {
   const gateway = await startGateway();
   try {
