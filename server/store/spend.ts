@@ -11,7 +11,8 @@
  *   named after its slot and is given its run when the run is recorded (`RunStore.create`, the
  *   same step again); a follow-up's hold is named `runId#turn`. A hold lapses after its lease
  *   when its run never recorded the turn it was taken for (the start failed, the follow-up was
- *   never sent, its replica died): the run is gone, or counts fewer turns.
+ *   never sent, its replica died): the run is gone, or counts fewer turns. A start's lapsed
+ *   hold counts as spent (its session may be running unrecorded); a follow-up's is given back.
  * - **Settlements** ({@linkcode SpendStore.settle}): when a run's turn waits for a tool answer or
  *   ends, the run's cumulative list cost (and tokens) as the provider reported it is settled:
  *   the growth since the last settlement moves from the run's holds to `spent` (a partial

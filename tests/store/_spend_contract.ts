@@ -314,19 +314,24 @@ export function runSpendContract(test: ContractCase): void {
     },
   );
 
-  test("spend: a hold whose start was never recorded lapses and is given back at the next refusal", async (store) => {
+  test("spend: a hold whose start was never recorded lapses at the next refusal, counted as spent (its session may run unrecorded)", async (store) => {
     const principalId = crypto.randomUUID();
     const hold = { period: "total", limit: 100n, runCap: null };
     const now = Date.now();
     const orphan = await store.runs.reserveRun(start(principalId, hold, { now, leaseMs: 1_000 }));
     assert.equal(orphan.result, "reserved");
     assert.equal((await store.spend.ledger(principalId, "total")).reserved, 100n);
-    // Before its lease passes it holds the whole budget; after, it goes.
+    // Before its lease passes it holds the whole budget; after, it goes, and counts as spent:
+    // its replica may have died with its session running (fail closed).
     const early = await store.runs.reserveRun(start(principalId, hold, { now: now + 500 }));
     assert.equal(early.result, "budgetExceeded");
     const late = await store.runs.reserveRun(start(principalId, hold, { now: now + 2_000 }));
-    assert.deepEqual(late, { result: "reserved", hold: { amount: 100n, ceiling: 100n } });
-    assert.equal((await store.spend.ledger(principalId, "total")).reserved, 100n);
+    assert.deepEqual(late, { result: "budgetExceeded", limit: "budget", left: 0n });
+    assert.deepEqual(await store.spend.ledger(principalId, "total"), {
+      spent: 100n,
+      reserved: 0n,
+    });
+    assert.equal(await store.runs.countSlots(principalId, now + 2_000), 0, "its slot lapsed too");
   });
 
   test("spend: usage sums by principal, agent and day, one principal's alone, and purges", async (store) => {

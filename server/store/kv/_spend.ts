@@ -308,8 +308,10 @@ export function attachHold(
 
 /**
  * Drops the principal's holds whose lease passed and whose run never recorded their turn (no
- * run, or fewer turns), giving their amounts back. `turnsOf` reads a run's recorded turns (null:
- * no such run).
+ * run, or fewer turns). A follow-up's amount is given back (its run's tail settles what a turn
+ * it started spent); a start's counts as spent: its session may be running unrecorded (its
+ * replica died between creating it and recording the run), and nothing would ever settle it.
+ * `turnsOf` reads a run's recorded turns (null: no such run).
  */
 export async function sweepHolds(
   commits: KvCommits,
@@ -326,17 +328,23 @@ export async function sweepHolds(
       const turns = await turnsOf(hold.runId);
       if (turns !== null && turns >= hold.turn) continue;
     }
-    await releaseHold(commits, root, principalId, entry.key[entry.key.length - 1] as string, hold);
+    await releaseHold(commits, root, principalId, entry.key[entry.key.length - 1] as string, hold, {
+      spend: hold.runId === null,
+    });
   }
 }
 
-/** Drops one hold (when it is still `expected`) and gives its amount back to its ledger. */
+/**
+ * Drops one hold (when it is still `expected`) and gives its amount back to its ledger, or with
+ * `spend` counts it as spent there.
+ */
 function releaseHold(
   commits: KvCommits,
   root: Deno.KvKey,
   principalId: string,
   holdId: string,
   expected?: HoldValue,
+  options: { spend?: boolean } = {},
 ): Promise<void> {
   const kv = commits.kv;
   const key = holdKey(root, principalId, holdId);
@@ -358,7 +366,10 @@ function releaseHold(
         root,
         principalId,
         ledgers,
-        new Map([[hold.period, { spent: 0n, reserved: -hold.amount }]]),
+        new Map([[hold.period, {
+          spent: options.spend === true ? hold.amount : 0n,
+          reserved: -hold.amount,
+        }]]),
       );
     }
     return (await commits.commit(operation)).ok ? undefined : AGAIN;

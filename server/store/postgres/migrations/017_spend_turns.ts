@@ -6,6 +6,8 @@
  *   no new money. A hold of a run locks the run's totals row first, as its settlements do, so a
  *   settlement and a follow-up's hold never interleave. (Migration 15's function stays for a
  *   replica still on the older build.)
+ *   A start's hold that lapsed (its run never recorded) counts as spent, not given back: its
+ *   session may be running unrecorded.
  * - `automation_runtime_settle_run(...)`: a turn's end keeps the rest of its holds while the
  *   run holds money for a later turn (a follow-up was sent before the end was settled).
  *
@@ -57,13 +59,16 @@ BEGIN
           SELECT 1 FROM automation_runtime_runs r
           WHERE r.namespace = h.namespace AND r.run_id = h.run_id
             AND coalesce((r.record->>'turns')::integer, 1) >= h.turn))
-      RETURNING h.period, h.amount
+      RETURNING h.period, h.amount, h.run_id
     ), back AS (
-      SELECT g.period, sum(g.amount) AS amount FROM gone g
+      -- A start's hold counts as spent: its session may run unrecorded (its replica died).
+      SELECT g.period, sum(g.amount) AS amount,
+        coalesce(sum(g.amount) FILTER (WHERE g.run_id IS NULL), 0) AS spent
+      FROM gone g
       WHERE g.period IS NOT NULL GROUP BY g.period
     )
     UPDATE automation_runtime_spend_ledgers l
-    SET reserved = greatest(l.reserved - b.amount, 0)
+    SET reserved = greatest(l.reserved - b.amount, 0), spent = l.spent + b.spent
     FROM back b
     WHERE l.namespace = p_namespace AND l.principal_id = p_principal AND l.period = b.period;
     SELECT h.amount INTO held FROM automation_runtime_spend_holds h
