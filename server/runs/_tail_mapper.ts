@@ -34,6 +34,7 @@ import {
 import { readSessionEventBatches } from "../../client/managed_agents/session_reader.ts";
 import type { NativeEventInput, RunEventInput } from "../store/run_event_types.ts";
 import { type UsageReport, usageReportOf } from "./spend.ts";
+import { startsATurn } from "./start_request.ts";
 
 export { parseSessionEvent, readSessionEventBatches };
 export type { ManagedAgentSessionEvent };
@@ -43,7 +44,7 @@ export type TurnPosition = "open" | "waiting" | "ended";
 
 /** A turn that waits for a tool answer or ended, with the usage reported by then. */
 export interface TurnMark {
-  /** The turn (the user messages fed by then). */
+  /** The turn (the events that start one, fed by then). */
   readonly turn: number;
   /** Whether it ended (not merely waits). */
   readonly final: boolean;
@@ -73,7 +74,10 @@ export class TailMapper {
     this.#mapper = new RunEventMapper(runId, true);
   }
 
-  /** How many `user.message` events were fed: the turn the next entries belong to. */
+  /**
+   * How many events that start a turn (`user.message`, `user.define_outcome`) were fed: the turn
+   * the next entries belong to (as the gateway counts a run's turns).
+   */
   get turn(): number {
     return this.#turn;
   }
@@ -111,7 +115,7 @@ export class TailMapper {
       this.#seen.add(id);
       native?.push({ id, type: event.type, json: JSON.stringify(event.raw) });
     }
-    if (event.type === "user.message") {
+    if (startsATurn(event.type)) {
       this.#position = "open";
       this.#turn++;
     } else if (event.type === "session.usage") {

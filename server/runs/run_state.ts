@@ -12,8 +12,9 @@
  *    slot in the same write that records a terminal state.
  * 2. A turn's end, once recorded, stays until a follow-up: no status or entry makes a finished
  *    run active again (that would take its slot back); only a follow-up message does.
- * 3. `turns` counts the user messages the gateway sent (the start's, then one per follow-up; a
- *    record without it is in its first turn). What was learnt during an earlier turn than the
+ * 3. `turns` counts the events that start a turn the gateway sent (`user.message`,
+ *    `user.define_outcome`: the start's, then one per follow-up; a record without it is in its
+ *    first turn), as the tail counts them in the session's history. What was learnt during an earlier turn than the
  *    record's (a status read, an entry of the history, before a follow-up was recorded) changes
  *    no state; a record without `turns` has no earlier turn to tell apart.
  * 4. A cancel marks the run `cancelled` at once and remembers it (`cancelRequested`): the end

@@ -95,6 +95,7 @@ import {
 import {
   type StartRequest,
   startRequestOfBody,
+  startsATurn,
   startsTurn,
   userMessages,
 } from "./start_request.ts";
@@ -459,7 +460,7 @@ export class RunGateway {
       lastEventSeq: 0,
       turns: request.kickoff !== undefined && request.kickoff.length > 0
         ? 1
-        : (request.initialEvents ?? []).filter((event) => event.type === "user.message").length,
+        : (request.initialEvents ?? []).filter((event) => startsATurn(event.type)).length,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
       ...(active

@@ -47,6 +47,22 @@ export interface StartRequest {
 const TURN_STARTERS: ReadonlySet<unknown> = new Set(["user.message", "user.define_outcome"]);
 
 /**
+ * Whether an event of this type starts a turn (`user.message`, `user.define_outcome`): what the
+ * run's turns count, on the gateway's side (a follow-up) and the tail's (the session's history).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { startsATurn } from "./start_request.ts";
+ * assert.equal(startsATurn("user.define_outcome"), true);
+ * assert.equal(startsATurn("user.interrupt"), false);
+ * ```
+ */
+export function startsATurn(type: unknown): boolean {
+  return TURN_STARTERS.has(type);
+}
+
+/**
  * Whether a start request begins a turn: a kickoff, or an initial event that starts one. A
  * session started without one waits idle and holds no active-run slot.
  *

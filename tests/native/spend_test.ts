@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import Vendor from "@anthropic-ai/sdk";
-import { runWhen, sessionBudget, usd } from "../gateway/_spend.ts";
+import { runWhen, script, sessionBudget, spend, usd } from "../gateway/_spend.ts";
 import { isA, startNative, until, userMessage } from "./_native.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -167,6 +167,43 @@ Deno.test("provider API: a session update cannot raise or remove the budget of a
     } as never);
     await admin.beta.sessions.update(own.id, { budget: limit("200") } as never);
     assert.equal(sessionBudget(gateway, own.id), "200");
+  } finally {
+    await native.close();
+  }
+});
+
+Deno.test("provider API: an outcome that wakes a budgeted session takes a hold, and its turn's end settles and gives back the rest", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    script(gateway, () => [spend(10)]);
+    const { bearer, principalId } = await gateway.issue(["session:read", "session:write"], {
+      budget: { amount: "1000", currency: "USD", period: "total" },
+      maxRunCost: usd(300),
+    });
+    const sdk = native.sdk(bearer);
+    const ledger = () => gateway.store.spend.ledger(principalId, "total");
+    const session: Json = await sdk.beta.sessions.create({
+      agent: gateway.agentId,
+      environment_id: gateway.environmentId,
+      initial_events: [userMessage("go")],
+    } as never);
+    await until(async () => (await ledger()).reserved === 0n, "the first turn's settlement");
+    assert.deepEqual(await ledger(), { spent: 10n, reserved: 0n });
+    await sdk.beta.sessions.events.send(session.id, {
+      events: [{
+        type: "user.define_outcome",
+        description: "done",
+        rubric: { type: "text", content: "it is done" },
+      }],
+    } as never);
+    assert.equal(sessionBudget(gateway, session.id), "300", "10 settled and 290 held");
+    await until(
+      async () => (await ledger()).reserved === 0n,
+      "the outcome turn's settlement",
+    );
+    assert.deepEqual(await ledger(), { spent: 10n, reserved: 0n });
+    assert.deepEqual(await gateway.store.spend.runHolds(session.id), []);
   } finally {
     await native.close();
   }
