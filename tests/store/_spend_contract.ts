@@ -56,6 +56,24 @@ async function startRun(
   return { runId: run.runId, amount: result.result === "reserved" ? result.hold!.amount : 0n };
 }
 
+/** The reservation of a follow-up to `runId` (its slot is the run's) holding for `turn`. */
+function followUp(
+  principalId: string,
+  runId: string,
+  turn: number,
+  hold: Omit<SpendHoldRequest, "holdId" | "turn" | "runId">,
+): RunReservation {
+  return {
+    principalId,
+    slotId: runId,
+    principalLimit: 100,
+    serviceLimit: 1000,
+    now: Date.now(),
+    leaseMs: 60_000,
+    hold: { holdId: `${runId}#${turn}`, runId, turn, ...hold },
+  };
+}
+
 function settlement(
   runId: string,
   principalId: string,
@@ -204,15 +222,7 @@ export function runSpendContract(test: ContractCase): void {
     const hold = { period: "total", limit: 10_000n, runCap: 300n };
     const { runId } = await startRun(store, principalId, hold);
     await store.spend.settle(settlement(runId, principalId, { cost: 250n }));
-    const wake = (turn: number): RunReservation => ({
-      principalId,
-      slotId: runId,
-      principalLimit: 100,
-      serviceLimit: 1000,
-      now: Date.now(),
-      leaseMs: 60_000,
-      hold: { holdId: `${runId}#${turn}`, runId, turn, ...hold },
-    });
+    const wake = (turn: number): RunReservation => followUp(principalId, runId, turn, hold);
     const woken = await store.runs.reserveRun(wake(2));
     assert.deepEqual(woken, { result: "reserved", hold: { amount: 50n, ceiling: 300n } });
     // The same request again (a follow-up racing another) is answered as it is.
@@ -238,17 +248,9 @@ export function runSpendContract(test: ContractCase): void {
       const hold = { period: "total", limit: 1000n, runCap: null };
       const { runId, amount } = await startRun(store, principalId, hold);
       assert.equal(amount, 1000n, "the whole budget: nothing is left for a new hold");
-      const followUp = (turn: number): RunReservation => ({
-        principalId,
-        slotId: runId,
-        principalLimit: 100,
-        serviceLimit: 1000,
-        now: Date.now(),
-        leaseMs: 60_000,
-        hold: { holdId: `${runId}#${turn}`, runId, turn, fence: true, ...hold },
-      });
+      const fenced = (turn: number) => followUp(principalId, runId, turn, { ...hold, fence: true });
       // The run holds money: a zero hold, its ceiling as it was.
-      assert.deepEqual(await store.runs.reserveRun(followUp(2)), {
+      assert.deepEqual(await store.runs.reserveRun(fenced(2)), {
         result: "reserved",
         hold: { amount: 0n, ceiling: 1000n },
       });
@@ -270,7 +272,7 @@ export function runSpendContract(test: ContractCase): void {
       });
       assert.deepEqual(await store.spend.runHolds(runId), []);
       // A run that holds nothing any more (its turn ended and settled) takes a hold as usual.
-      assert.deepEqual(await store.runs.reserveRun(followUp(3)), {
+      assert.deepEqual(await store.runs.reserveRun(fenced(3)), {
         result: "reserved",
         hold: { amount: 750n, ceiling: 1000n },
       });
@@ -282,20 +284,14 @@ export function runSpendContract(test: ContractCase): void {
           const other = crypto.randomUUID();
           const run = await startRun(store, other, { period: "total", limit: 300n, runCap: null });
           const [reserved] = await Promise.all([
-            (i % 2 === 0 ? store : twin).runs.reserveRun({
-              ...followUp(2),
-              principalId: other,
-              slotId: run.runId,
-              hold: {
-                holdId: `${run.runId}#2`,
-                runId: run.runId,
-                turn: 2,
-                fence: true,
+            (i % 2 === 0 ? store : twin).runs.reserveRun(
+              followUp(other, run.runId, 2, {
                 period: "total",
                 limit: 300n,
                 runCap: null,
-              },
-            }),
+                fence: true,
+              }),
+            ),
             (i % 2 === 0 ? twin : store).spend.settle(
               settlement(run.runId, other, { cost: 100n }),
             ),
