@@ -2,8 +2,9 @@
  * Spend under control through `/v1` (one replica, Deno KV; the two-replica PostgreSQL case is
  * `spend_replicas_test.ts`): budgets and per-run limits on principals, holds with the provider's
  * own ceiling on every session, settlement of the provider's reported cost, `budget_reached`,
- * follow-ups that raise the ceiling, a day budget's reset at 00:00 UTC, `maxRunSeconds`, usage
- * sums, and models without a list price.
+ * follow-ups that raise the ceiling, a message to a run whose record lags its turn's end, a
+ * revoked principal's running turn, a day budget's reset at 00:00 UTC, `maxRunSeconds` (also when
+ * its interrupt failed and the tail reconnects), usage sums, and models without a list price.
  */
 import assert from "node:assert/strict";
 import { RuntimeMetrics } from "../../server/metrics.ts";
@@ -319,6 +320,35 @@ Deno.test("spend: a message sent while the run's record still says running (its 
     );
     assert.deepEqual(await gateway.store.spend.ledger(principalId, "total"), {
       spent: 200n,
+      reserved: 0n,
+    });
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("spend: a revoked principal's running turn still settles, and its hold is given back", async () => {
+  const gateway = await startGateway();
+  try {
+    script(gateway, () => spendAndHold(50));
+    const { bearer, principalId } = await gateway.issue([...WRITER], {
+      budget: { amount: "1000", currency: "USD", period: "total" },
+      maxRunCost: usd(300),
+    });
+    const started = await start(gateway, bearer);
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId;
+    await runWhen(gateway, runId, (run) => run.listCost?.amount === "50");
+    const revoked = await gateway.request("DELETE", `/v1/principals/${principalId}`);
+    assert.equal(revoked.status, 204, revoked.text);
+    endTurn(gateway, runId);
+    await waitFor(
+      async () => (await gateway.store.spend.ledger(principalId, "total")).reserved === 0n,
+      10_000,
+      "the settlement",
+    );
+    assert.deepEqual(await gateway.store.spend.ledger(principalId, "total"), {
+      spent: 50n,
       reserved: 0n,
     });
   } finally {
