@@ -13,8 +13,11 @@
  *   to a run its time limit ended interrupts it again until an interrupt of its own reached the
  *   provider: a takeover or a reconnect never leaves a timed-out session spending.
  * - **Held runs**: the scan's sweep of holds given to runs: a finished run that still holds money
- *   for a turn it recorded is handed to a tail (its history settles it), and a hold of a turn its
- *   run never recorded goes once its lease passed.
+ *   for a turn it recorded is handed to a tail (its history settles it), and so is a run with a
+ *   hold of a turn it never recorded once that hold's lease passed: its follow-up may have reached
+ *   the provider before its replica died. The tail settles such a turn when the session's history
+ *   has it, and gives the hold back when it does not (`dropUnsent`); a hold of a run that is gone
+ *   goes at once.
  *
  * @module
  */
@@ -265,10 +268,31 @@ export class TailSpend {
       for (const hold of holds) {
         if (hold.turn <= turns) settle = true;
         else if (hold.leaseUntil <= this.#now()) {
-          await this.#store.spend.release(hold.principalId, hold.holdId);
+          // A turn the run never recorded: its follow-up may still have reached the provider
+          // (its replica died after sending): the session's history tells (`dropUnsent`).
+          if (record === null) await this.#store.spend.release(hold.principalId, hold.holdId);
+          else settle = true;
         }
       }
-      if (settle && record !== null && isTerminal(record.state)) await take(runId).catch(() => {});
+      if (
+        settle && record !== null &&
+        (isTerminal(record.state) || holds.some((hold) => hold.turn > turns))
+      ) {
+        await take(runId).catch(() => {});
+      }
+    }
+  }
+
+  /**
+   * Gives back the run's lapsed holds of turns its session's history does not have (`turns`
+   * starting events in all): their follow-ups never reached the provider. A hold of a turn the
+   * history has stays, for that turn's settlement.
+   */
+  async dropUnsent(runId: string, turns: number): Promise<void> {
+    for (const hold of await this.#store.spend.runHolds(runId)) {
+      if (hold.turn > turns && hold.leaseUntil <= this.#now()) {
+        await this.#store.spend.release(hold.principalId, hold.holdId);
+      }
     }
   }
 }

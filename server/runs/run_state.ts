@@ -318,8 +318,9 @@ export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null
 }
 
 /**
- * The record after a follow-up message the provider accepted: the next turn, `running` (rule 5),
- * which ends a session's wait for its first turn (rule 7).
+ * The record after a follow-up message the provider accepted: the next turn (`turns` more, one
+ * per event it sent that starts a turn, as the tail counts them), `running` (rule 5), which ends
+ * a session's wait for its first turn (rule 7).
  *
  * @example
  * ```ts
@@ -332,9 +333,10 @@ export function afterTimeLimit(current: RunRecord, at: string): RunRecord | null
  * assert.equal(record.state, "running");
  * assert.equal(record.turns, 2);
  * assert.equal("endedAt" in record || "cancelRequested" in record, false);
+ * assert.equal(afterFollowUp(record, "t3", 2).turns, 4);
  * ```
  */
-export function afterFollowUp(current: RunRecord, at: string): RunRecord {
+export function afterFollowUp(current: RunRecord, at: string, turns = 1): RunRecord {
   const {
     endedAt: _ended,
     stopReason: _stop,
@@ -342,5 +344,5 @@ export function afterFollowUp(current: RunRecord, at: string): RunRecord {
     awaitingFirstTurn: _waiting,
     ...rest
   } = current;
-  return { ...rest, state: "running", turns: turnOf(current) + 1, updatedAt: at };
+  return { ...rest, state: "running", turns: turnOf(current) + turns, updatedAt: at };
 }

@@ -458,9 +458,9 @@ export class RunGateway {
       ...(request.title !== undefined ? { title: request.title } : {}),
       state: active ? "running" : "completed",
       lastEventSeq: 0,
-      turns: request.kickoff !== undefined && request.kickoff.length > 0
-        ? 1
-        : (request.initialEvents ?? []).filter((event) => startsATurn(event.type)).length,
+      // As the tail counts them in the session's history: each event that starts a turn.
+      turns: [...request.initialEvents ?? [], ...request.kickoff ?? []]
+        .filter((event) => startsATurn(event.type)).length,
       createdAt: typeof session.created_at === "string" ? session.created_at : now,
       updatedAt: now,
       ...(active
@@ -666,8 +666,10 @@ export class RunGateway {
       throw refusal;
     }
     const at = this.#isoNow();
+    // The turns the events start, as the tail counts them in the session's history.
+    const started = Math.max(1, events.filter((event) => startsATurn(event.type)).length);
     const woken = (current: StoredRunRecord): StoredRunRecord => {
-      const next = afterFollowUp(current, at);
+      const next = afterFollowUp(current, at, started);
       if (waking && limits !== null) {
         return { ...next, ...this.#reservations.runLimits(limits, granted) };
       }

@@ -54,9 +54,10 @@
  * cancel; the tool answers and webhooks too) and this replica tries the lease at once; every
  * replica scans the active runs every 5 s and takes any whose lease is free or lapsed (a replica
  * that died is replaced within 20 s, and runs started before a restart resume), and the finished
- * runs that still hold money (a cancelled turn whose end nobody saw settle), dropping the holds
- * of turns their runs never recorded once those lapse; and a tail whose lease renewal is
- * refused stops.
+ * runs that still hold money (a cancelled turn whose end nobody saw settle), and runs with a
+ * lapsed hold of a turn they never recorded (a follow-up whose replica died around its send: the
+ * tail settles that turn when the history has it, and gives the hold back when not); and a tail
+ * whose lease renewal is refused stops.
  *
  * @module
  */
@@ -416,6 +417,9 @@ export class RunTails {
           if (!appends.roomy) await appends.room();
         }
         await appends.drain();
+        // Lapsed holds of turns the history does not have: their follow-ups never reached it.
+        // Aside: the stream is read meanwhile.
+        this.#spend.dropUnsent(runId, mapper.turn);
         await this.#catchUp(runId, tail, stateTurns);
         if (mapper.position === "waiting") await this.#announce(runId, requests.pending());
         if (mapper.position === "ended" && !tail.poked) return true;

@@ -9,10 +9,12 @@
  *   (`RunStore.reserveRun`), which checks the ledger's `spent + reserved + amount` against the
  *   budget there: replicas sharing the store never reserve beyond a budget. A start's hold is
  *   named after its slot and is given its run when the run is recorded (`RunStore.create`, the
- *   same step again); a follow-up's hold is named `runId#turn`. A hold lapses after its lease
- *   when its run never recorded the turn it was taken for (the start failed, the follow-up was
- *   never sent, its replica died): the run is gone, or counts fewer turns. A start's lapsed
- *   hold counts as spent (its session may be running unrecorded); a follow-up's is given back.
+ *   same step again); a follow-up's hold is named `runId#turn`. A start's hold lapses after its lease
+ *   when its run was never recorded (the start failed, its replica died), and then counts as
+ *   spent (its session may be running unrecorded); a lapsed hold of a run that is gone is given
+ *   back. A lapsed hold of a run that exists (a follow-up whose turn the run never recorded) is
+ *   left to the run's tails, which settle it when the session's history has the turn and give it
+ *   back when not.
  * - **Settlements** ({@linkcode SpendStore.settle}): when a run's turn waits for a tool answer or
  *   ends, the run's cumulative list cost (and tokens) as the provider reported it is settled:
  *   the growth since the last settlement moves from the run's holds to `spent` (a partial

@@ -356,6 +356,82 @@ Deno.test("spend: a revoked principal's running turn still settles, and its hold
   }
 });
 
+Deno.test("spend: a message the provider took from a replica that died before recording it is settled from the session's history, not given back", async () => {
+  // Scans every 0.5 s: a lapsed hold is looked at soon.
+  const gateway = await startGateway({ serverOptions: { runLeaseMs: 1_500 } });
+  try {
+    let turns = 0;
+    script(gateway, () => [spend(++turns === 1 ? 10 : 40)]);
+    const { bearer, principalId } = await gateway.issue([...WRITER], {
+      budget: { amount: "1000", currency: "USD", period: "total" },
+      maxRunCost: usd(300),
+    });
+    const started = await start(gateway, bearer);
+    const runId = started.json.runId;
+    const ledger = () => gateway.store.spend.ledger(principalId, "total");
+    await waitFor(async () => (await ledger()).spent === 10n && (await ledger()).reserved === 0n);
+    // A follow-up's steps up to the provider, as a replica takes them before it dies: the hold
+    // (its lease short here), then the message; the run never records its turn.
+    const reserved = await gateway.store.runs.reserveRun({
+      principalId,
+      slotId: runId,
+      principalLimit: 100,
+      serviceLimit: 1000,
+      now: Date.now(),
+      leaseMs: 300,
+      hold: {
+        holdId: `${runId}#2`,
+        runId,
+        turn: 2,
+        period: "total",
+        limit: 1000n,
+        runCap: 300n,
+      },
+    });
+    assert.equal(reserved.result, "reserved");
+    const sent = await gateway.fake.fetch(
+      new Request(`http://fake/v1/sessions/${runId}/events`, {
+        method: "POST",
+        headers: {
+          "x-api-key": gateway.providerKey,
+          "provider-beta": "managed-agents-2026-04-01",
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          events: [{ type: "user.message", content: [{ type: "text", text: "again" }] }],
+        }),
+      }),
+    );
+    assert.equal(sent.status, 200, await sent.text());
+    // The turn the provider ran spent 40: it counts, whatever the run record says.
+    await waitFor(
+      async () => (await ledger()).spent === 50n && (await ledger()).reserved === 0n,
+      10_000,
+      "the unrecorded turn's settlement",
+    );
+    // A follow-up that died before its message went: the history has no such turn, the hold
+    // goes back once its lease passed.
+    const unsent = await gateway.store.runs.reserveRun({
+      principalId,
+      slotId: runId,
+      principalLimit: 100,
+      serviceLimit: 1000,
+      now: Date.now(),
+      leaseMs: 300,
+      hold: { holdId: `${runId}#3`, runId, turn: 3, period: "total", limit: 1000n, runCap: 300n },
+    });
+    assert.deepEqual(unsent, { result: "reserved", hold: { amount: 250n, ceiling: 300n } });
+    await waitFor(
+      async () => (await ledger()).reserved === 0n,
+      10_000,
+      "the unsent follow-up's hold given back",
+    );
+    assert.deepEqual(await ledger(), { spent: 50n, reserved: 0n });
+  } finally {
+    await gateway.close();
+  }
+});
+
 Deno.test("spend: a day budget resets at 00:00 UTC", async () => {
   const realNow = Date.now();
   // One minute before the next UTC midnight on the server's clock.

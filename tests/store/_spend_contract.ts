@@ -330,6 +330,24 @@ export function runSpendContract(test: ContractCase): void {
     assert.equal(await store.runs.countSlots(principalId, now + 2_000), 0, "its slot lapsed too");
   });
 
+  test("spend: a lapsed hold of a run that exists stays for its tail (its follow-up may have reached the provider)", async (store) => {
+    const principalId = crypto.randomUUID();
+    const hold = { period: "total", limit: 100n, runCap: null };
+    const { runId } = await startRun(store, principalId, hold);
+    await store.spend.settle(settlement(runId, principalId, { cost: 0n }));
+    const now = Date.now();
+    const reservation = followUp(principalId, runId, 2, hold);
+    const woken = await store.runs.reserveRun({ ...reservation, now, leaseMs: 1_000 });
+    assert.deepEqual(woken, { result: "reserved", hold: { amount: 100n, ceiling: 100n } });
+    // Its lease passed and the run never recorded its turn: a reservation does not drop it.
+    const later = await store.runs.reserveRun(start(principalId, hold, { now: now + 2_000 }));
+    assert.deepEqual(later, { result: "budgetExceeded", limit: "budget", left: 0n });
+    assert.deepEqual((await store.spend.runHolds(runId)).map((held) => held.holdId), [
+      `${runId}#2`,
+    ]);
+    assert.equal((await store.spend.ledger(principalId, "total")).reserved, 100n);
+  });
+
   test("spend: usage sums by principal, agent and day, one principal's alone, and purges", async (store) => {
     const alice = crypto.randomUUID();
     const bob = crypto.randomUUID();

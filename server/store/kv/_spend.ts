@@ -307,11 +307,12 @@ export function attachHold(
 }
 
 /**
- * Drops the principal's holds whose lease passed and whose run never recorded their turn (no
- * run, or fewer turns). A follow-up's amount is given back (its run's tail settles what a turn
- * it started spent); a start's counts as spent: its session may be running unrecorded (its
- * replica died between creating it and recording the run), and nothing would ever settle it.
- * `turnsOf` reads a run's recorded turns (null: no such run).
+ * Drops the principal's holds whose lease passed and that have no run: a start's that never
+ * recorded its run counts as spent (its session may be running unrecorded: its replica died
+ * between creating it and recording the run, and nothing would ever settle it); one whose run is
+ * gone is given back. The holds of a run that exists are its tails' to settle or give back (the
+ * session's history tells whether a follow-up reached the provider). `turnsOf` reads a run's
+ * recorded turns (null: no such run).
  */
 export async function sweepHolds(
   commits: KvCommits,
@@ -324,10 +325,7 @@ export async function sweepHolds(
   for await (const entry of kv.list<HoldValue>({ prefix: [...root, "spend-hold", principalId] })) {
     const hold = entry.value;
     if (hold.leaseUntil > now) continue;
-    if (hold.runId !== null) {
-      const turns = await turnsOf(hold.runId);
-      if (turns !== null && turns >= hold.turn) continue;
-    }
+    if (hold.runId !== null && await turnsOf(hold.runId) !== null) continue;
     await releaseHold(commits, root, principalId, entry.key[entry.key.length - 1] as string, hold, {
       spend: hold.runId === null,
     });

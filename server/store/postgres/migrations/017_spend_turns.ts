@@ -7,7 +7,8 @@
  *   settlement and a follow-up's hold never interleave. (Migration 15's function stays for a
  *   replica still on the older build.)
  *   A start's hold that lapsed (its run never recorded) counts as spent, not given back: its
- *   session may be running unrecorded.
+ *   session may be running unrecorded. A lapsed hold of a run that exists stays: the run's tail
+ *   settles it, or gives it back when the session's history shows its follow-up never arrived.
  * - `automation_runtime_settle_run(...)`: a turn's end keeps the rest of its holds while the
  *   run holds money for a later turn (a follow-up was sent before the end was settled).
  *
@@ -50,15 +51,14 @@ DECLARE
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended('automation_runtime_run_slots:' || p_namespace, 0));
   IF p_hold IS NOT NULL THEN
-    -- Lapsed holds first: no run, or a run that never recorded their turn.
+    -- Lapsed holds first: those without a run (a run's are its tails' to settle or give back).
     WITH gone AS (
       DELETE FROM automation_runtime_spend_holds h
       WHERE h.namespace = p_namespace AND h.principal_id = p_principal
         AND h.lease_until <= p_now
         AND (h.run_id IS NULL OR NOT EXISTS (
           SELECT 1 FROM automation_runtime_runs r
-          WHERE r.namespace = h.namespace AND r.run_id = h.run_id
-            AND coalesce((r.record->>'turns')::integer, 1) >= h.turn))
+          WHERE r.namespace = h.namespace AND r.run_id = h.run_id))
       RETURNING h.period, h.amount, h.run_id
     ), back AS (
       -- A start's hold counts as spent: its session may run unrecorded (its replica died).
