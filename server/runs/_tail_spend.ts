@@ -286,13 +286,18 @@ export class TailSpend {
   /**
    * Gives back the run's lapsed holds of turns its session's history does not have (`turns`
    * starting events in all): their follow-ups never reached the provider. A hold of a turn the
-   * history has stays, for that turn's settlement.
+   * history has stays, for that turn's settlement. Never throws: a failure is logged.
    */
   async dropUnsent(runId: string, turns: number): Promise<void> {
-    for (const hold of await this.#store.spend.runHolds(runId)) {
-      if (hold.turn > turns && hold.leaseUntil <= this.#now()) {
-        await this.#store.spend.release(hold.principalId, hold.holdId);
+    try {
+      for (const hold of await this.#store.spend.runHolds(runId)) {
+        if (hold.turn > turns && hold.leaseUntil <= this.#now()) {
+          await this.#store.spend.release(hold.principalId, hold.holdId);
+        }
       }
+    } catch (error) {
+      // The next sweep of held runs hands the run to a tail again.
+      this.#logger.error("run hold release failed", { runId, errorName: (error as Error)?.name });
     }
   }
 }

@@ -621,9 +621,7 @@ export class RunGateway {
     let hold: SpendHoldRequest | null = null;
     let granted: GrantedHold | undefined;
     // The slot (and hold) counts against the run's owner, who may not be the caller (an admin).
-    const owner = record.principalId === caller.principalId
-      ? runPolicyOf(caller)
-      : runPolicyOf(await this.#ownerPolicy(record.principalId));
+    const owner = await this.#ownerRunPolicy(caller, record);
     if (waking || holdsMoney(owner.spend)) {
       limits = owner.spend;
       // A run still active holds for the turn the message may start too: no new money while it
@@ -772,10 +770,17 @@ export class RunGateway {
     caller: AuthenticatedPrincipal,
     record: StoredRunRecord,
   ): Promise<boolean> {
-    const owner = record.principalId === caller.principalId
+    return holdsMoney((await this.#ownerRunPolicy(caller, record)).spend);
+  }
+
+  /** The run policy of `record`'s owner: the caller's own when it is the owner. */
+  async #ownerRunPolicy(
+    caller: AuthenticatedPrincipal,
+    record: StoredRunRecord,
+  ): Promise<RunPolicy> {
+    return record.principalId === caller.principalId
       ? runPolicyOf(caller)
       : runPolicyOf(await this.#ownerPolicy(record.principalId));
-    return holdsMoney(owner.spend);
   }
 
   async #ownerPolicy(principalId: string): Promise<PolicyHolder> {
