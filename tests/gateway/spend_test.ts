@@ -28,6 +28,26 @@ async function start(gateway: Gateway, bearer: string, input = "go") {
   return await gateway.request("POST", "/v1/runs", { bearer, body: { input } });
 }
 
+/** A principal with a total budget of 1000 and a maxRunCost of 300. */
+function issueBudgeted(gateway: Gateway): Promise<{ bearer: string; principalId: string }> {
+  return gateway.issue([...WRITER], {
+    budget: { amount: "1000", currency: "USD", period: "total" },
+    maxRunCost: usd(300),
+  });
+}
+
+/** Waits until the principal's total ledger holds nothing, then asserts what it spent. */
+async function settledTotal(
+  gateway: Gateway,
+  principalId: string,
+  spent: bigint,
+  what: string,
+): Promise<void> {
+  const ledger = () => gateway.store.spend.ledger(principalId, "total");
+  await waitFor(async () => (await ledger()).reserved === 0n, 10_000, what);
+  assert.deepEqual(await ledger(), { spent, reserved: 0n });
+}
+
 Deno.test("spend: issuance answers the limits, the principal list and /v1/runtime what is spent and reserved", async () => {
   const gateway = await startGateway();
   try {
@@ -282,10 +302,7 @@ Deno.test("spend: a message sent while the run's record still says running (its 
     // The first turn spends 100 and ends at once; the second spends 100 and keeps running.
     let turns = 0;
     script(gateway, () => ++turns === 1 ? [spend(100)] : spendAndHold(100));
-    const { bearer, principalId } = await gateway.issue([...WRITER], {
-      budget: { amount: "1000", currency: "USD", period: "total" },
-      maxRunCost: usd(300),
-    });
+    const { bearer, principalId } = await issueBudgeted(gateway);
     // The run's tail opens its stream late: its record says running after the turn ended.
     gateway.fake.delayNextStream({ ms: 1_500 });
     const started = await start(gateway, bearer);
@@ -313,15 +330,7 @@ Deno.test("spend: a message sent while the run's record still says running (its 
       }`,
     );
     endTurn(gateway, runId);
-    await waitFor(
-      async () => (await gateway.store.spend.ledger(principalId, "total")).reserved === 0n,
-      10_000,
-      "the second turn's settlement",
-    );
-    assert.deepEqual(await gateway.store.spend.ledger(principalId, "total"), {
-      spent: 200n,
-      reserved: 0n,
-    });
+    await settledTotal(gateway, principalId, 200n, "the second turn's settlement");
   } finally {
     await gateway.close();
   }
@@ -331,10 +340,7 @@ Deno.test("spend: a revoked principal's running turn still settles, and its hold
   const gateway = await startGateway();
   try {
     script(gateway, () => spendAndHold(50));
-    const { bearer, principalId } = await gateway.issue([...WRITER], {
-      budget: { amount: "1000", currency: "USD", period: "total" },
-      maxRunCost: usd(300),
-    });
+    const { bearer, principalId } = await issueBudgeted(gateway);
     const started = await start(gateway, bearer);
     assert.equal(started.status, 201, started.text);
     const runId = started.json.runId;
@@ -342,15 +348,7 @@ Deno.test("spend: a revoked principal's running turn still settles, and its hold
     const revoked = await gateway.request("DELETE", `/v1/principals/${principalId}`);
     assert.equal(revoked.status, 204, revoked.text);
     endTurn(gateway, runId);
-    await waitFor(
-      async () => (await gateway.store.spend.ledger(principalId, "total")).reserved === 0n,
-      10_000,
-      "the settlement",
-    );
-    assert.deepEqual(await gateway.store.spend.ledger(principalId, "total"), {
-      spent: 50n,
-      reserved: 0n,
-    });
+    await settledTotal(gateway, principalId, 50n, "the settlement");
   } finally {
     await gateway.close();
   }
@@ -362,32 +360,32 @@ Deno.test("spend: a message the provider took from a replica that died before re
   try {
     let turns = 0;
     script(gateway, () => [spend(++turns === 1 ? 10 : 40)]);
-    const { bearer, principalId } = await gateway.issue([...WRITER], {
-      budget: { amount: "1000", currency: "USD", period: "total" },
-      maxRunCost: usd(300),
-    });
+    const { bearer, principalId } = await issueBudgeted(gateway);
     const started = await start(gateway, bearer);
     const runId = started.json.runId;
     const ledger = () => gateway.store.spend.ledger(principalId, "total");
     await waitFor(async () => (await ledger()).spent === 10n && (await ledger()).reserved === 0n);
-    // A follow-up's steps up to the provider, as a replica takes them before it dies: the hold
-    // (its lease short here), then the message; the run never records its turn.
-    const reserved = await gateway.store.runs.reserveRun({
-      principalId,
-      slotId: runId,
-      principalLimit: 100,
-      serviceLimit: 1000,
-      now: Date.now(),
-      leaseMs: 300,
-      hold: {
-        holdId: `${runId}#2`,
-        runId,
-        turn: 2,
-        period: "total",
-        limit: 1000n,
-        runCap: 300n,
-      },
-    });
+    // A follow-up's hold for `turn` as a replica takes it (its lease short here).
+    const followUpHold = (turn: number) =>
+      gateway.store.runs.reserveRun({
+        principalId,
+        slotId: runId,
+        principalLimit: 100,
+        serviceLimit: 1000,
+        now: Date.now(),
+        leaseMs: 300,
+        hold: {
+          holdId: `${runId}#${turn}`,
+          runId,
+          turn,
+          period: "total",
+          limit: 1000n,
+          runCap: 300n,
+        },
+      });
+    // Its steps up to the provider before its replica dies: the hold, then the message; the run
+    // never records its turn.
+    const reserved = await followUpHold(2);
     assert.equal(reserved.result, "reserved");
     const sent = await gateway.fake.fetch(
       new Request(`http://fake/v1/sessions/${runId}/events`, {
@@ -411,22 +409,9 @@ Deno.test("spend: a message the provider took from a replica that died before re
     );
     // A follow-up that died before its message went: the history has no such turn, the hold
     // goes back once its lease passed.
-    const unsent = await gateway.store.runs.reserveRun({
-      principalId,
-      slotId: runId,
-      principalLimit: 100,
-      serviceLimit: 1000,
-      now: Date.now(),
-      leaseMs: 300,
-      hold: { holdId: `${runId}#3`, runId, turn: 3, period: "total", limit: 1000n, runCap: 300n },
-    });
+    const unsent = await followUpHold(3);
     assert.deepEqual(unsent, { result: "reserved", hold: { amount: 250n, ceiling: 300n } });
-    await waitFor(
-      async () => (await ledger()).reserved === 0n,
-      10_000,
-      "the unsent follow-up's hold given back",
-    );
-    assert.deepEqual(await ledger(), { spent: 50n, reserved: 0n });
+    await settledTotal(gateway, principalId, 50n, "the unsent follow-up's hold given back");
   } finally {
     await gateway.close();
   }
