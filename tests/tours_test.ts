@@ -141,6 +141,12 @@ Deno.test({
       assert.ok(folder, stderr);
       await assert.rejects(Deno.stat(folder), Deno.errors.NotFound);
       assert.ok(stderr.includes("shown only this once"), "a principal was issued");
+      // The tour's principal carries its spend limits, and usage sums what the runs cost.
+      assert.match(
+        stdout,
+        /"budget": \{\s*"amount": "500",\s*"currency": "USD",\s*"period": "day"/,
+      );
+      assert.match(stdout, /"groupBy": "agent"[\s\S]*"listCost": \{\s*"amount": "[1-9]\d*"/);
     } finally {
       clearTimeout(timer);
       await killJobs();
