@@ -381,3 +381,44 @@ Deno.test("under load, request lines of several turns share one write, on a time
   logger.flush();
   assert.equal(writes.length, 3);
 });
+
+Deno.test("request lines write status and duration as String does, and the record's time", () => {
+  let text = "";
+  const logger = createJsonLogger({
+    write: (written) => text += written,
+    batchMs: 0,
+    now: () => 0,
+  });
+  const line = (status: number, durationMs: number, time?: number) => {
+    text = "";
+    logger.request({
+      method: "GET",
+      path: "/v1/runtime",
+      status,
+      durationMs,
+      correlationId: null,
+      principalId: null,
+      ...(time === undefined ? {} : { time }),
+    });
+    return text;
+  };
+  fc.assert(
+    fc.property(
+      fc.oneof(fc.integer({ min: 0, max: 3_000_000_000 }).map((n) => n / 1000), fc.double()),
+      (value) => {
+        const written = /"status":(.*),"durationMs":(.*),"correlationId"/.exec(line(value, value))!;
+        assert.equal(written[1], String(value));
+        assert.equal(written[2], String(Math.round(value * 1000) / 1000));
+      },
+    ),
+    { numRuns: 2_000 },
+  );
+  for (const value of [0, 0.5, 0.579, 1.005, 10, 200, 2_147_483.647, 2_147_483.648, 1e21]) {
+    assert.equal(JSON.parse(line(value, value)).durationMs, Math.round(value * 1000) / 1000);
+  }
+  // The line's time is the record's, to the millisecond, else the logger's clock.
+  const at = Date.UTC(2026, 6, 23, 12, 0, 0, 5);
+  assert.equal(JSON.parse(line(200, 1, at + 0.9)).time, "2026-07-23T12:00:00.005Z");
+  assert.equal(JSON.parse(line(200, 1, at + 1)).time, "2026-07-23T12:00:00.006Z");
+  assert.equal(JSON.parse(line(200, 1)).time, "1970-01-01T00:00:00.000Z");
+});

@@ -318,7 +318,7 @@ Deno.test("request log records carry method, path without query, status, ids; ne
     assert.equal(h.lines.length, 3);
     const [created, runtime, refused] = h.lines;
     assert.deepEqual(
-      { ...created, durationMs: 0 },
+      { ...created, durationMs: 0, time: 0 },
       {
         method: "POST",
         path: "/v1/principals",
@@ -326,8 +326,11 @@ Deno.test("request log records carry method, path without query, status, ids; ne
         durationMs: 0,
         correlationId: created.correlationId,
         principalId: h.principalId,
+        time: 0,
       },
     );
+    // The answer's time: the server's clock at arrival plus the duration.
+    assert.equal(created.time, h.clock.now + created.durationMs);
     assert.equal(runtime.path, "/v1/runtime");
     assert.equal(refused.status, 401);
     assert.equal(refused.principalId, null);
