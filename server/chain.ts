@@ -14,9 +14,10 @@
  *   machine), before counting the event-loop turns the promises cost a server. Guarded by
  *   `tests/server/hot_path_test.ts`. The only place that looks at the difference is `dispatch`
  *   below; a rule just writes `return next()` or `await next()` (never `next().then(...)`, which
- *   a `Response` lacks). Each rule's `next` is a closure made per request: about 100 ns a
- *   request for the shared rules, a fraction of a percent of an authenticated read, paid for
- *   one composer and one kind of rule.
+ *   a `Response` lacks). Each rule's `next` is a closure made per request; a rule that only
+ *   checks something is made with {@linkcode checkRule}, and `compose` runs its check in place
+ *   with no `next` made for it (the duplicate headers, interface version, correlation id,
+ *   deadline and capability checks of every read).
  * - **Errors become responses in one place.** Given `onError`, whatever a rule throws (or its
  *   promise rejects with) is turned into a response by that one function, right where it was
  *   thrown, so the rules around it (the in-flight quota, idempotency, the MCP endpoint's CORS)
@@ -60,6 +61,37 @@ export type Rule<C> = (context: C, next: Next) => Response | Promise<Response>;
 /** A composed chain: a promise only when some rule waited. */
 export type Chain<C> = (context: C) => Response | Promise<Response>;
 
+/** A check: passes by returning, refuses by throwing. */
+export type Check<C> = (context: C) => void;
+
+/** A rule made by {@linkcode checkRule}: it carries its check, which `compose` runs directly. */
+type CheckingRule<C> = Rule<C> & { readonly check: Check<C> };
+
+/**
+ * A rule that only checks: it runs `check` and, when that returns, the rest of the chain. Such a
+ * rule is an ordinary rule wherever it is used; {@linkcode compose} runs its check without making
+ * it a `next`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkRule, compose } from "./chain.ts";
+ * const named = checkRule<{ name?: string }>((context) => {
+ *   if (context.name === undefined) throw new Error("A name is required");
+ * });
+ * const chain = compose<{ name?: string }>([named, () => new Response("ok")]);
+ * assert.equal(await (await chain({ name: "x" })).text(), "ok");
+ * assert.throws(() => chain({}), /A name is required/);
+ * ```
+ */
+export function checkRule<C>(check: Check<C>): Rule<C> {
+  const rule = (context: C, next: Next): Response | Promise<Response> => {
+    check(context);
+    return next();
+  };
+  return Object.assign(rule, { check }) satisfies CheckingRule<C>;
+}
+
 /** Turns anything a rule threw into the response to answer with. */
 export type ErrorHandler<C> = (error: unknown, context: C) => Response;
 
@@ -102,10 +134,24 @@ function endedWithoutResponse(): Error {
 export function compose<C>(rules: readonly Rule<C>[], options?: ComposeOptions<C>): Chain<C> {
   const count = rules.length;
   const onError = options?.onError;
+  const checks = rules.map((rule) => (rule as Partial<CheckingRule<C>>).check);
   return function run(context: C): Response | Promise<Response> {
     let last = -1;
     function dispatch(index: number): Response | Promise<Response> {
       if (index <= last) throw calledTwice();
+      // Speed trick: a `checkRule`'s check runs here, with no `next` made for it (five checks
+      // of a read: a read handled in process in 4.24 µs against 4.46 µs, medians of four runs).
+      let check: Check<C> | undefined;
+      while (index < count && (check = checks[index]) !== undefined) {
+        last = index;
+        try {
+          check(context);
+        } catch (error) {
+          if (onError === undefined) throw error;
+          return onError(error, context);
+        }
+        index++;
+      }
       last = index;
       if (index === count) throw endedWithoutResponse();
       let answer: Response | Promise<Response>;

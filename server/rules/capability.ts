@@ -4,17 +4,17 @@
  *
  * @module
  */
-import type { Next, Rule } from "../chain.ts";
+import { checkRule, type Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { Capability } from "../store/types.ts";
 
 /** The capability rule for one required capability. */
 export function capabilityRule(required: Capability): Rule<RequestContext> {
-  return function capability(context: RequestContext, next: Next) {
-    if (context.principal?.capabilities.includes(required)) return next();
+  return checkRule(function capability(context: RequestContext): void {
+    if (context.principal?.capabilities.includes(required)) return;
     throw new InterfaceError("missingCapability", `This operation requires ${required}`, {
       extra: { requiredCapability: required },
     });
-  };
+  });
 }

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import type { Next, Rule } from "../chain.ts";
+import { checkRule, type Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
 /** The correlation rule. */
 export function correlationRule(): Rule<RequestContext> {
-  return function correlation(context: RequestContext, next: Next) {
-    if (context.correlationId !== null) return next();
+  return checkRule(function correlation(context: RequestContext): void {
+    if (context.correlationId !== null) return;
     if (context.correlationHeader === null) {
       throw new InterfaceError("missingHeader", "Header x-correlation-id is required", {
         extra: { header: "x-correlation-id" },
@@ -22,5 +22,5 @@ export function correlationRule(): Rule<RequestContext> {
       "Header x-correlation-id must be a UUID of at most 64 bytes",
       { extra: { header: "x-correlation-id" } },
     );
-  };
+  });
 }

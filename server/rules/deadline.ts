@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { Next, Rule } from "../chain.ts";
+import { checkRule, type Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -41,7 +41,7 @@ export function deadlineRule(): Rule<RequestContext> {
   // the last text parsed is remembered; parsing is a pure function of the text.
   let lastText: string | null = null;
   let lastAt: number | null = null;
-  return function deadline(context: RequestContext, next: Next) {
+  return checkRule(function deadline(context: RequestContext): void {
     const raw = context.deadlineHeader;
     if (raw === null) {
       throw new InterfaceError("missingHeader", "Header x-deadline is required", {
@@ -71,6 +71,5 @@ export function deadlineRule(): Rule<RequestContext> {
       );
     }
     context.deadline = at;
-    return next();
-  };
+  });
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Next, Rule } from "../chain.ts";
+import { checkRule, type Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 
@@ -84,9 +84,8 @@ export function findDuplicate(context: RequestContext): InterfaceError | null {
 
 /** The duplicate-header rule. */
 export function duplicatesRule(): Rule<RequestContext> {
-  return function duplicates(context: RequestContext, next: Next) {
+  return checkRule(function duplicates(context: RequestContext): void {
     const error = findDuplicate(context);
     if (error !== null) throw error;
-    return next();
-  };
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Next, Rule } from "../chain.ts";
+import { checkRule, type Rule } from "../chain.ts";
 import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { INTERFACE_VERSION } from "../../wire/mod.ts";
@@ -14,9 +14,9 @@ export const SUPPORTED_INTERFACE_VERSIONS: readonly string[] = Object.freeze([IN
 
 /** The interface-version rule. */
 export function interfaceVersionRule(): Rule<RequestContext> {
-  return function interfaceVersion(context: RequestContext, next: Next) {
+  return checkRule(function interfaceVersion(context: RequestContext): void {
     const value = context.interfaceVersion;
-    if (value === INTERFACE_VERSION) return next();
+    if (value === INTERFACE_VERSION) return;
     if (value === null) {
       throw new InterfaceError("missingHeader", "Header x-interface-version is required", {
         extra: { header: "x-interface-version" },
@@ -27,5 +27,5 @@ export function interfaceVersionRule(): Rule<RequestContext> {
       "This interface version is not supported",
       { extra: { header: "x-interface-version", supportedVersions: SUPPORTED_INTERFACE_VERSIONS } },
     );
-  };
+  });
 }

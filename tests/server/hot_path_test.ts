@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { bearerToken } from "../../server/authenticator.ts";
-import { compose, type Next } from "../../server/chain.ts";
+import { checkRule, compose, type Next } from "../../server/chain.ts";
 import { isUuid, isValidCorrelationId, RequestContext } from "../../server/context.ts";
 import { InterfaceError } from "../../server/errors.ts";
 import { createJsonLogger } from "../../server/log.ts";
@@ -244,6 +244,51 @@ Deno.test("compose refuses next() twice, and a chain that ends without an answer
     () => compose<unknown>([(_c, next) => next(), (_c, next) => next()])({}),
     /without a response/,
   );
+});
+
+Deno.test("checks run in their place in the chain, refuse through onError, and work as rules", async () => {
+  const seen: string[] = [];
+  const check = (name: string, refuse = false) =>
+    checkRule<{ refuse: string | null }>((context) => {
+      seen.push(name);
+      if (context.refuse === name || refuse) {
+        throw new InterfaceError("invalidHeader", `refused by ${name}`);
+      }
+    });
+  const onError = (error: unknown) => new Response((error as Error).message, { status: 400 });
+  const chain = compose<{ refuse: string | null }>([
+    check("a"),
+    check("b"),
+    (_context, next) => {
+      seen.push("around");
+      return next();
+    },
+    check("c"),
+    () => new Response("end"),
+  ], { onError });
+  const answer = chain({ refuse: null });
+  assert.ok(answer instanceof Response, "checks keep the answer synchronous");
+  assert.equal(await answer.text(), "end");
+  assert.deepEqual(seen, ["a", "b", "around", "c"]);
+  // The first failing check answers, and nothing after it runs.
+  for (
+    const [refuse, expected] of [["a", ["a"]], ["b", ["a", "b"]], ["c", ["a", "b", "around", "c"]]]
+  ) {
+    seen.length = 0;
+    const refused = chain({ refuse: refuse as string });
+    assert.ok(refused instanceof Response);
+    assert.equal(refused.status, 400);
+    assert.equal(await refused.text(), `refused by ${refuse}`);
+    assert.deepEqual(seen, expected);
+  }
+  // Without onError the refusal reaches the caller; a chain of checks alone has no answer.
+  assert.throws(() => compose([check("x", true), () => new Response()])({ refuse: null }), /by x/);
+  assert.throws(() => compose([check("y")])({ refuse: null }), /without a response/);
+  // Called as an ordinary rule (as another composer would), a check passes to next.
+  seen.length = 0;
+  const direct = check("d")({ refuse: null }, () => new Response("next"));
+  assert.equal(await (direct as Response).text(), "next");
+  assert.deepEqual(seen, ["d"]);
 });
 
 Deno.test("quotaRule gives the slot back after a synchronous answer, a refusal and a promise", async () => {
