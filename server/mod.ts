@@ -41,6 +41,8 @@ export {
 export { loadRequestTracer, type RequestTracer, tracingEnabled } from "./tracing.ts";
 export {
   type Chain,
+  type Check,
+  checkRule,
   compose,
   type ComposeOptions,
   type ErrorHandler,
