@@ -1,8 +1,8 @@
 /**
- * What a start or a waking follow-up reserves before it reaches the provider, for the run gateway
- * (`runs.ts`): an active-run slot against the principal's and the service's quotas and, for a
- * principal with a budget or a `maxRunCost`, the run's spend hold, in one atomic store step
- * (`store.runs.reserveRun`); its release when the call leads nowhere; the 429 of a refusal; the
+ * What a start or a follow-up reserves before it reaches the provider, for the run gateway
+ * (`_start_run.ts`, `_run_messages.ts`): an active-run slot against the principal's and the
+ * service's quotas and, for a principal with a budget or a `maxRunCost`, the run's spend hold, in
+ * one atomic store step (`store.runs.reserveRun`); its release when the call leads nowhere; the 429 of a refusal; the
  * hold a follow-up asks for; and what the run's record says of its limits (its provider ceiling,
  * when its time is up). The rules are `spend.ts`'s.
  *

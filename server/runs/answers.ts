@@ -27,6 +27,10 @@
  * claim older than 30 s whose request is still open is taken back (step 3). Several replicas
  * sweeping at once is safe: the claim lets one of them answer.
  *
+ * One concept past 600 lines on purpose: a caller's answer and the fail-closed default take the
+ * same five steps over the same claim, so the answer routes and the sweeper are read together;
+ * reading a run's tool requests is `pending.ts`'s.
+ *
  * @module
  */
 import type { ManagedAgentEvent, ProviderManagedAgentClient } from "../../client/mod.ts";

@@ -1,6 +1,6 @@
 /**
  * Run-state reconciliation: the one set of rules that turns what the gateway learns about a run
- * into its record's next state. A status read from the provider (the read path, `runs.ts`),
+ * into its record's next state. A status read from the provider (the read path, `_run_reads.ts`),
  * entries appended to the run's event log (its tail, `tail.ts`), a cancel and a follow-up
  * message all go through these functions; `_change_run.ts` writes their result over the record
  * they were derived from.

@@ -2,8 +2,9 @@
  * The spend rules of the run gateway: money, budget periods, the spend limits of principals
  * (issued never wider than the issuer's), the hold a start or a follow-up asks for, the budget
  * the provider's session enforces, the refusal when nothing is left, and the usage a provider
- * reports. The store keeps the ledgers and holds (`server/store/spend.ts`); `runs.ts` asks for
- * holds with its slots; the run tails settle what the provider reports (`tail.ts`).
+ * reports. The store keeps the ledgers and holds (`server/store/spend.ts`); the gateway asks
+ * for holds with its slots (`_reservations.ts`); the run tails settle what the provider reports
+ * (`tail.ts`).
  *
  * - **Money** is `bigint` minor units here, an integer decimal string on the wire (at most 15
  *   digits: under ten trillion dollars), never floating point.

@@ -2,9 +2,9 @@
  * The normalized start request: what a run starts with, whichever interface asked for it. Both
  * `POST /v1/runs` ({@linkcode startRequestOfBody}) and the provider's own
  * `POST /provider/v1/sessions` (`server/native/`) map their bodies into one
- * {@linkcode StartRequest}, and the run gateway's one start path (`runs.ts`) checks and starts
- * it: the capability, the principal's agents, agent overrides and active runs, and every other
- * start check, apply to both the same way.
+ * {@linkcode StartRequest}, and the run gateway's one start path (`_start_run.ts`) checks and
+ * starts it: the capability, the principal's agents, agent overrides and active runs, and every
+ * other start check, apply to both the same way.
  *
  * @module
  */

@@ -59,6 +59,11 @@
  * tail settles that turn when the history has it, and gives the hold back when not); and a tail
  * whose lease renewal is refused stops.
  *
+ * One concept past 600 lines on purpose: the steps above share one tail's state (its lease, its
+ * append queue, the record it keeps up to date, its spend) and their order is what keeps a run's
+ * log and record right, so they are read together; the parts that stand alone live beside it
+ * (`_tail_mapper.ts`, `_append_queue.ts`, `_tail_spend.ts`, `run_state.ts`).
+ *
  * @module
  */
 import { isTerminalRunStreamEvent } from "../../client/contract.ts";
