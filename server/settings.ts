@@ -10,6 +10,9 @@
  * `resolveProviderSettings` once the bootstrap has named its directory), else the default. An
  * invalid flag is a usage error; an invalid variable is a runtime error naming the variable.
  *
+ * One concept past 600 lines on purpose: the table is the one place each setting is written, and
+ * most of its length is the rows themselves.
+ *
  * The table holds no `Deno.*` call: the environment is handed in, so the same table serves a
  * process (`serve`) and an isolate of a Deploy-style host.
  *

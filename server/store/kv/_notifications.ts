@@ -29,6 +29,9 @@
  * `until` passed holds nothing (its sender died); settling, redelivering or deleting removes the
  * marks naming the delivery.
  *
+ * One part in one file of a little over 600 lines: its keys move together in every write, and a
+ * claim's checks span all of them.
+ *
  * A claim reads the due keys in order, passing over those of busy subscriptions and owners
  * without reading their records, for up to {@linkcode DUE_SCAN} keys: past that, a long run of
  * busy ones (an owner whose slow targets piled up deliveries) would make every claim read them
