@@ -67,6 +67,7 @@ import {
 } from "./runs/provider.ts";
 import { RunGateway } from "./runs/runs.ts";
 import type { RunActivity } from "./runs/activity.ts";
+import { releaseIdleSlots } from "./runs/idle_slots.ts";
 import { authenticateRule } from "./rules/authenticate.ts";
 import { bodyRule, DEFAULT_MAX_BODY_BYTES } from "./rules/body.ts";
 import { capabilityRule } from "./rules/capability.ts";
@@ -598,7 +599,9 @@ export function createRuntimeServer(options: RuntimeServerOptions): RuntimeServe
     nextCleanup = at + cleanupIntervalMs;
     cleaning = Promise.all([
       store.idempotency.purgeExpired(at),
-      store.principals.purgeRetired({ now: at, retentionMs }),
+      // Expired principals' idle sessions give their slots back before their records may go.
+      releaseIdleSlots(store, { now: at })
+        .then(() => store.principals.purgeRetired({ now: at, retentionMs })),
       store.authority.purgeRetired({ now: at, retentionMs }),
       store.leases.purge({ now: at, graceMs: LEASE_GRACE_MS }),
       purgeRuns(store, new Date(at - RUN_EVENT_RETENTION_MS).toISOString()),

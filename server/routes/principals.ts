@@ -7,6 +7,8 @@
  * revoking write, it waits until every process's authority lease has acknowledged the new epoch
  * or lapsed (`Authenticator.settle`); when the request's deadline comes first it answers 408
  * `deadlineExceeded` (the revocation is recorded; asking again answers 204 once it holds).
+ * Before that, the principal's sessions that wait for their first turn give their active-run
+ * slots back (`runs/idle_slots.ts`).
  *
  * Paging: `GET /v1/principals?limit=N&cursor=C`. `limit` is 1 to 500 (default 100); the answer is
  * `{ principals: [...], nextCursor }`, `nextCursor` an opaque string to pass back as `cursor`, or
@@ -41,6 +43,7 @@ import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, policyAnswer, runPolicyOf } from "../runs/policy.ts";
 import { spendStates } from "../runs/spend.ts";
+import { releaseIdleSlots } from "../runs/idle_slots.ts";
 
 export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "../issuance.ts";
 
@@ -227,6 +230,9 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
     );
     authenticator.forget(principalId);
     if (result === "notFound") throw principalNotFound();
+    // Its idle sessions give their active-run slots back (also after "alreadyRevoked": a
+    // release the first revocation did not finish is finished here).
+    await releaseIdleSlots(store, { principalId, now: context.receivedAt });
     // Also after "alreadyRevoked": the revocation that got there first may still be waiting.
     const deadline = context.deadline > 0 ? context.deadline : undefined;
     if (!await authenticator.settle({ deadline })) throw deadlineExceeded();

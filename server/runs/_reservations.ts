@@ -4,7 +4,8 @@
  * service's quotas and, for a principal with a budget or a `maxRunCost`, the run's spend hold, in
  * one atomic store step (`store.runs.reserveRun`); its release when the call leads nowhere; the 429 of a refusal; the
  * hold a follow-up asks for; and what the run's record says of its limits (its provider ceiling,
- * when its time is up). The rules are `spend.ts`'s.
+ * when its time is up). The rules are `spend.ts`'s. A reservation refused for the service-wide
+ * limit first frees the slots of abandoned idle sessions (`idle_slots.ts`).
  *
  * @module
  */
@@ -18,6 +19,7 @@ import type {
 } from "../store/types.ts";
 import { budgetExceeded, holdRequest, money, type SpendLimits } from "./spend.ts";
 import { turnOf } from "./run_state.ts";
+import { releaseIdleSlots } from "./idle_slots.ts";
 
 /** Default service-wide active-run limit (`--max-active-runs`). */
 export const DEFAULT_SERVICE_MAX_ACTIVE_RUNS = 1000;
@@ -41,6 +43,8 @@ export class Reservations {
   readonly #store: Store;
   readonly #now: () => number;
   readonly #serviceLimit: number;
+  /** The release of idle slots under way (concurrent refusals share it). */
+  #releasing: Promise<number> | null = null;
 
   /** Creates them. */
   constructor(options: ReservationsOptions) {
@@ -49,22 +53,40 @@ export class Reservations {
     this.#serviceLimit = options.serviceLimit ?? DEFAULT_SERVICE_MAX_ACTIVE_RUNS;
   }
 
-  /** Reserves the slot `slotId` of `principalId`, with `hold` when there is one. */
-  reserve(
+  /**
+   * Reserves the slot `slotId` of `principalId`, with `hold` when there is one. When the
+   * service-wide limit is full, the idle sessions of revoked or expired principals give their
+   * slots back first (`idle_slots.ts`), and the reservation is tried once more if any did.
+   */
+  async reserve(
     principalId: string,
     slotId: string,
     principalLimit: number,
     hold: SpendHoldRequest | null,
   ): Promise<RunReservationResult> {
-    return this.#store.runs.reserveRun({
-      principalId,
-      slotId,
-      principalLimit,
-      serviceLimit: this.#serviceLimit,
-      now: this.#now(),
-      leaseMs: RESERVATION_LEASE_MS,
-      ...(hold !== null ? { hold } : {}),
-    });
+    const reserve = () =>
+      this.#store.runs.reserveRun({
+        principalId,
+        slotId,
+        principalLimit,
+        serviceLimit: this.#serviceLimit,
+        now: this.#now(),
+        leaseMs: RESERVATION_LEASE_MS,
+        ...(hold !== null ? { hold } : {}),
+      });
+    const reserved = await reserve();
+    if (reserved.result !== "serviceQuota" || await this.#releaseIdle() === 0) return reserved;
+    return await reserve();
+  }
+
+  /**
+   * {@linkcode releaseIdleSlots} for every principal, one call at a time in this process; a
+   * failure releases nothing (the refusal stands).
+   */
+  #releaseIdle(): Promise<number> {
+    return this.#releasing ??= releaseIdleSlots(this.#store, { now: this.#now() })
+      .catch(() => 0)
+      .finally(() => this.#releasing = null);
   }
 
   /** Gives back a reservation that led nowhere: its slot and its hold (failures ignored). */

@@ -29,6 +29,10 @@
  *    5) or when the session is gone or terminated at the provider (a `failed` status or entry:
  *    the run is `failed` then, its slot freed); nothing else the provider reports changes it (an
  *    interrupted idle session is still there).
+ * 8. A session whose owner is revoked or expired stops waiting ({@linkcode afterOwnerGone}): no
+ *    one but an admin can use it any more, so it gives its slot back. Its run stays `completed`,
+ *    ended then; the session itself stays at the provider. A first turn sent to it afterwards
+ *    (an admin's) is a follow-up that wakes a finished run (rule 5): it takes a slot again.
  *
  * The caller supplies the time (`at`, RFC 3339): these rules read no clock.
  *
@@ -345,4 +349,32 @@ export function afterFollowUp(current: RunRecord, at: string, turns = 1): RunRec
     ...rest
   } = current;
   return { ...rest, state: "running", turns: turnOf(current) + turns, updatedAt: at };
+}
+
+/**
+ * The record of a session waiting for its first turn whose owner was revoked or expired: the wait
+ * ends (rule 8), so the write frees its slot; the run reads `completed`, ended at `at`. Null when
+ * the session no longer waits (its first turn came first, or it is gone).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { afterOwnerGone } from "./run_state.ts";
+ * import { holdsRunSlot } from "../store/types.ts";
+ * const idle = {
+ *   runId: "sesn_1", principalId: "p", agentId: "a", environmentId: "e",
+ *   state: "completed" as const, lastEventSeq: 0, createdAt: "t", updatedAt: "t",
+ *   endedAt: "t", turns: 0, awaitingFirstTurn: true as const,
+ * };
+ * const released = afterOwnerGone(idle, "t2");
+ * assert.equal(released?.state, "completed");
+ * assert.equal(released?.endedAt, "t2");
+ * assert.equal(holdsRunSlot(released!), false);
+ * assert.equal(afterOwnerGone(released!, "t3"), null);
+ * ```
+ */
+export function afterOwnerGone(current: RunRecord, at: string): RunRecord | null {
+  if (current.awaitingFirstTurn !== true) return null;
+  const { awaitingFirstTurn: _, ...rest } = current;
+  return { ...rest, updatedAt: at, endedAt: at };
 }

@@ -44,6 +44,14 @@ export interface RunStore {
   /** How many active-run slots (with live reservations) a principal, or the service, holds. */
   countSlots(principalId: string | null, now: number): Promise<number>;
   /**
+   * The sessions of a principal (or of every principal) that wait for their first turn and so
+   * hold a slot (`awaitingFirstTurn`), at most `limit` of them, in no particular order. Found
+   * through the slots, not the runs: it reads no more records than slots are held. Ending a
+   * wait is an {@linkcode RunStore.update} of the record (compare-and-set with the record read
+   * here), which frees the slot in the same atomic step.
+   */
+  idleRuns(principalId: string | null, limit: number): Promise<StoredRunRecord[]>;
+  /**
    * Records a new run and, in the same atomic step, turns the reservation `slotId` into the run's
    * own slot (or drops it when the run is already terminal), gives the hold of the same id (if
    * any) its run, and, with `completion`, completes the

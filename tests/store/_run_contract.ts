@@ -343,6 +343,51 @@ export function runRunContract(test: ContractCase): void {
     assert.equal(await store.runs.purgeEnded(cutoff), 1, "the failed one ended long ago");
   });
 
+  test(
+    "runs: idle sessions are found through their slots, and ending a wait frees the slot once, on every handle",
+    async (store, openTwin) => {
+      const [alice, bob] = [crypto.randomUUID(), crypto.randomUUID()];
+      const record = async (overrides: Partial<StoredRunRecord>) => {
+        const slot = reservation(overrides.principalId!, { principalLimit: 5 });
+        assert.equal(await store.runs.reserveSlot(slot), "reserved");
+        const run = testRun(overrides);
+        await store.runs.create(run, slot.slotId);
+        return run;
+      };
+      const waiting = {
+        state: "completed",
+        endedAt: "2026-01-01T00:00:00.000Z",
+        turns: 0,
+      } as const;
+      const idle = await record({ principalId: alice, ...waiting, awaitingFirstTurn: true });
+      await record({ principalId: alice });
+      await record({ principalId: bob, ...waiting, awaitingFirstTurn: true });
+      await record({ principalId: bob, ...waiting });
+      const ids = (runs: StoredRunRecord[]) => runs.map((run) => run.principalId).sort();
+      assert.deepEqual(await store.runs.idleRuns(alice, 10), [idle]);
+      assert.deepEqual(ids(await store.runs.idleRuns(null, 10)), [alice, bob].sort());
+      assert.equal((await store.runs.idleRuns(null, 1)).length, 1);
+      const twin = await twinOf(store, openTwin);
+      try {
+        // The service holds three slots of three: full on the other handle too.
+        const full = reservation(bob, { principalLimit: 5, serviceLimit: 3 });
+        assert.equal(await twin.runs.reserveSlot(full), "serviceQuota");
+        // Ending the wait (the record compared) frees the slot; a writer of the same read loses.
+        const { awaitingFirstTurn: _, ...released } = {
+          ...idle,
+          endedAt: "2026-01-02T00:00:00.000Z",
+        };
+        assert.equal(await store.runs.update(released, idle), true);
+        assert.equal(await twin.runs.update(released, idle), false);
+        assert.equal(await store.runs.countSlots(alice, Date.now()), 1);
+        assert.deepEqual(await twin.runs.idleRuns(alice, 10), []);
+        assert.equal(await twin.runs.reserveSlot(full), "reserved");
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
   test("runs: a lapsed reservation stops counting and is taken back", async (store) => {
     const alice = crypto.randomUUID();
     const now = Date.now();

@@ -408,6 +408,36 @@ export class KvRuns implements RunStore {
     }
   }
 
+  /** Reads the runs' own slots (no lease), then their records, ten at a time. */
+  async idleRuns(principalId: string | null, limit: number): Promise<StoredRunRecord[]> {
+    try {
+      const prefix = principalId === null
+        ? this.#key("run-slot")
+        : this.#key("run-slot", principalId);
+      const idle: StoredRunRecord[] = [];
+      let ids: string[] = [];
+      const take = async (): Promise<void> => {
+        const records = await this.#kv.getMany<StoredRunRecord[]>(
+          ids.map((runId) => this.#key("run", runId)),
+        );
+        ids = [];
+        for (const { value } of records) {
+          if (value?.awaitingFirstTurn === true && idle.length < limit) idle.push(value);
+        }
+      };
+      for await (const entry of this.#kv.list<SlotEntry>({ prefix })) {
+        if (idle.length >= limit) break;
+        if (entry.value.leaseUntil !== null) continue;
+        ids.push(entry.key[entry.key.length - 1] as string);
+        if (ids.length === GET_MANY) await take();
+      }
+      if (ids.length > 0) await take();
+      return idle;
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+
   create(
     record: StoredRunRecord,
     slotId: string,

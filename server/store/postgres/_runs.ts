@@ -267,6 +267,20 @@ export class PostgresRuns implements RunStore {
     });
   }
 
+  /** One statement: the runs' own slots (no lease) joined to their waiting records. */
+  idleRuns(principalId: string | null, limit: number): Promise<StoredRunRecord[]> {
+    return this.#pool.run(async (sql) => {
+      const rows = await sql<{ record: StoredRunRecord }[]>`
+        SELECT r.record FROM automation_runtime_run_slots s
+        JOIN automation_runtime_runs r ON r.namespace = s.namespace AND r.run_id = s.slot_id
+        WHERE s.namespace = ${this.#ns} AND s.lease_until IS NULL
+          ${principalId === null ? sql`` : sql`AND s.principal_id = ${principalId}`}
+          AND r.record ? 'awaitingFirstTurn'
+        LIMIT ${limit}`;
+      return rows.map((row) => row.record);
+    });
+  }
+
   countSlots(principalId: string | null, now: number): Promise<number> {
     return this.#pool.run(async (sql) => {
       const [row] = await sql<{ count: number }[]>`
