@@ -35,6 +35,7 @@ const PART_METHODS: readonly string[] = [
   "runs.reserveRun",
   "runs.releaseSlot",
   "runs.countSlots",
+  "runs.idleRuns",
   "runs.create",
   "runs.get",
   "runs.update",
