@@ -9,7 +9,12 @@
  *    `streamSession` with deltas, including `run.cancelled` after an interrupt); the first run
  *    event of a provider event carries its id, any further one `<id>#<n>`;
  * 4. a `message.delta` carries `<message event id>#d<offset>`, the offset of its first character
- *    in the message's text, so the same slice of text keeps the same id on every replica;
+ *    in the message's text, so the same slice of text keeps the same id on every replica. The
+ *    offset counts from the preview's `event_start`: deltas of a preview whose start this
+ *    connection did not see (it opened, or reopened after a break, in the middle of a message)
+ *    have no known offset and are not logged, nor is the rest the final message adds to them: an
+ *    id counted from the wrong place would skip text the log lacks and log text at an id it
+ *    holds for other text;
  * 5. a provider event without an id (only a stream's own `error` frame) is not logged: it says
  *    the connection failed, not the run, and the tail reconnects;
  * 6. every provider event with an id is also kept as it came, its JSON text, for the native log
@@ -61,7 +66,11 @@ export class TailMapper {
   readonly #mapper: RunEventMapper;
   readonly #seen = new Set<string>();
   readonly #streamed = new Map<string, number>();
-  #started = false;
+  /** Previews whose `event_start` this mapping saw: their deltas' offsets are known. */
+  readonly #started = new Set<string>();
+  /** Previews streamed without a start seen: nothing of them goes to the log as deltas. */
+  readonly #unplaced = new Set<string>();
+  #opened = false;
   #position: TurnPosition = "open";
   #turn = 0;
   #usage: UsageReport | null = null;
@@ -105,8 +114,8 @@ export class TailMapper {
    */
   feed(event: ManagedAgentSessionEvent, out: RunEventInput[], native?: NativeEventInput[]): void {
     const at = new Date(this.#now()).toISOString();
-    if (!this.#started) {
-      this.#started = true;
+    if (!this.#opened) {
+      this.#opened = true;
       out.push({ sourceId: "run.started", at, event: { type: "run.started", runId: this.#runId } });
     }
     const id = event.id;
@@ -132,7 +141,15 @@ export class TailMapper {
       }
       return;
     }
-    if (event.type === "span.model_request_end") this.#streamed.clear();
+    if (event.kind === "preview_start") {
+      this.#started.add(event.eventId);
+      this.#unplaced.delete(event.eventId);
+      this.#streamed.delete(event.eventId);
+    } else if (event.type === "span.model_request_end") {
+      this.#streamed.clear();
+      this.#started.clear();
+      this.#unplaced.clear();
+    }
     const produced: RunStreamEvent[] = [];
     this.#mapper.map(event, produced);
     let n = 0;
@@ -141,6 +158,8 @@ export class TailMapper {
       if (mapped.type === "message.delta") {
         const target = event.kind === "delta" ? event.eventId : id;
         if (target === undefined) continue;
+        if (event.kind === "delta" && !this.#started.has(target)) this.#unplaced.add(target);
+        if (this.#unplaced.has(target)) continue;
         const offset = this.#streamed.get(target) ?? 0;
         this.#streamed.set(target, offset + mapped.text.length);
         sourceId = `${target}#d${offset}`;
@@ -164,7 +183,11 @@ export class TailMapper {
       }
       out.push({ sourceId, at, event: mapped });
     }
-    if (event.kind === "message" && id !== undefined) this.#streamed.delete(id);
+    if (event.kind === "message" && id !== undefined) {
+      this.#streamed.delete(id);
+      this.#started.delete(id);
+      this.#unplaced.delete(id);
+    }
   }
 
   #mark(final: boolean, budgetReached: boolean): void {

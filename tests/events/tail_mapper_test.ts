@@ -40,6 +40,8 @@ const idle = (id: string, reason = "end_turn") =>
   event({ type: "session.status_idle", id, stop_reason: { type: reason } });
 const message = (id: string, text: string) =>
   event({ type: "agent.message", id, content: [{ type: "text", text }] });
+const start = (messageId: string) =>
+  event({ type: "event_start", event: { id: messageId, type: "agent.message" } });
 const delta = (messageId: string, text: string) =>
   event({ type: "event_delta", event_id: messageId, delta: { content: { type: "text", text } } });
 
@@ -97,8 +99,10 @@ Deno.test("tail mapper: deltas carry their message's id and the offset of their 
   ]);
   // A model request that ended without its message drops the previews: offsets start again.
   const again = feed(mapper, [
+    start("sevt_m2"),
     delta("sevt_m2", "ab"),
     event({ type: "span.model_request_end", id: "sevt_s1" }),
+    start("sevt_m2"),
     delta("sevt_m2", "ab"),
   ]);
   assert.deepEqual(again.map(([sourceId]) => sourceId), ["sevt_m2#d0", "sevt_m2#d0"]);
@@ -108,6 +112,48 @@ Deno.test("tail mapper: deltas carry their message's id and the offset of their 
       event({ type: "event_delta", delta: { content: { type: "text", text: "x" } } }),
     ]),
     [],
+  );
+});
+
+Deno.test("tail mapper: deltas of a preview whose start the connection did not see are not logged, nor the rest after them", () => {
+  // The first connection logged the start of the message; its stream broke in the middle.
+  const first = new TailMapper(RUN, Date.now);
+  const logged = feed(first, [
+    start("sevt_m1"),
+    delta("sevt_m1", "abcd"),
+    delta("sevt_m1", "efgh"),
+  ]);
+  assert.deepEqual(logged.slice(1).map(([sourceId]) => sourceId), ["sevt_m1#d0", "sevt_m1#d4"]);
+  // The next connection opens in the middle of the same preview: its first delta is not at
+  // offset 0 (an id counted from there would skip "ijkl" as known, then log "qrst" at #d4,
+  // an id the log holds for "efgh"), so nothing of the preview is logged as deltas.
+  const second = new TailMapper(RUN, Date.now);
+  second.feed(running("sevt_r1"), []);
+  assert.deepEqual(
+    feed(second, [
+      delta("sevt_m1", "ijkl"),
+      delta("sevt_m1", "mnop"),
+      delta("sevt_m1", "qrst"),
+      message("sevt_m1", "abcdefghijklmnopqrstuvwxyz"),
+    ]),
+    [["sevt_m1", {
+      type: "message.completed",
+      runId: RUN,
+      text: "abcdefghijklmnopqrstuvwxyz",
+    }]],
+  );
+  // The provider streamed a preview from its beginning without a start: no offset is trusted.
+  const third = new TailMapper(RUN, Date.now);
+  third.feed(running("sevt_r1"), []);
+  assert.deepEqual(
+    feed(third, [delta("sevt_m2", "ab"), message("sevt_m2", "abcd")]).map(([id]) => id),
+    ["sevt_m2"],
+  );
+  // A message of the same connection whose preview it saw start is logged as before.
+  assert.deepEqual(
+    feed(third, [start("sevt_m3"), delta("sevt_m3", "ab"), message("sevt_m3", "abcd")])
+      .map(([id]) => id),
+    ["sevt_m3#d0", "sevt_m3#d2", "sevt_m3"],
   );
 });
 
