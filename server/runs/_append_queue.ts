@@ -25,6 +25,9 @@
  * slice only while the store keeps up (then nothing changes: the log keeps the provider's
  * slices), not when they come faster than the store commits (in a burst of 2,000 messages
  * streamed in slices of 4 characters, 7 run entries a message became 2: `bench/native_bench.ts`).
+ * Another tail of the run would join the same slices differently, and the store, which skips
+ * only the ids it holds, would then log text twice: so only the tail that surely holds the run's
+ * lease appends (`tail.ts`), and a connection logs no delta it cannot place (`_tail_mapper.ts`).
  *
  * @module
  */

@@ -57,7 +57,9 @@
  * runs that still hold money (a cancelled turn whose end nobody saw settle), and runs with a
  * lapsed hold of a turn they never recorded (a follow-up whose replica died around its send: the
  * tail settles that turn when the history has it, and gives the hold back when not); and a tail
- * whose lease renewal is refused stops.
+ * whose lease renewal is refused stops. A tail whose renewals fail (a store that does not answer)
+ * starts no append and stops once its lease may lapse within a fifth of its length
+ * (`#leaseSure`): the replica that takes the run over then never appends beside it.
  *
  * One concept past 600 lines on purpose: the steps above share one tail's state (its lease, its
  * append queue, the record it keeps up to date, its spend) and their order is what keeps a run's
@@ -157,6 +159,11 @@ const REMEMBERED_TURNS = 4_096;
 
 interface Tail extends TailSpendState {
   controller: AbortController;
+  /**
+   * Until when (ms, this replica's clock) the lease surely holds: the time its last successful
+   * take or renewal was asked, plus the lease length.
+   */
+  leaseUntil: number;
   /** Set when the routes told of news while the tail ran: it must not stop at a stale end. */
   poked: boolean;
   done: Promise<void>;
@@ -277,10 +284,11 @@ export class RunTails {
 
   async #tryTail(runId: string): Promise<void> {
     if (this.#closed || this.#tails.has(runId)) return;
+    const asked = this.#now();
     const acquired = await this.#store.events.acquireLease({
       runId,
       holder: this.holder,
-      now: this.#now(),
+      now: asked,
       ttlMs: this.#leaseMs,
     });
     if (!acquired || this.#closed) {
@@ -292,6 +300,7 @@ export class RunTails {
     const controller = new AbortController();
     const tail: Tail = {
       controller,
+      leaseUntil: asked + this.#leaseMs,
       poked: false,
       done: Promise.resolve(),
       recording: Promise.resolve(),
@@ -328,14 +337,20 @@ export class RunTails {
   async #follow(runId: string, tail: Tail): Promise<void> {
     const signal = tail.controller.signal;
     const renew = setInterval(() => {
+      const asked = this.#now();
       this.#store.events.acquireLease({
         runId,
         holder: this.holder,
-        now: this.#now(),
+        now: asked,
         ttlMs: this.#leaseMs,
       }).then((held) => {
         if (!held) tail.controller.abort(new Error("lease lost"));
-      }, () => {});
+        else tail.leaseUntil = Math.max(tail.leaseUntil, asked + this.#leaseMs);
+      }, () => {
+        // A store hiccup: the tail goes on while its lease surely holds, and stops before
+        // another replica may take it (`#leaseSure`).
+        this.#leaseSure(runId, tail);
+      });
     }, this.#renewMs);
     try {
       const mapping = await (this.#mapping ??= import("./_tail_mapper.ts"));
@@ -505,6 +520,22 @@ export class RunTails {
     );
   }
 
+  /**
+   * Whether this tail's lease surely holds still: until a fifth of the lease length before it
+   * may lapse (the margin covers the clocks of two replicas drifting apart). A tail whose lease
+   * renewals failed (the store was unreachable) stops there, before another replica can take the
+   * lease, rather than append beside that replica's tail: two tails appending at once could log
+   * the same text twice, as deltas joined differently by each (`_append_queue.ts`).
+   */
+  #leaseSure(runId: string, tail: Tail): boolean {
+    if (this.#now() < tail.leaseUntil - this.#leaseMs / 5) return true;
+    if (!tail.controller.signal.aborted) {
+      this.#logger.info("run tail stopped: its lease may lapse", { runId });
+      tail.controller.abort(new Error("lease lapsing"));
+    }
+    return false;
+  }
+
   /** Appends and brings the run record up to date (step 4). */
   async #append(
     runId: string,
@@ -515,6 +546,9 @@ export class RunTails {
     native: NativeEventInput[] = [],
   ): Promise<void> {
     if (events.length === 0 && native.length === 0) return;
+    // Nothing is appended once the lease may have gone to another replica (checked last, just
+    // before the store write).
+    if (!this.#leaseSure(runId, tail)) throw new Error("lease lapsing");
     const batch = await this.#store.events.appendBatch(runId, { events, native });
     const appended = batch.events;
     const publishNative = () => {

@@ -1,0 +1,140 @@
+/**
+ * Two replicas on one store, one run: the replica tailing it cannot renew its lease (its store
+ * calls for the lease fail), so the lease lapses and the other replica takes the run over. The
+ * first must stop appending before that can happen: were both to append, a message streamed while
+ * an append of the first was in flight would be logged by it as one joined delta and by the other
+ * as the provider's slices, under ids that overlap only at the first slice, and the log's deltas
+ * would spell the text once and a half.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { openKvStore, wrapStore } from "../../server/store/mod.ts";
+import { type Store, StoreUnavailableError } from "../../server/store/types.ts";
+import { startGateway } from "../gateway/_harness.ts";
+
+const LEASE_MS = 300;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(predicate: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (await predicate()) return;
+    await sleep(10);
+  }
+  assert.fail(`${what}: not within 3 s`);
+}
+
+Deno.test("lease: a tail that cannot renew stops appending before another replica can take its run; a message is logged once", async () => {
+  let raw: Store | undefined;
+  const a = {
+    /** The lease calls of replica A fail (its renewals, and its scan's takes). */
+    leaseFails: false,
+    /** A's appends take 100 ms (an append in flight while the next message streams). */
+    slow: false,
+    /** Appends A started after B took the run over. */
+    appendsAfterTakeover: 0,
+  };
+  let takenOver = false;
+  const first = await startGateway({
+    store: async (namespace) => {
+      raw = await openKvStore({ path: ":memory:", namespace });
+      return wrapStore(raw, (part, method, call) => {
+        if (part !== "events") return call;
+        const forward = call as (...args: unknown[]) => Promise<unknown>;
+        if (method === "acquireLease") {
+          return (...args: unknown[]) =>
+            a.leaseFails
+              ? Promise.reject(new StoreUnavailableError("the test: no lease calls"))
+              : forward(...args);
+        }
+        if (method === "appendBatch") {
+          return async (...args: unknown[]) => {
+            if (takenOver) a.appendsAfterTakeover++;
+            if (a.slow) await sleep(100);
+            return forward(...args);
+          };
+        }
+        return call;
+      });
+    },
+    serverOptions: { runLeaseMs: LEASE_MS },
+  });
+  let second: Awaited<ReturnType<typeof startGateway>> | undefined;
+  try {
+    first.holdTurns(true);
+    const { bearer } = await first.issue(["session:read", "session:write"]);
+    const started = await first.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+    assert.equal(started.status, 201, started.text);
+    const runId: string = started.json.runId;
+    const streams = () =>
+      first.fake.requests.filter((request) =>
+        request.method === "GET" && request.path === `/v1/sessions/${runId}/events/stream`
+      ).length;
+    await until(() => streams() === 1, "replica A tails the run");
+    // Replica B: the same store; its appends of the long message's deltas take 250 ms.
+    second = await startGateway({
+      replicaOf: first,
+      store: () =>
+        Promise.resolve({
+          ...wrapStore(raw!, (part, method, call) => {
+            if (part !== "events" || method !== "appendBatch") return call;
+            return async (...args: Parameters<Store["events"]["appendBatch"]>) => {
+              const long = args[1].events.some((entry) =>
+                entry.event.type === "message.delta" && entry.event.text.includes("L")
+              );
+              if (long) await sleep(250);
+              return raw!.events.appendBatch(...args);
+            };
+          }),
+          close: () => Promise.resolve(), // A closes the store
+        }),
+      serverOptions: { runLeaseMs: LEASE_MS },
+    });
+    a.leaseFails = true;
+    await until(() => streams() === 2, "replica B takes the run over once the lease lapsed");
+    takenOver = true;
+    // A short message, then a long one in slices of 4 characters while A's append of the first
+    // is in flight.
+    a.slow = true;
+    const long = Array.from({ length: 15 }, (_, i) => `L${String(i).padStart(3, "0")}`).join("");
+    first.fake.managedAgents!.emit(runId, {
+      type: "agent.message",
+      content: [{ type: "text", text: "x" }],
+    });
+    await sleep(30);
+    first.fake.managedAgents!.emit(runId, {
+      type: "agent.message",
+      content: [{ type: "text", text: long }],
+    });
+    const logged = async () => {
+      const entries = await raw!.events.list(runId, 0, 1_000);
+      return entries.some((entry) =>
+        entry.event.type === "message.completed" && entry.event.text === long
+      );
+    };
+    await until(logged, "the long message is logged");
+    await sleep(400); // every tail's appends of it have landed
+    const entries = await raw!.events.list(runId, 0, 1_000);
+    // Each message's deltas, all before it, spell its text once.
+    for (const [at, entry] of entries.entries()) {
+      if (entry.event.type !== "message.completed") continue;
+      const deltas = entries.filter((other) => other.sourceId.startsWith(`${entry.sourceId}#d`));
+      assert.equal(
+        deltas.map((delta) => (delta.event as { text: string }).text).join(""),
+        entry.event.text,
+      );
+      assert.ok(deltas.every((delta) => entries.indexOf(delta) < at), "deltas come before");
+    }
+    assert.deepEqual(
+      entries.map((entry) => entry.seq),
+      entries.map((_, i) => i + 1),
+      "no gap",
+    );
+    assert.equal(new Set(entries.map((entry) => entry.sourceId)).size, entries.length);
+    assert.equal(a.appendsAfterTakeover, 0, "A appended nothing once B held the run");
+  } finally {
+    a.slow = false;
+    await second?.close();
+    await first.close();
+  }
+});
