@@ -415,6 +415,9 @@ export class RunTails {
         failed.abort(error);
       },
     );
+    // A stopped tail (closing, its lease refused or lapsing) starts no append: what waits goes.
+    const stop = () => appends.stop();
+    tail.controller.signal.addEventListener("abort", stop, { once: true });
     const feed = (event: Parameters<typeof mapper.feed>[0]) => {
       const pending = appends.events;
       const from = pending.length;
@@ -465,6 +468,7 @@ export class RunTails {
       }
     } finally {
       // Nothing of this connection is appended after it ended (the next one appends its own).
+      tail.controller.signal.removeEventListener("abort", stop);
       appends.stop();
       await appends.settle();
       await stream.cancel().catch(() => {});
@@ -528,6 +532,8 @@ export class RunTails {
    * the same text twice, as deltas joined differently by each (`_append_queue.ts`).
    */
   #leaseSure(runId: string, tail: Tail): boolean {
+    // A stopped tail (closing, its lease refused) appends nothing more either.
+    if (tail.controller.signal.aborted) return false;
     if (this.#now() < tail.leaseUntil - this.#leaseMs / 5) return true;
     if (!tail.controller.signal.aborted) {
       this.#logger.info("run tail stopped: its lease may lapse", { runId });
@@ -546,9 +552,9 @@ export class RunTails {
     native: NativeEventInput[] = [],
   ): Promise<void> {
     if (events.length === 0 && native.length === 0) return;
-    // Nothing is appended once the lease may have gone to another replica (checked last, just
-    // before the store write).
-    if (!this.#leaseSure(runId, tail)) throw new Error("lease lapsing");
+    // Nothing is appended once the tail stopped or its lease may have gone to another replica
+    // (checked last, just before the store write).
+    if (!this.#leaseSure(runId, tail)) throw new Error("tail stopped");
     const batch = await this.#store.events.appendBatch(runId, { events, native });
     const appended = batch.events;
     const publishNative = () => {

@@ -138,3 +138,72 @@ Deno.test("lease: a tail that cannot renew stops appending before another replic
     await first.close();
   }
 });
+
+Deno.test("lease: a tail told its lease is gone appends nothing more, not even what it read before", async () => {
+  let refuse = false;
+  let holdAppends = false;
+  const held: (() => void)[] = [];
+  let appends = 0;
+  let refusedAt = -1;
+  const gateway = await startGateway({
+    store: async (namespace) => {
+      const raw = await openKvStore({ path: ":memory:", namespace });
+      return wrapStore(raw, (part, method, call) => {
+        if (part !== "events") return call;
+        const forward = call as (...args: unknown[]) => Promise<unknown>;
+        if (method === "acquireLease") {
+          return (...args: unknown[]) => refuse ? Promise.resolve(false) : forward(...args);
+        }
+        if (method === "appendBatch") {
+          return async (...args: unknown[]) => {
+            appends++;
+            if (holdAppends) await new Promise<void>((resolve) => held.push(resolve));
+            return forward(...args);
+          };
+        }
+        return call;
+      });
+    },
+    serverOptions: { runLeaseMs: LEASE_MS },
+  });
+  try {
+    gateway.holdTurns(true);
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+    assert.equal(started.status, 201, started.text);
+    const runId: string = started.json.runId;
+    const logged = async (text: string) =>
+      (await gateway.store.events.list(runId, 0, 1_000)).some((entry) =>
+        entry.event.type === "message.completed" && entry.event.text === text
+      );
+    const emit = (event: Record<string, unknown>) => gateway.fake.managedAgents!.emit(runId, event);
+    emit({ type: "agent.message", content: [{ type: "text", text: "first" }] });
+    await until(() => logged("first"), "the tail appends");
+    // The next append is held; the turn's end is read meanwhile (the tail waits for its append).
+    holdAppends = true;
+    emit({ type: "agent.message", content: [{ type: "text", text: "second" }] });
+    await until(() => held.length === 1, "an append in flight");
+    emit({ type: "agent.message", content: [{ type: "text", text: "third" }] });
+    emit({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
+    await sleep(50);
+    // Another replica holds the run now: the next renewal is refused.
+    refuse = true;
+    await sleep(LEASE_MS / 3 + 50);
+    refusedAt = appends;
+    holdAppends = false;
+    for (const release of held.splice(0)) release();
+    await sleep(200);
+    assert.equal(appends, refusedAt, "no append starts once the lease is gone");
+    assert.equal(await logged("third"), false);
+    // The lease free again, the run's next tail appends what was missed, once.
+    refuse = false;
+    await until(() => logged("third"), "the next tail appends the rest");
+    const entries = await gateway.store.events.list(runId, 0, 1_000);
+    assert.equal(new Set(entries.map((entry) => entry.sourceId)).size, entries.length);
+    assert.equal(entries.at(-1)!.event.type, "run.completed");
+  } finally {
+    holdAppends = false;
+    for (const release of held.splice(0)) release();
+    await gateway.close();
+  }
+});
