@@ -197,6 +197,12 @@ export class RunTails {
   /** This replica's lease holder id. */
   readonly holder: string = crypto.randomUUID();
   readonly #tails = new Map<string, Tail>();
+  /**
+   * The lease releases of ended tails, under way: a run's next tail here waits for its release
+   * before it takes the lease (this replica's own, so taking it before the release would succeed,
+   * and the release would then free the lease its next tail runs under).
+   */
+  readonly #releasing = new Map<string, Promise<void>>();
   readonly #unsubscribe: () => void;
   #timer: ReturnType<typeof setInterval> | undefined;
   #scanning: Promise<void> | null = null;
@@ -284,6 +290,8 @@ export class RunTails {
 
   async #tryTail(runId: string): Promise<void> {
     if (this.#closed || this.#tails.has(runId)) return;
+    await this.#releasing.get(runId);
+    if (this.#closed || this.#tails.has(runId)) return;
     const asked = this.#now();
     const acquired = await this.#store.events.acquireLease({
       runId,
@@ -322,7 +330,10 @@ export class RunTails {
     }).finally(async () => {
       this.#tails.delete(runId);
       this.#onTailing(runId, false);
-      await this.#store.events.releaseLease(runId, this.holder).catch(() => {});
+      const release = this.#store.events.releaseLease(runId, this.holder).catch(() => {});
+      this.#releasing.set(runId, release);
+      await release;
+      if (this.#releasing.get(runId) === release) this.#releasing.delete(runId);
       // A failed tail is retried by the next scan, not at once (no tight loop on a bad store).
       if (this.#closed || controller.signal.aborted || failed) return;
       // News that came while the tail was ending (a follow-up message) gets a fresh tail.

@@ -1,10 +1,13 @@
 /**
- * Two replicas on one store, one run: the replica tailing it cannot renew its lease (its store
- * calls for the lease fail), so the lease lapses and the other replica takes the run over. The
- * first must stop appending before that can happen: were both to append, a message streamed while
- * an append of the first was in flight would be logged by it as one joined delta and by the other
- * as the provider's slices, under ids that overlap only at the first slice, and the log's deltas
- * would spell the text once and a half.
+ * One tail appends to a run at a time. Two replicas on one store, one run: the replica tailing it
+ * cannot renew its lease (its store calls for the lease fail), so the lease lapses and the other
+ * replica takes the run over. The first must stop appending before that can happen: were both to
+ * append, a message streamed while an append of the first was in flight would be logged by it as
+ * one joined delta and by the other as the provider's slices, under ids that overlap only at the
+ * first slice, and the log's deltas would spell the text once and a half. A tail told its lease is
+ * gone (a renewal refused) starts no append, not even of what it read while its last append was
+ * in flight. And a run woken while its ended tail is still releasing the lease gets its next tail
+ * under a lease of its own, not one the late release then frees for any replica to take.
  *
  * @module
  */
@@ -204,6 +207,62 @@ Deno.test("lease: a tail told its lease is gone appends nothing more, not even w
   } finally {
     holdAppends = false;
     for (const release of held.splice(0)) release();
+    await gateway.close();
+  }
+});
+
+Deno.test("lease: a run woken while its ended tail still releases the lease keeps the lease for its next tail", async () => {
+  let raw: Store | undefined;
+  const releases: (() => void)[] = [];
+  let holdReleases = true;
+  let released = 0;
+  const gateway = await startGateway({
+    store: async (namespace) => {
+      raw = await openKvStore({ path: ":memory:", namespace });
+      return wrapStore(raw, (part, method, call) => {
+        if (part !== "events" || method !== "releaseLease") return call;
+        return async (...args: Parameters<Store["events"]["releaseLease"]>) => {
+          if (holdReleases) await new Promise<void>((resolve) => releases.push(resolve));
+          await raw!.events.releaseLease(...args);
+          released++;
+        };
+      });
+    },
+    serverOptions: { runLeaseMs: LEASE_MS },
+  });
+  try {
+    const { bearer } = await gateway.issue(["session:read", "session:write"]);
+    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "one" } });
+    assert.equal(started.status, 201, started.text);
+    const runId: string = started.json.runId;
+    // The echo turn ends; its tail ends and releases the run's lease (held here).
+    await until(() => releases.length > 0, "the ended tail releases its lease");
+    gateway.holdTurns(true);
+    const sent = await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+      bearer,
+      body: { input: "two" },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    const streams = () =>
+      gateway.fake.requests.filter((request) =>
+        request.method === "GET" && request.path === `/v1/sessions/${runId}/events/stream`
+      ).length;
+    // The follow-up's tail starts (it took the lease, or waits for the release to take it).
+    await Promise.race([until(() => streams() === 2, "the next tail streams"), sleep(300)]);
+    holdReleases = false;
+    for (const release of releases.splice(0)) release();
+    await until(() => released > 0, "the release is done");
+    await until(() => streams() === 2, "the next tail streams");
+    const taken = await raw!.events.acquireLease({
+      runId,
+      holder: "another replica",
+      now: Date.now(),
+      ttlMs: 10_000,
+    });
+    assert.equal(taken, false, "the running tail holds the lease: no other replica can take it");
+  } finally {
+    holdReleases = false;
+    for (const release of releases.splice(0)) release();
     await gateway.close();
   }
 });
