@@ -14,8 +14,10 @@
  * is never appended, the tail is told at once, and the failure reaches it at its next
  * {@linkcode AppendQueue.room} or {@linkcode AppendQueue.drain} (it reconnects, and the store
  * skips what is already in the log).
- * What waits is bounded: past `maxPending` run entries (or native entries) the tail waits for
- * room before it reads on.
+ * What waits is bounded: past `maxPending` run entries (or native entries), or past `maxBytes`
+ * characters of the provider events and text deltas fed ({@linkcode MAX_PENDING_CHARS} by
+ * default: a few large events, such as long tool results, weigh as much as many small ones), the
+ * tail waits for room before it reads on, and the provider's stream waits unread.
  *
  * What waits while an append is in flight is also compacted ({@linkcode AppendQueue.fed}): a
  * `message.delta` that continues the waiting delta before it (the same message, the next offset)
@@ -35,6 +37,12 @@ import type { NativeEventInput, RunEventInput } from "../store/run_event_types.t
 
 /** Most characters of text one merged `message.delta` holds (its log entry stays far under 64 KiB). */
 export const MAX_MERGED_DELTA = 8_192;
+
+/**
+ * Default bound of what waits, in characters of the native events' JSON and the deltas' text fed
+ * and not yet taken by an append (about 8 MiB of strings).
+ */
+export const MAX_PENDING_CHARS = 4 * 1024 * 1024;
 
 /** The message id and offset of a delta's source id (`<message id>#d<offset>`), or null. */
 function deltaPlace(entry: RunEventInput): { message: string; offset: number } | null {
@@ -56,6 +64,9 @@ export class AppendQueue {
   native: NativeEventInput[] = [];
   readonly #append: AppendBatch;
   readonly #maxPending: number;
+  readonly #maxChars: number;
+  /** Characters of the native JSON and delta text fed and not yet taken by an append. */
+  #chars = 0;
   readonly #onFailure: (error: unknown) => void;
   /** The appends' loop while it runs (it ends when nothing is left to take), or null. */
   #running: Promise<void> | null = null;
@@ -93,16 +104,19 @@ export class AppendQueue {
     append: AppendBatch,
     maxPending: number,
     onFailure: (error: unknown) => void = () => {},
+    maxChars: number = MAX_PENDING_CHARS,
   ) {
     this.#append = append;
     this.#maxPending = maxPending;
     this.#onFailure = onFailure;
+    this.#maxChars = maxChars;
   }
 
   /**
-   * The run entries from index `from` of {@linkcode AppendQueue.events} were just fed: while an
-   * append is in flight, each `message.delta` among them that continues the waiting delta before
-   * it is merged into that one (see the module doc) and leaves the queue.
+   * The run entries from index `from` of {@linkcode AppendQueue.events} (and the native entries
+   * from `nativeFrom` of {@linkcode AppendQueue.native}) were just fed: their size counts against
+   * the bound, and while an append is in flight, each `message.delta` among them that continues
+   * the waiting delta before it is merged into that one (see the module doc) and leaves the queue.
    *
    * @example
    * ```ts
@@ -130,9 +144,15 @@ export class AppendQueue {
    * await queue.drain();
    * ```
    */
-  fed(from: number): void {
-    if (this.#current === null) return;
+  fed(from: number, nativeFrom: number = this.native.length): void {
     const events = this.events;
+    const native = this.native;
+    for (let i = nativeFrom; i < native.length; i++) this.#chars += native[i].json.length;
+    for (let i = from; i < events.length; i++) {
+      const event = events[i].event;
+      if (event.type === "message.delta") this.#chars += event.text.length;
+    }
+    if (this.#current === null) return;
     for (let i = Math.max(from, 1); i < events.length; i++) {
       const place = deltaPlace(events[i]);
       if (place === null) continue;
@@ -167,6 +187,7 @@ export class AppendQueue {
       const native = this.native;
       this.events = [];
       this.native = [];
+      this.#chars = 0;
       this.#current = this.#append(events, native).then(() => {}, (error) => {
         this.#failure = { error };
         this.#onFailure(error);
@@ -181,9 +202,10 @@ export class AppendQueue {
     if (this.#failure !== null) throw this.#failure.error;
   }
 
-  /** Whether `maxPending` run entries or native entries wait. */
+  /** Whether `maxPending` run entries or native entries, or `maxChars` characters, wait. */
   #full(): boolean {
-    return this.events.length >= this.#maxPending || this.native.length >= this.#maxPending;
+    return this.events.length >= this.#maxPending || this.native.length >= this.#maxPending ||
+      this.#chars >= this.#maxChars;
   }
 
   /**
@@ -217,6 +239,7 @@ export class AppendQueue {
     this.#stopped = true;
     this.events = [];
     this.native = [];
+    this.#chars = 0;
   }
 
   /**

@@ -18,8 +18,9 @@
  *    skipped). Appends are grouped adaptively (`_append_queue.ts`): one runs at a time and takes
  *    everything fed until it starts, so an event that comes alone is appended at once and a
  *    burst that comes while a durable commit is in flight goes in the next append together,
- *    while the tail reads and maps on (at most {@linkcode MAX_PENDING} run entries wait; the
- *    text deltas of one message that wait together are merged into one);
+ *    while the tail reads and maps on (at most {@linkcode MAX_PENDING} run entries, and about
+ *    4 Mi characters of events and text, wait: past that the provider's stream waits unread;
+ *    the text deltas of one message that wait together are merged into one);
  * 4. after each append (of the run events and, in the same store write, the provider events
  *    themselves to the native log), hands the appended entries to this replica's subscribers
  *    (`onAppend`, `onAppendNative`; native entries go with the run entries of their batch) and
@@ -432,9 +433,10 @@ export class RunTails {
     const feed = (event: Parameters<typeof mapper.feed>[0]) => {
       const pending = appends.events;
       const from = pending.length;
+      const nativeFrom = appends.native.length;
       requests.feed(event);
       mapper.feed(event, pending, appends.native);
-      appends.fed(from);
+      appends.fed(from, nativeFrom);
       for (let i = from; i < pending.length; i++) {
         turns.set(pending[i].sourceId, mapper.turn);
         if (!bearsState(pending[i])) continue;

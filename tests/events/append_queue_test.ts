@@ -36,15 +36,20 @@ function native(id: number): NativeEventInput {
 }
 
 /** A queue whose appends wait until the test lets each go; what each append was given. */
-function heldQueue(maxPending = 100) {
+function heldQueue(maxPending = 100, maxChars?: number) {
   const appends: { events: RunEventInput[]; native: NativeEventInput[] }[] = [];
   const releases: ((error?: Error) => void)[] = [];
-  const queue = new AppendQueue((events, native) => {
-    appends.push({ events, native });
-    return new Promise<void>((resolve, reject) => {
-      releases.push((error) => error === undefined ? resolve() : reject(error));
-    });
-  }, maxPending);
+  const queue = new AppendQueue(
+    (events, native) => {
+      appends.push({ events, native });
+      return new Promise<void>((resolve, reject) => {
+        releases.push((error) => error === undefined ? resolve() : reject(error));
+      });
+    },
+    maxPending,
+    undefined,
+    maxChars,
+  );
   /** Lets the oldest held append end (with `error`: fail), then lets the queue go on. */
   const release = async (error?: Error) => {
     releases.shift()!(error);
@@ -56,9 +61,10 @@ function heldQueue(maxPending = 100) {
 /** Feeds one provider event's entries, as the tail does. */
 function feed(queue: AppendQueue, events: RunEventInput[], natives: NativeEventInput[] = []) {
   const from = queue.events.length;
+  const nativeFrom = queue.native.length;
   queue.events.push(...events);
   queue.native.push(...natives);
-  queue.fed(from);
+  queue.fed(from, nativeFrom);
   queue.schedule();
 }
 
@@ -161,6 +167,37 @@ Deno.test("append queue: native entries alone are bounded too", async () => {
   const drained = queue.drain();
   await release();
   await drained;
+});
+
+Deno.test("append queue: bounded in characters too: a few large events make the tail wait as many small ones do", async () => {
+  const { queue, appends, release } = heldQueue(100, 1_000);
+  feed(queue, [message(1)], [native(1)]);
+  const large = (id: number): NativeEventInput => ({
+    id: `sevt_${id}`,
+    type: "agent.tool_result",
+    json: `{"id":"sevt_${id}","content":"${"x".repeat(400)}"}`,
+  });
+  feed(queue, [message(2)], [large(2)]);
+  feed(queue, [message(3)], [large(3)]);
+  assert.equal(queue.roomy, true, "two of 400 characters and more: under 1,000");
+  feed(queue, [message(4)], [large(4)]);
+  assert.equal(queue.roomy, false, "three: the tail reads no further, though few entries wait");
+  // Text deltas count their text.
+  feed(queue, [delta("sevt_m", 0, "y".repeat(10))]);
+  let roomy = false;
+  const room = queue.room().then(() => roomy = true);
+  await Promise.resolve();
+  assert.equal(roomy, false);
+  await release();
+  await room;
+  assert.deepEqual(appends[1].native.map((entry) => entry.id), ["sevt_2", "sevt_3", "sevt_4"]);
+  assert.equal(queue.roomy, true, "what waits was taken: room again");
+  feed(queue, [delta("sevt_m", 10, "z".repeat(1_000))]);
+  assert.equal(queue.roomy, false, "a long delta alone fills it");
+  queue.stop();
+  assert.equal(queue.roomy, true, "a stopped queue dropped what waited");
+  await release();
+  await queue.settle();
 });
 
 Deno.test("append queue: once stopped, no append starts; the one in flight ends and what waits is dropped", async () => {
