@@ -68,6 +68,16 @@ function feed(queue: AppendQueue, events: RunEventInput[], natives: NativeEventI
   queue.schedule();
 }
 
+/** The tail finds no room until the held append ends and the next one takes what waits. */
+async function waitsForRoom(queue: AppendQueue, release: () => Promise<void>): Promise<void> {
+  let roomy = false;
+  const room = queue.room().then(() => roomy = true);
+  await Promise.resolve();
+  assert.equal(roomy, false);
+  await release();
+  await room;
+}
+
 const ids = (events: RunEventInput[]) => events.map((event) => event.sourceId);
 
 Deno.test("append queue: an event alone goes at once; what comes meanwhile goes in the next append, in order", async () => {
@@ -157,12 +167,7 @@ Deno.test("append queue: native entries alone are bounded too", async () => {
   feed(queue, [], [native(1)]);
   for (let id = 2; id <= 4; id++) feed(queue, [], [native(id)]);
   assert.equal(queue.roomy, false, "three native entries wait: the tail reads no further");
-  let roomy = false;
-  const room = queue.room().then(() => roomy = true);
-  await Promise.resolve();
-  assert.equal(roomy, false);
-  await release();
-  await room;
+  await waitsForRoom(queue, release);
   assert.deepEqual(appends[1].native.map((entry) => entry.id), ["sevt_2", "sevt_3", "sevt_4"]);
   const drained = queue.drain();
   await release();
@@ -184,12 +189,7 @@ Deno.test("append queue: bounded in characters too: a few large events make the 
   assert.equal(queue.roomy, false, "three: the tail reads no further, though few entries wait");
   // Text deltas count their text.
   feed(queue, [delta("sevt_m", 0, "y".repeat(10))]);
-  let roomy = false;
-  const room = queue.room().then(() => roomy = true);
-  await Promise.resolve();
-  assert.equal(roomy, false);
-  await release();
-  await room;
+  await waitsForRoom(queue, release);
   assert.deepEqual(appends[1].native.map((entry) => entry.id), ["sevt_2", "sevt_3", "sevt_4"]);
   assert.equal(queue.roomy, true, "what waits was taken: room again");
   feed(queue, [delta("sevt_m", 10, "z".repeat(1_000))]);

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import { type Store, StoreUnavailableError } from "../../server/store/types.ts";
-import { startGateway } from "../gateway/_harness.ts";
+import { type Gateway, startGateway } from "../gateway/_harness.ts";
 
 const LEASE_MS = 300;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -25,6 +25,22 @@ async function until(predicate: () => boolean | Promise<boolean>, what: string):
     await sleep(10);
   }
   assert.fail(`${what}: not within 3 s`);
+}
+
+/** Starts a run whose turn stays open (events come as the test emits them); its id. */
+async function heldRun(gateway: Gateway): Promise<string> {
+  gateway.holdTurns(true);
+  const { bearer } = await gateway.issue(["session:read", "session:write"]);
+  const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
+  assert.equal(started.status, 201, started.text);
+  return started.json.runId;
+}
+
+/** How many streams of the run's session the provider was asked for (one per tail connection). */
+function providerStreams(gateway: Gateway, runId: string): number {
+  return gateway.fake.requests.filter((request) =>
+    request.method === "GET" && request.path === `/v1/sessions/${runId}/events/stream`
+  ).length;
 }
 
 Deno.test("lease: a tail that cannot renew stops appending before another replica can take its run; a message is logged once", async () => {
@@ -62,17 +78,10 @@ Deno.test("lease: a tail that cannot renew stops appending before another replic
     },
     serverOptions: { runLeaseMs: LEASE_MS },
   });
-  let second: Awaited<ReturnType<typeof startGateway>> | undefined;
+  let second: Gateway | undefined;
   try {
-    first.holdTurns(true);
-    const { bearer } = await first.issue(["session:read", "session:write"]);
-    const started = await first.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
-    assert.equal(started.status, 201, started.text);
-    const runId: string = started.json.runId;
-    const streams = () =>
-      first.fake.requests.filter((request) =>
-        request.method === "GET" && request.path === `/v1/sessions/${runId}/events/stream`
-      ).length;
+    const runId = await heldRun(first);
+    const streams = () => providerStreams(first, runId);
     await until(() => streams() === 1, "replica A tails the run");
     // Replica B: the same store; its appends of the long message's deltas take 250 ms.
     second = await startGateway({
@@ -170,11 +179,7 @@ Deno.test("lease: a tail told its lease is gone appends nothing more, not even w
     serverOptions: { runLeaseMs: LEASE_MS },
   });
   try {
-    gateway.holdTurns(true);
-    const { bearer } = await gateway.issue(["session:read", "session:write"]);
-    const started = await gateway.request("POST", "/v1/runs", { bearer, body: { input: "go" } });
-    assert.equal(started.status, 201, started.text);
-    const runId: string = started.json.runId;
+    const runId = await heldRun(gateway);
     const logged = async (text: string) =>
       (await gateway.store.events.list(runId, 0, 1_000)).some((entry) =>
         entry.event.type === "message.completed" && entry.event.text === text
@@ -243,10 +248,7 @@ Deno.test("lease: a run woken while its ended tail still releases the lease keep
       body: { input: "two" },
     });
     assert.equal(sent.status, 202, sent.text);
-    const streams = () =>
-      gateway.fake.requests.filter((request) =>
-        request.method === "GET" && request.path === `/v1/sessions/${runId}/events/stream`
-      ).length;
+    const streams = () => providerStreams(gateway, runId);
     // The follow-up's tail starts (it took the lease, or waits for the release to take it).
     await Promise.race([until(() => streams() === 2, "the next tail streams"), sleep(300)]);
     holdReleases = false;
