@@ -45,7 +45,7 @@ export interface Migration {
  * import { MIGRATIONS } from "./mod.ts";
  * assert.deepEqual(
  *   MIGRATIONS.map((migration) => migration.version),
- *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+ *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
  * );
  * ```
  */
