@@ -27,8 +27,9 @@
  *    write, and wake the run's tail (`RunActivity`). A session started without a turn (no
  *    kickoff, no initial event that starts one) waits idle: it is recorded `completed`, waiting
  *    for its first turn, and keeps its slot until a follow-up starts that turn (then the slot is
- *    the turn's) or the session is gone (`run_state.ts`, rule 7): idle sessions count against the
- *    quotas like runs, or a principal could open sessions at the provider without limit.
+ *    the turn's), the session is gone (`run_state.ts`, rule 7) or its principal is revoked or
+ *    expired (rule 8, `idle_slots.ts`): idle sessions count against the quotas like runs, or a
+ *    principal could open sessions at the provider without limit.
  *
  * A failure after step 3 releases the reservation. Replays of the same idempotency key never
  * reach this code: the idempotency rule answers them with the recorded run. Past step 4 a key is
