@@ -4,7 +4,7 @@
  * two markers (`--check`: exits 1 when the committed file differs instead). The sections: the
  * synopsis of every command, one section a command (what it does, its synopsis, its flags with
  * their defaults, the variables it reads and its exit codes; `serve`'s flags are its settings),
- * and the table of every environment variable. `tests/cli/doc_test.ts` fails when the committed
+ * and the table of every environment variable. `tests/server/settings_test.ts` fails when the committed
  * file differs from the tables.
  *
  * @module

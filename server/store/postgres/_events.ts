@@ -1,7 +1,7 @@
 /**
  * The events part of the PostgreSQL store: run event logs, native logs and tail leases (tables
- * of migrations `005_events.ts` and `006_native_events.ts`). An append of both logs is one call
- * of `automation_runtime_append_events`, which serializes appends to one run with a
+ * of migrations `005_events.ts` and `013_provider_interface.ts`). An append of both logs is one
+ * call of `automation_runtime_append_events`, which serializes appends to one run with a
  * transaction-scoped advisory lock and notifies the channel `automation_runtime_run_events` with
  * `"<namespace> <runId>"`. Watchers share one `LISTEN` connection per store (held by the pool),
  * started by the first watcher.

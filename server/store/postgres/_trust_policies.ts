@@ -1,6 +1,6 @@
 /**
  * The trust policies part of the PostgreSQL store (tables `automation_runtime_trust_policies` and
- * `automation_runtime_exchanged_tokens` of migration `006_trust_policies.ts`).
+ * `automation_runtime_exchanged_tokens` of migration `010_trust_policies.ts`).
  *
  * Every write is one statement. An exchange is ONE statement that locks the policy row it read
  * (`FOR SHARE`: a concurrent deletion waits for it, or, committed first, leaves it nothing to
