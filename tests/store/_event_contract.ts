@@ -1,11 +1,11 @@
 /**
  * The event-log and tail-lease part of the store contract: gap-free seqs, dedupe by provider
- * event id (also within one batch and under concurrent appends from two handles, as two
- * replicas), paging after a seq, wake-ups on append, leases taken, refused, renewed, lapsed and
- * released, and the 7-day purge of ended runs; the native log beside it (the provider's events as
- * their JSON text, byte for byte, numbered and deduplicated on their own, appended in the same
- * write as the run events, read in both orders, large events whole). Registered by
- * `runStoreContract` in `contract.ts`.
+ * event id (also within one batch, under concurrent appends from two handles, as two replicas,
+ * and in a burst larger than any one write holds), paging after a seq, wake-ups on append,
+ * leases taken, refused, renewed, lapsed and released, and the 7-day purge of ended runs; the
+ * native log beside it (the provider's events as their JSON text, byte for byte, numbered and
+ * deduplicated on their own, appended in the same write as the run events, read in both orders,
+ * large events whole). Registered by `runStoreContract` in `contract.ts`.
  *
  * @module
  */
@@ -297,6 +297,58 @@ export function runEventContract(test: ContractCase): void {
         assert.deepEqual(log.map((e) => e.seq), Array.from({ length: 30 }, (_, i) => i + 1));
         assert.equal(new Set(log.map((e) => e.id)).size, 30);
         assert.equal((await all(store, runId)).length, 30);
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
+  test(
+    "events: a burst of 1,500 with ids already held and another handle appending meanwhile keeps both logs whole",
+    async (store, openTwin) => {
+      const twin = await twinOf(store, openTwin);
+      try {
+        const runId = `sesn_${crypto.randomUUID()}`;
+        // Source ids as long as a provider's, so the batch needs several commits on any limit.
+        const id = (i: number) => `sevt_${String(i).padStart(4, "0")}_${"0".repeat(24)}`;
+        const burst = Array.from({ length: 1_500 }, (_, i) => id(i));
+        const batch = (ids: string[]) => ({
+          events: ids.map((one) => input(one)),
+          native: ids.map((one) => native(one)),
+        });
+        const held = [id(3), id(700), id(1_499)];
+        await store.events.appendBatch(runId, batch(held));
+        // The other handle appends ids of the burst (some early, some late) and ids of its own.
+        const others = [id(5), id(800), "own-1", id(1_200), "own-2", "own-3"];
+        const [appended, ...twins] = await Promise.all([
+          store.events.appendBatch(runId, batch(burst)),
+          ...[0, 2, 4].map((at) => twin.events.appendBatch(runId, batch(others.slice(at, at + 2)))),
+        ]);
+        const expected = new Set([...burst, "own-1", "own-2", "own-3"]);
+        const events = await store.events.list(runId, 0, 2_000);
+        const nativeLog = await store.events.listNative(runId, { order: "asc", limit: 2_000 });
+        const logs: [number[], string[]][] = [
+          [events.map((e) => e.seq), events.map((e) => e.sourceId)],
+          [nativeLog.map((e) => e.seq), nativeLog.map((e) => e.id)],
+        ];
+        for (const [log, ids] of logs) {
+          assert.deepEqual(log, Array.from({ length: expected.size }, (_, i) => i + 1), "no gap");
+          assert.deepEqual(new Set(ids), expected, "no duplicate, nothing lost");
+          // The burst's own entries keep its order.
+          const mine = new Set(appended.events.map((e) => e.sourceId));
+          const order = ids.filter((one) => mine.has(one));
+          assert.deepEqual(order, burst.filter((one) => mine.has(one)));
+        }
+        // Each entry was appended by exactly one call, which says so.
+        const told = [
+          ...held,
+          ...appended.events.map((e) => e.sourceId),
+          ...twins.flatMap((t) => t.events.map((e) => e.sourceId)),
+        ];
+        assert.equal(told.length, expected.size);
+        assert.deepEqual(appended.native.map((e) => e.id), appended.events.map((e) => e.sourceId));
+        assert.ok(!appended.events.some((e) => held.includes(e.sourceId)));
+        assert.equal(nativeLog[nativeLog.length - 1].json, native(nativeLog.at(-1)!.id).json);
       } finally {
         await twin.close();
       }

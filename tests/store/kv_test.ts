@@ -393,3 +393,46 @@ Deno.test("kv store: a lease renewal whose read a revocation overtakes reads aga
     await Deno.remove(own, { recursive: true });
   }
 });
+
+Deno.test("kv store: an append cut off between its commits is finished by the next one, without gap or repeat", async () => {
+  const store = await openKvStore({ path: ":memory:", namespace: crypto.randomUUID() });
+  const runId = `sesn_${crypto.randomUUID()}`;
+  const batch = {
+    events: Array.from({ length: 300 }, (_, i) => ({
+      sourceId: `sevt_${i}`,
+      at: new Date().toISOString(),
+      event: { type: "message.completed" as const, runId, text: `m${i}` },
+    })),
+    native: Array.from({ length: 300 }, (_, i) => ({
+      id: `sevt_${i}`,
+      type: "agent.message",
+      json: JSON.stringify({ type: "agent.message", id: `sevt_${i}` }),
+    })),
+  };
+  // The third commit of the batch fails: the file went away, the process stopped.
+  const commit = Deno.AtomicOperation.prototype.commit;
+  let commits = 0;
+  Deno.AtomicOperation.prototype.commit = function (this: Deno.AtomicOperation) {
+    if (++commits === 3) return Promise.reject(new Error("cut off"));
+    return commit.call(this);
+  };
+  try {
+    await assert.rejects(store.events.appendBatch(runId, batch));
+  } finally {
+    Deno.AtomicOperation.prototype.commit = commit;
+  }
+  try {
+    const partial = await store.events.list(runId, 0, 1_000);
+    assert.ok(partial.length > 0 && partial.length < 300, "the batch took several commits");
+    const rest = await store.events.appendBatch(runId, batch);
+    assert.equal(rest.events.length + partial.length, 300, "only what was missing is appended");
+    const events = await store.events.list(runId, 0, 1_000);
+    const native = await store.events.listNative(runId, { order: "asc", limit: 1_000 });
+    assert.deepEqual(events.map((e) => e.seq), Array.from({ length: 300 }, (_, i) => i + 1));
+    assert.deepEqual(events.map((e) => e.sourceId), batch.events.map((e) => e.sourceId));
+    assert.deepEqual(native.map((e) => e.seq), Array.from({ length: 300 }, (_, i) => i + 1));
+    assert.deepEqual(native.map((e) => e.id), batch.native.map((e) => e.id));
+  } finally {
+    await store.close();
+  }
+});
