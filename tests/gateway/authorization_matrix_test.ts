@@ -232,7 +232,10 @@ Deno.test("authorization matrix: every route, operation and tool keeps a scoped 
 
     /** What a refused request must not have changed. */
     const effects = async () => ({
-      provider: gateway.fake.requests.length,
+      // The run's tail reads its events in the background; anything else is a request's doing.
+      provider: gateway.fake.requests.filter((r) =>
+        !(r.method === "GET" && /^\/v1\/sessions\/[^/]+\/(events|stream)/.test(r.path))
+      ).map((r) => `${r.method} ${r.path}`),
       audit: (await gateway.store.audit.list({ limit: 500 })).entries.length,
       run: JSON.stringify(await gateway.store.runs.get(runId)),
       subscriptions: JSON.stringify(
@@ -655,6 +658,26 @@ Deno.test("authorization matrix: every route, operation and tool keeps a scoped 
             expected.sort(),
           );
         }
+        // An MCP session is its principal's: another's id answers as an unknown one, unharmed.
+        const ownerSession = await sessionOf(owner.bearer);
+        for (const method of ["POST", "GET", "DELETE"]) {
+          const answer = async (sessionId: string) => {
+            const response = await mcpFetch(handler, {
+              method,
+              bearer: stranger.bearer,
+              sessionId,
+              body: method === "POST" ? rpc(1, "tools/list") : undefined,
+            });
+            const text = response.status === 200 ? "" : await response.text();
+            if (response.status === 200) await response.body?.cancel();
+            return { status: response.status, text };
+          };
+          const real = await answer(ownerSession);
+          assert.equal(real.status, 404, `${method}: ${real.text}`);
+          assert.deepEqual(real, await answer(crypto.randomUUID()), method);
+        }
+        const still = await tools(owner.bearer, ownerSession, "tools/list");
+        assert.ok(still.result.tools.length > 0, "the owner's session is intact");
         const argsOf = (tool: (typeof TOOL_CATALOG)[number], values: Record<string, string>) => {
           const body = bodies[`${tool.method} ${tool.path}`];
           return {
