@@ -60,7 +60,10 @@
  * tail settles that turn when the history has it, and gives the hold back when not); and a tail
  * whose lease renewal is refused stops. A tail whose renewals fail (a store that does not answer)
  * starts no append and stops once its lease may lapse within a fifth of its length
- * (`#leaseSure`): the replica that takes the run over then never appends beside it.
+ * (`#leaseSure`): the replica that takes the run over then never appends beside it, as long as
+ * the two replicas' clocks disagree by less than that fifth. Past that the store fences: every
+ * append names this replica as the lease's holder, and the store refuses it (writing nothing)
+ * once another holder took the lease; the tail then stops as if a renewal had been refused.
  *
  * One concept past 600 lines on purpose: the steps above share one tail's state (its lease, its
  * append queue, the record it keeps up to date, its spend) and their order is what keeps a run's
@@ -78,6 +81,7 @@ import {
   type NativeEventInput,
   type RunEventEntry,
   type RunEventInput,
+  RunLeaseLostError,
   type Store,
 } from "../store/types.ts";
 import type { PendingToolRequest } from "../../wire/mod.ts";
@@ -568,7 +572,17 @@ export class RunTails {
     // Nothing is appended once the tail stopped or its lease may have gone to another replica
     // (checked last, just before the store write).
     if (!this.#leaseSure(runId, tail)) throw new Error("tail stopped");
-    const batch = await this.#store.events.appendBatch(runId, { events, native });
+    // Fenced by the store too: an append made after another replica took the lease (this
+    // replica's clock running slow, say) is refused and writes nothing.
+    const batch = await this.#store.events.appendBatch(runId, { events, native }, {
+      holder: this.holder,
+    }).catch((error) => {
+      if (error instanceof RunLeaseLostError && !tail.controller.signal.aborted) {
+        this.#logger.info("run tail stopped: its lease is another's", { runId });
+        tail.controller.abort(new Error("lease lost"));
+      }
+      throw error;
+    });
     const appended = batch.events;
     const publishNative = () => {
       if (batch.native.length > 0) this.#onAppendNative(runId, batch.native);

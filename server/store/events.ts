@@ -10,6 +10,7 @@
  */
 import type {
   AppendedBatch,
+  AppendOptions,
   EventBatch,
   LogHead,
   NativeEventEntry,
@@ -32,8 +33,13 @@ export interface RunEventStore {
    * the run events whose `sourceId` the log does not hold and the native events whose `id` the
    * native log does not hold, each numbered after its log's last `seq`. Returns what was appended.
    * Wakes the run's watchers on every replica when anything was appended.
+   *
+   * With `options.holder` the append is fenced: it is made only while that holder holds the
+   * run's tail lease, checked in the same store write (no clock involved: a lease another
+   * holder took refuses it, the holder's own renewals do not), and fails with
+   * {@linkcode RunLeaseLostError}, appending nothing, otherwise.
    */
-  appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch>;
+  appendBatch(runId: string, batch: EventBatch, options?: AppendOptions): Promise<AppendedBatch>;
   /** Up to `limit` entries of a run's log with `seq > after`, in order. */
   list(runId: string, after: number, limit: number): Promise<RunEventEntry[]>;
   /** Up to `query.limit` entries of a run's native log, in the query's order. */
@@ -58,4 +64,29 @@ export interface RunEventStore {
    * how many entries went.
    */
   purge(endedBefore: string): Promise<number>;
+}
+
+/**
+ * Raised by `RunEventStore.appendBatch` with a `holder` that no longer holds the run's tail
+ * lease (another replica took it, or it was released); nothing was appended.
+ */
+export class RunLeaseLostError extends Error {
+  /** Stable error code. */
+  readonly code = "runLeaseLost" as const;
+  /**
+   * Creates the error.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RunLeaseLostError } from "./events.ts";
+   * const error = new RunLeaseLostError("run_1");
+   * assert.equal(error.name, "RunLeaseLostError");
+   * assert.equal(error.runId, "run_1");
+   * ```
+   */
+  constructor(readonly runId: string) {
+    super("The run's tail lease is held by another holder: nothing was appended");
+    this.name = "RunLeaseLostError";
+  }
 }

@@ -96,6 +96,16 @@ export interface LogHead {
   native: number;
 }
 
+/** Options of `RunEventStore.appendBatch`. */
+export interface AppendOptions {
+  /**
+   * The lease holder the append is made for (a fencing token): the store appends only while
+   * this holder holds the run's tail lease, and otherwise fails with `RunLeaseLostError`,
+   * writing nothing. Without it the append does not look at the lease.
+   */
+  holder?: string;
+}
+
 /** Parameters of `RunEventStore.acquireLease`. */
 export interface RunLeaseParams {
   /** The run. */

@@ -2,7 +2,9 @@
  * The event-log and tail-lease part of the store contract: gap-free seqs, dedupe by provider
  * event id (also within one batch, under concurrent appends from two handles, as two replicas,
  * and in a burst larger than any one write holds), paging after a seq, wake-ups on append,
- * leases taken, refused, renewed, lapsed and released, and the 7-day purge of ended runs; the
+ * leases taken, refused, renewed, lapsed and released, appends fenced by the lease's holder
+ * (refused, writing nothing, once another holder took it; not by the holder's own renewals, made
+ * through another handle too), and the 7-day purge of ended runs; the
  * native log beside it (the provider's events as their JSON text, byte for byte, numbered and
  * deduplicated on their own, appended in the same write as the run events, read in both orders,
  * large events whole). Registered by `runStoreContract` in `contract.ts`.
@@ -10,7 +12,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { NativeEventInput, RunEventInput, Store } from "../../server/store/types.ts";
+import {
+  type NativeEventInput,
+  type RunEventInput,
+  RunLeaseLostError,
+  type Store,
+} from "../../server/store/types.ts";
 import { type ContractCase, testRun, twinOf } from "./_fixtures.ts";
 
 function input(sourceId: string, text = sourceId): RunEventInput {
@@ -170,6 +177,82 @@ export function runEventContract(test: ContractCase): void {
           twin.events.acquireLease({ runId: other, holder: "y", now, ttlMs: 15_000 }),
         ]);
         assert.equal(results.filter(Boolean).length, 1);
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
+  test(
+    "leases: an append fenced by a holder whose lease another holder took is refused and writes nothing",
+    async (store, openTwin) => {
+      // A second handle even on KV: the taker's write is one this handle did not see.
+      const twin = await openTwin();
+      try {
+        const runId = `sesn_${crypto.randomUUID()}`;
+        const now = Date.now();
+        const lease = (holder: string, at: number, on: Store) =>
+          on.events.acquireLease({ runId, holder, now: at, ttlMs: 15_000 });
+        const fenced = (on: Store, holder: string, ids: string[]) =>
+          on.events.appendBatch(runId, {
+            events: ids.map((id) => input(id)),
+            native: ids.map((id) => native(`n${id}`)),
+          }, { holder });
+        assert.equal(await lease("a", now, store), true);
+        assert.equal((await fenced(store, "a", ["1"])).events.length, 1);
+        assert.equal((await fenced(store, "a", ["2"])).events.length, 1, "the fast path, warmed");
+        assert.equal(await lease("b", now + 20_000, twin), true, "lapsed by b's clock: taken");
+        await assert.rejects(fenced(store, "a", ["3", "4"]), RunLeaseLostError);
+        await assert.rejects(fenced(store, "a", ["3"]), RunLeaseLostError, "again: still refused");
+        await assert.rejects(fenced(store, "a", []), RunLeaseLostError, "even with nothing to add");
+        assert.deepEqual(await all(store, runId), [
+          { seq: 1, sourceId: "1" },
+          { seq: 2, sourceId: "2" },
+        ], "nothing of the refused appends");
+        const nativeIds = async () =>
+          (await store.events.listNative(runId, { order: "asc", limit: 50 })).map((e) => e.id);
+        assert.deepEqual(await nativeIds(), ["n1", "n2"]);
+        // The new holder appends; an append without a holder does not look at the lease.
+        assert.deepEqual((await fenced(twin, "b", ["3"])).events.map((e) => e.seq), [3]);
+        assert.deepEqual((await store.events.append(runId, [input("4")])).map((e) => e.seq), [4]);
+        // Released: no holder's fenced append goes in.
+        await twin.events.releaseLease(runId, "b");
+        await assert.rejects(fenced(twin, "b", ["5"]), RunLeaseLostError);
+        assert.deepEqual((await all(store, runId)).map((e) => e.sourceId), ["1", "2", "3", "4"]);
+        assert.deepEqual(await nativeIds(), ["n1", "n2", "n3"]);
+      } finally {
+        await twin.close();
+      }
+    },
+  );
+
+  test(
+    "leases: a holder's own renewals between its fenced appends do not refuse them",
+    async (store, openTwin) => {
+      const twin = await openTwin();
+      try {
+        const runId = `sesn_${crypto.randomUUID()}`;
+        const now = Date.now();
+        const renew = (at: number, on: Store = store) =>
+          on.events.acquireLease({ runId, holder: "a", now: at, ttlMs: 15_000 });
+        const append = (id: string) =>
+          store.events.appendBatch(runId, { events: [input(id)] }, { holder: "a" });
+        assert.equal(await renew(now), true);
+        await append("1");
+        assert.equal(await renew(now + 5_000), true);
+        await append("2");
+        // Renewed through another handle (the same holder's write this handle did not make).
+        assert.equal(await renew(now + 10_000, twin), true);
+        await append("3");
+        // A renewal and appends at once.
+        const [renewed] = await Promise.all([renew(now + 15_000), append("4"), append("5")]);
+        assert.equal(renewed, true);
+        await append("6");
+        assert.deepEqual(
+          (await all(store, runId)).map((e) => e.seq),
+          [1, 2, 3, 4, 5, 6],
+          "every append went in, without a gap",
+        );
       } finally {
         await twin.close();
       }

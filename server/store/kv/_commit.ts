@@ -36,6 +36,7 @@ import type { AuditEntry, AuditEntryInput } from "../run_types.ts";
 import { StoreUnavailableError } from "../types.ts";
 import { IdempotencyLeaseLostError } from "../idempotency.ts";
 import { SupersededNamespaceError } from "../authority.ts";
+import { RunLeaseLostError } from "../events.ts";
 
 /** How long a busy file is waited for before its error reaches the caller. */
 const BUSY_BUDGET_MS = 2_000;
@@ -110,7 +111,7 @@ export async function whileBusy<T>(attempt: () => Promise<T>): Promise<T> {
 export function storeFailure(error: unknown): Error {
   if (
     error instanceof StoreUnavailableError || error instanceof IdempotencyLeaseLostError ||
-    error instanceof SupersededNamespaceError
+    error instanceof SupersededNamespaceError || error instanceof RunLeaseLostError
   ) {
     return error;
   }

@@ -28,6 +28,14 @@
  * reads. One round trip to Deno KV's thread instead of three, the largest part of the time from
  * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers, bench/events_bench.ts).
  *
+ * The fence: an append with a `holder` also checks `["run-lease", runId]` in its atomic operation,
+ * against the versionstamp this store's last take or renewal of that lease by that holder wrote
+ * (remembered per run, like the head). A lease another holder took has another versionstamp, so
+ * the commit fails; so does one the holder renewed meanwhile, and the append's reading way then
+ * reads the lease with the head (one `getMany`): still the holder's, the append goes on against
+ * its fresh versionstamp; another's (or none), the append fails with {@linkcode RunLeaseLostError}
+ * having written nothing. The fast path stays one round trip with one more check.
+ *
  * The purge learns which runs ended from the runs part ({@linkcode runsEndedBefore}); it reads
  * no key of the runs part itself.
  *
@@ -35,6 +43,7 @@
  */
 import type {
   AppendedBatch,
+  AppendOptions,
   EventBatch,
   LogHead,
   NativeEventEntry,
@@ -44,7 +53,7 @@ import type {
   RunEventInput,
   RunLeaseParams,
 } from "../run_event_types.ts";
-import type { RunEventStore } from "../events.ts";
+import { type RunEventStore, RunLeaseLostError } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { watchKey } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
@@ -60,11 +69,17 @@ interface LeaseEntry {
   leaseUntil: number;
 }
 
+/** The lease versionstamp a holder's last take or renewal through this store wrote. */
+interface HeldLease {
+  holder: string;
+  versionstamp: string;
+}
+
 /** Runs whose head is remembered for the append fast path before the memory is emptied. */
 const MAX_HEADS = 4096;
 /**
  * Entries (of both logs) per atomic commit: 2 mutations and (on the fast path) 1 check each,
- * inside KV's limits of 100 checks and 1000 mutations.
+ * with the head's and the lease's checks inside KV's limits of 100 checks and 1000 mutations.
  */
 const MAX_APPEND_GROUP = 96;
 /** Bytes of values per atomic commit (estimated), inside KV's 800 KiB. */
@@ -169,6 +184,8 @@ export class KvEvents implements RunEventStore {
   readonly #root: Deno.KvKey;
   /** The head each run had after this store's last append to it, as it was committed. */
   #heads = new Map<string, { head: LogHead; versionstamp: string }>();
+  /** The lease of each run as this store's last take or renewal of it wrote it (the fence). */
+  #leases = new Map<string, HeldLease>();
 
   constructor(commits: KvCommits, root: Deno.KvKey) {
     this.#commits = commits;
@@ -184,11 +201,20 @@ export class KvEvents implements RunEventStore {
     return (await this.appendBatch(runId, { events })).events;
   }
 
-  async appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch> {
+  async appendBatch(
+    runId: string,
+    batch: EventBatch,
+    options: AppendOptions = {},
+  ): Promise<AppendedBatch> {
     try {
       const appended: AppendedBatch = { events: [], native: [] };
-      for (const group of groupsOf(batch)) {
-        const done = await this.#appendGroup(runId, group);
+      const groups = groupsOf(batch);
+      // A fenced append of nothing still says whether its holder holds the lease.
+      if (groups.length === 0 && options.holder !== undefined) {
+        await this.#heldLease(runId, options.holder);
+      }
+      for (const group of groups) {
+        const done = await this.#appendGroup(runId, group, options.holder);
         appended.events.push(...done.events);
         appended.native.push(...done.native);
       }
@@ -198,20 +224,32 @@ export class KvEvents implements RunEventStore {
     }
   }
 
-  async #appendGroup(runId: string, group: Group): Promise<Numbered> {
+  async #appendGroup(runId: string, group: Group, holder?: string): Promise<Numbered> {
     const known = this.#heads.get(runId);
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
     this.#heads.delete(runId);
-    if (known !== undefined) {
+    const lease = holder === undefined ? undefined : this.#leases.get(runId);
+    if (known !== undefined && (holder === undefined || lease?.holder === holder)) {
       const entries = {
         events: numbered(group.events, known.head.seq, new Set()),
         native: numberedNative(group.native, known.head.native, new Set()),
       };
-      if (await this.#commit(runId, known.versionstamp, known.head, entries, true)) return entries;
+      const fence = lease?.versionstamp;
+      if (await this.#commit(runId, known.versionstamp, known.head, entries, true, fence)) {
+        return entries;
+      }
     }
     const headKey = this.#key("run-event-head", runId);
+    const leaseKey = this.#key("run-lease", runId);
     return await this.#commits.retry(async () => {
-      const stored = await this.#kv.get(headKey);
+      let stored: Deno.KvEntryMaybe<unknown>;
+      let fence: string | undefined;
+      if (holder === undefined) stored = await this.#kv.get(headKey);
+      else {
+        const [head, lease] = await this.#kv.getMany<[unknown, LeaseEntry]>([headKey, leaseKey]);
+        stored = head;
+        fence = this.#fence(runId, holder, lease);
+      }
       const head = headOf(stored.value);
       const entries = {
         events: numbered(group.events, head.seq, await this.#storedSources(runId, group.events)),
@@ -225,8 +263,28 @@ export class KvEvents implements RunEventStore {
         if (stored.versionstamp !== null) this.#remember(runId, head, stored.versionstamp);
         return entries;
       }
-      return await this.#commit(runId, stored.versionstamp, head, entries, false) ? entries : AGAIN;
+      return await this.#commit(runId, stored.versionstamp, head, entries, false, fence)
+        ? entries
+        : AGAIN;
     });
+  }
+
+  /**
+   * The versionstamp of `lease` as read, when `holder` holds it (remembered for the next append);
+   * {@linkcode RunLeaseLostError} when it does not (another holder's, or none).
+   */
+  #fence(runId: string, holder: string, lease: Deno.KvEntryMaybe<LeaseEntry>): string {
+    if (lease.value?.holder !== holder || lease.versionstamp === null) {
+      this.#leases.delete(runId);
+      throw new RunLeaseLostError(runId);
+    }
+    this.#rememberLease(runId, { holder, versionstamp: lease.versionstamp });
+    return lease.versionstamp;
+  }
+
+  /** Fails with {@linkcode RunLeaseLostError} unless `holder` holds the run's lease. */
+  async #heldLease(runId: string, holder: string): Promise<void> {
+    this.#fence(runId, holder, await this.#kv.get<LeaseEntry>(this.#key("run-lease", runId)));
   }
 
   /** The keys of `ids` under `part` that the run holds. */
@@ -254,8 +312,9 @@ export class KvEvents implements RunEventStore {
   }
 
   /**
-   * Commits `entries` (at least one) checked against the head's versionstamp and, when
-   * `checkSources` (the fast path, which read none), against the absence of each id.
+   * Commits `entries` (at least one) checked against the head's versionstamp, the lease's when
+   * fenced (`leaseVersionstamp`) and, when `checkSources` (the fast path, which read none),
+   * against the absence of each id.
    * Whether it committed; a commit remembers the new head.
    */
   async #commit(
@@ -264,6 +323,7 @@ export class KvEvents implements RunEventStore {
     head: LogHead,
     entries: Numbered,
     checkSources: boolean,
+    leaseVersionstamp?: string,
   ): Promise<boolean> {
     const headKey = this.#key("run-event-head", runId);
     const next: LogHead = {
@@ -273,6 +333,9 @@ export class KvEvents implements RunEventStore {
     const operation = this.#kv.atomic()
       .check({ key: headKey, versionstamp: headVersionstamp })
       .set(headKey, next);
+    if (leaseVersionstamp !== undefined) {
+      operation.check({ key: this.#key("run-lease", runId), versionstamp: leaseVersionstamp });
+    }
     for (const entry of entries.events) {
       const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
       if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
@@ -310,6 +373,12 @@ export class KvEvents implements RunEventStore {
   #remember(runId: string, head: LogHead, versionstamp: string): void {
     if (this.#heads.size >= MAX_HEADS) this.#heads.clear();
     this.#heads.set(runId, { head, versionstamp });
+  }
+
+  /** Remembers the lease a holder's take or renewal wrote, for the fence (bounded the same). */
+  #rememberLease(runId: string, lease: HeldLease): void {
+    if (this.#leases.size >= MAX_HEADS) this.#leases.clear();
+    this.#leases.set(runId, lease);
   }
 
   async list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
@@ -383,7 +452,12 @@ export class KvEvents implements RunEventStore {
           { holder: params.holder, leaseUntil: params.now + params.ttlMs } satisfies LeaseEntry,
         ),
       );
-      return result.ok ? true : AGAIN;
+      if (!result.ok) return AGAIN;
+      this.#rememberLease(params.runId, {
+        holder: params.holder,
+        versionstamp: result.versionstamp,
+      });
+      return true;
     }, notTaken);
   }
 
@@ -392,6 +466,7 @@ export class KvEvents implements RunEventStore {
       const key = this.#key("run-lease", runId);
       const current = await this.#kv.get<LeaseEntry>(key);
       if (current.value?.holder !== holder) return;
+      this.#leases.delete(runId);
       await this.#commits.commit(this.#kv.atomic().check(current).delete(key));
     } catch (error) {
       throw storeFailure(error);

@@ -3,7 +3,10 @@
  * of migrations `005_events.ts` and `013_provider_interface.ts`). An append of both logs is one
  * call of `automation_runtime_append_events`, which serializes appends to one run with a
  * transaction-scoped advisory lock and notifies the channel `automation_runtime_run_events` with
- * `"<namespace> <runId>"`. Watchers share one `LISTEN` connection per store (held by the pool),
+ * `"<namespace> <runId>"`. An append with a `holder` calls
+ * `automation_runtime_append_held_events` instead (migration `018_fenced_appends.ts`), which
+ * locks the run's lease row, appends only while that holder holds it and otherwise answers one
+ * row of kind `l` ({@linkcode RunLeaseLostError}): still one statement. Watchers share one `LISTEN` connection per store (held by the pool),
  * started by the first watcher.
  *
  * The purge learns which runs ended from the runs part ({@linkcode endedRunIds}).
@@ -14,6 +17,7 @@ import type postgres from "postgres";
 import type { RunStreamEvent } from "../../../client/contract.ts";
 import type {
   AppendedBatch,
+  AppendOptions,
   EventBatch,
   LogHead,
   NativeEventEntry,
@@ -22,7 +26,7 @@ import type {
   RunEventInput,
   RunLeaseParams,
 } from "../run_event_types.ts";
-import type { RunEventStore } from "../events.ts";
+import { type RunEventStore, RunLeaseLostError } from "../events.ts";
 import type { PostgresPool } from "./_pool.ts";
 import { endedRunIds } from "./_runs.ts";
 
@@ -52,7 +56,7 @@ function toNative(row: NativeRow): NativeEventEntry {
 }
 
 interface AppendedRow {
-  kind: "e" | "n";
+  kind: "e" | "n" | "l";
   seq: string;
   id: string;
   at: string | null;
@@ -77,18 +81,29 @@ export class PostgresEvents implements RunEventStore {
     return (await this.appendBatch(runId, { events })).events;
   }
 
-  appendBatch(runId: string, batch: EventBatch): Promise<AppendedBatch> {
+  appendBatch(
+    runId: string,
+    batch: EventBatch,
+    options: AppendOptions = {},
+  ): Promise<AppendedBatch> {
     const native = batch.native ?? [];
-    if (batch.events.length === 0 && native.length === 0) {
+    const holder = options.holder;
+    if (batch.events.length === 0 && native.length === 0 && holder === undefined) {
       return Promise.resolve({ events: [], native: [] });
     }
     return this.#pool.run(async (sql) => {
-      const rows = await sql<AppendedRow[]>`
-        SELECT kind, seq, id, at, event, type, body FROM automation_runtime_append_events(
-          ${this.#ns}, ${runId}, ${sql.json(batch.events as unknown as postgres.JSONValue)},
-          ${sql.json(native as unknown as postgres.JSONValue)})`;
+      const events = sql.json(batch.events as unknown as postgres.JSONValue);
+      const natives = sql.json(native as unknown as postgres.JSONValue);
+      const rows = holder === undefined
+        ? await sql<AppendedRow[]>`
+          SELECT kind, seq, id, at, event, type, body FROM automation_runtime_append_events(
+            ${this.#ns}, ${runId}, ${events}, ${natives})`
+        : await sql<AppendedRow[]>`
+          SELECT kind, seq, id, at, event, type, body FROM automation_runtime_append_held_events(
+            ${this.#ns}, ${runId}, ${holder}, ${events}, ${natives})`;
       const appended: AppendedBatch = { events: [], native: [] };
       for (const row of rows) {
+        if (row.kind === "l") throw new RunLeaseLostError(runId);
         if (row.kind === "e") {
           appended.events.push({
             seq: Number(row.seq),

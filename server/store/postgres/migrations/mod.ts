@@ -25,6 +25,7 @@ import { migration014 } from "./014_authority_leases.ts";
 import { migration015 } from "./015_spend.ts";
 import { migration016 } from "./016_fair_notifications.ts";
 import { migration017 } from "./017_spend_turns.ts";
+import { migration018 } from "./018_fenced_appends.ts";
 
 /** One schema migration. */
 export interface Migration {
@@ -45,7 +46,7 @@ export interface Migration {
  * import { MIGRATIONS } from "./mod.ts";
  * assert.deepEqual(
  *   MIGRATIONS.map((migration) => migration.version),
- *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+ *   [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18],
  * );
  * ```
  */
@@ -67,4 +68,5 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   migration015,
   migration016,
   migration017,
+  migration018,
 ]);
