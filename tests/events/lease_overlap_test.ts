@@ -9,11 +9,16 @@
  * in flight. And a run woken while its ended tail is still releasing the lease gets its next tail
  * under a lease of its own, not one the late release then frees for any replica to take.
  *
+ * That first check is the tail's own, by its clock. The store fences too: when the first
+ * replica's clock stands still (so by its clock its lease never nears its end and it goes on
+ * appending after the takeover), the store refuses each of its appends, writing nothing, the
+ * tail stops at the first refusal, and the message is logged once all the same.
+ *
  * @module
  */
 import assert from "node:assert/strict";
 import { openKvStore, wrapStore } from "../../server/store/mod.ts";
-import { type Store, StoreUnavailableError } from "../../server/store/types.ts";
+import { RunLeaseLostError, type Store, StoreUnavailableError } from "../../server/store/types.ts";
 import { type Gateway, startGateway } from "../gateway/_harness.ts";
 
 const LEASE_MS = 300;
@@ -43,18 +48,105 @@ function providerStreams(gateway: Gateway, runId: string): number {
   ).length;
 }
 
-Deno.test("lease: a tail that cannot renew stops appending before another replica can take its run; a message is logged once", async () => {
+/**
+ * Replica B of `first`, on the same store `raw`: its appends of the long message's deltas take
+ * 250 ms (so it joins them differently from a replica whose appends take 100 ms).
+ */
+function slowReplica(first: Gateway, raw: Store): Promise<Gateway> {
+  return startGateway({
+    replicaOf: first,
+    store: () =>
+      Promise.resolve({
+        ...wrapStore(raw, (part, method, call) => {
+          if (part !== "events" || method !== "appendBatch") return call;
+          return async (...args: Parameters<Store["events"]["appendBatch"]>) => {
+            const long = args[1].events.some((entry) =>
+              entry.event.type === "message.delta" && entry.event.text.includes("L")
+            );
+            if (long) await sleep(250);
+            return raw.events.appendBatch(...args);
+          };
+        }),
+        close: () => Promise.resolve(), // the first replica closes the store
+      }),
+    serverOptions: { runLeaseMs: LEASE_MS },
+  });
+}
+
+/**
+ * Streams a short message, then a long one in slices of 4 characters while an append of the
+ * first may be in flight; waits until every tail's appends of it landed and asserts the log
+ * holds each message's text once, without gap or repeated id.
+ */
+async function assertMessagesLoggedOnce(gateway: Gateway, raw: Store, runId: string) {
+  const long = Array.from({ length: 15 }, (_, i) => `L${String(i).padStart(3, "0")}`).join("");
+  gateway.fake.managedAgents!.emit(runId, {
+    type: "agent.message",
+    content: [{ type: "text", text: "x" }],
+  });
+  await sleep(30);
+  gateway.fake.managedAgents!.emit(runId, {
+    type: "agent.message",
+    content: [{ type: "text", text: long }],
+  });
+  const logged = async () => {
+    const entries = await raw.events.list(runId, 0, 1_000);
+    return entries.some((entry) =>
+      entry.event.type === "message.completed" && entry.event.text === long
+    );
+  };
+  await until(logged, "the long message is logged");
+  await sleep(400); // every tail's appends of it have landed
+  const entries = await raw.events.list(runId, 0, 1_000);
+  // Each message's deltas, all before it, spell its text once.
+  for (const [at, entry] of entries.entries()) {
+    if (entry.event.type !== "message.completed") continue;
+    const deltas = entries.filter((other) => other.sourceId.startsWith(`${entry.sourceId}#d`));
+    assert.equal(
+      deltas.map((delta) => (delta.event as { text: string }).text).join(""),
+      entry.event.text,
+    );
+    assert.ok(deltas.every((delta) => entries.indexOf(delta) < at), "deltas come before");
+  }
+  assert.deepEqual(
+    entries.map((entry) => entry.seq),
+    entries.map((_, i) => i + 1),
+    "no gap",
+  );
+  assert.equal(new Set(entries.map((entry) => entry.sourceId)).size, entries.length);
+}
+
+/** Replica A: its lease calls can be made to fail, its appends slow; counted. */
+interface ReplicaA {
+  gateway: Gateway;
+  /** The store, unwrapped. */
+  raw: Store;
+  /** The lease calls of replica A fail (its renewals, and its scan's takes). */
+  leaseFails: boolean;
+  /** A's appends take 100 ms (an append in flight while the next message streams). */
+  slow: boolean;
+  /** Set once B took the run over. */
+  takenOver: boolean;
+  /** Appends A started after B took the run over. */
+  appendsAfterTakeover: number;
+  /** A's appends the store refused (`RunLeaseLostError`). */
+  refused: number;
+  /** Appends A started after its first refusal. */
+  appendsAfterRefusal: number;
+}
+
+/** Starts replica A on a fresh in-memory store, with `now` as its clock. */
+async function replicaA(now?: () => number): Promise<ReplicaA> {
   let raw: Store | undefined;
   const a = {
-    /** The lease calls of replica A fail (its renewals, and its scan's takes). */
     leaseFails: false,
-    /** A's appends take 100 ms (an append in flight while the next message streams). */
     slow: false,
-    /** Appends A started after B took the run over. */
+    takenOver: false,
     appendsAfterTakeover: 0,
+    refused: 0,
+    appendsAfterRefusal: 0,
   };
-  let takenOver = false;
-  const first = await startGateway({
+  const gateway = await startGateway({
     store: async (namespace) => {
       raw = await openKvStore({ path: ":memory:", namespace });
       return wrapStore(raw, (part, method, call) => {
@@ -68,86 +160,71 @@ Deno.test("lease: a tail that cannot renew stops appending before another replic
         }
         if (method === "appendBatch") {
           return async (...args: unknown[]) => {
-            if (takenOver) a.appendsAfterTakeover++;
+            if (a.refused > 0) a.appendsAfterRefusal++;
+            if (a.takenOver) a.appendsAfterTakeover++;
             if (a.slow) await sleep(100);
-            return forward(...args);
+            return await forward(...args).catch((error) => {
+              if (error instanceof RunLeaseLostError) a.refused++;
+              throw error;
+            });
           };
         }
         return call;
       });
     },
-    serverOptions: { runLeaseMs: LEASE_MS },
+    serverOptions: { runLeaseMs: LEASE_MS, ...(now === undefined ? {} : { now }) },
   });
+  return Object.assign(a, { gateway, raw: raw! });
+}
+
+Deno.test("lease: a tail that cannot renew stops appending before another replica can take its run; a message is logged once", async () => {
+  const a = await replicaA();
   let second: Gateway | undefined;
   try {
-    const runId = await heldRun(first);
-    const streams = () => providerStreams(first, runId);
+    const runId = await heldRun(a.gateway);
+    const streams = () => providerStreams(a.gateway, runId);
     await until(() => streams() === 1, "replica A tails the run");
     // Replica B: the same store; its appends of the long message's deltas take 250 ms.
-    second = await startGateway({
-      replicaOf: first,
-      store: () =>
-        Promise.resolve({
-          ...wrapStore(raw!, (part, method, call) => {
-            if (part !== "events" || method !== "appendBatch") return call;
-            return async (...args: Parameters<Store["events"]["appendBatch"]>) => {
-              const long = args[1].events.some((entry) =>
-                entry.event.type === "message.delta" && entry.event.text.includes("L")
-              );
-              if (long) await sleep(250);
-              return raw!.events.appendBatch(...args);
-            };
-          }),
-          close: () => Promise.resolve(), // A closes the store
-        }),
-      serverOptions: { runLeaseMs: LEASE_MS },
-    });
+    second = await slowReplica(a.gateway, a.raw);
     a.leaseFails = true;
     await until(() => streams() === 2, "replica B takes the run over once the lease lapsed");
-    takenOver = true;
-    // A short message, then a long one in slices of 4 characters while A's append of the first
-    // is in flight.
+    a.takenOver = true;
+    // A's appends take 100 ms: one is in flight while the long message streams.
     a.slow = true;
-    const long = Array.from({ length: 15 }, (_, i) => `L${String(i).padStart(3, "0")}`).join("");
-    first.fake.managedAgents!.emit(runId, {
-      type: "agent.message",
-      content: [{ type: "text", text: "x" }],
-    });
-    await sleep(30);
-    first.fake.managedAgents!.emit(runId, {
-      type: "agent.message",
-      content: [{ type: "text", text: long }],
-    });
-    const logged = async () => {
-      const entries = await raw!.events.list(runId, 0, 1_000);
-      return entries.some((entry) =>
-        entry.event.type === "message.completed" && entry.event.text === long
-      );
-    };
-    await until(logged, "the long message is logged");
-    await sleep(400); // every tail's appends of it have landed
-    const entries = await raw!.events.list(runId, 0, 1_000);
-    // Each message's deltas, all before it, spell its text once.
-    for (const [at, entry] of entries.entries()) {
-      if (entry.event.type !== "message.completed") continue;
-      const deltas = entries.filter((other) => other.sourceId.startsWith(`${entry.sourceId}#d`));
-      assert.equal(
-        deltas.map((delta) => (delta.event as { text: string }).text).join(""),
-        entry.event.text,
-      );
-      assert.ok(deltas.every((delta) => entries.indexOf(delta) < at), "deltas come before");
-    }
-    assert.deepEqual(
-      entries.map((entry) => entry.seq),
-      entries.map((_, i) => i + 1),
-      "no gap",
-    );
-    assert.equal(new Set(entries.map((entry) => entry.sourceId)).size, entries.length);
+    await assertMessagesLoggedOnce(a.gateway, a.raw, runId);
     assert.equal(a.appendsAfterTakeover, 0, "A appended nothing once B held the run");
   } finally {
     a.slow = false;
     await second?.close();
-    await first.close();
+    await a.gateway.close();
+  }
+});
+
+Deno.test("lease: a tail whose clock says its lease holds is refused by the store once another replica took its run; a message is logged once", async () => {
+  /** Replica A's clock: the wall clock until it stops. */
+  let frozenAt: number | undefined;
+  const a = await replicaA(() => frozenAt ?? Date.now());
+  let second: Gateway | undefined;
+  try {
+    const runId = await heldRun(a.gateway);
+    const streams = () => providerStreams(a.gateway, runId);
+    await until(() => streams() === 1, "replica A tails the run");
+    second = await slowReplica(a.gateway, a.raw);
+    // A's clock stops and its lease calls fail: by its clock its lease holds for ever.
+    frozenAt = Date.now();
+    a.leaseFails = true;
+    await until(() => streams() === 2, "replica B takes the run over once the lease lapsed");
+    a.takenOver = true;
+    a.slow = true;
+    await assertMessagesLoggedOnce(a.gateway, a.raw, runId);
+    // A's own check did not stop it: it tried to append, and the store refused the try.
+    assert.ok(a.appendsAfterTakeover > 0, "A still appended after the takeover (its clock)");
+    assert.equal(a.refused, a.appendsAfterTakeover, "the store refused each of them");
+    assert.equal(a.appendsAfterRefusal, 0, "A's tail stopped at its first refusal");
+  } finally {
+    a.slow = false;
+    await second?.close();
+    await a.gateway.close();
   }
 });
 
