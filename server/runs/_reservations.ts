@@ -17,7 +17,7 @@ import type {
   Store,
   StoredRunRecord,
 } from "../store/types.ts";
-import { budgetExceeded, holdRequest, money, type SpendLimits } from "./spend.ts";
+import { budgetExceeded, holdRequest, holdsMoney, money, type SpendLimits } from "./spend.ts";
 import { turnOf } from "./run_state.ts";
 import { releaseIdleSlots } from "./idle_slots.ts";
 
@@ -136,7 +136,7 @@ export class Reservations {
     limits: SpendLimits,
     options: { fence?: boolean } = {},
   ): Promise<SpendHoldRequest | null> {
-    if (limits.budget === null && limits.maxRunCost === null) return null;
+    if (!holdsMoney(limits)) return null;
     const turn = turnOf(record) + 1;
     const open = limits.budget === null ? [] : await this.#store.spend.runHolds(record.runId);
     const request = holdRequest(limits, this.#now(), {
