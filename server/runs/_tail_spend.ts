@@ -27,7 +27,7 @@ import type { Store, TokenCounts } from "../store/types.ts";
 import { appendAudit } from "./audit.ts";
 import { changeRun } from "./_change_run.ts";
 import { isSessionGone } from "./provider_failure.ts";
-import { afterTimeLimit, endedByTimeLimit, isTerminal } from "./run_state.ts";
+import { afterTimeLimit, endedByTimeLimit, isTerminal, turnOf } from "./run_state.ts";
 import { type UsageReport, usageReportOf } from "./spend.ts";
 import type { TurnMark } from "./_tail_mapper.ts";
 
@@ -263,7 +263,7 @@ export class TailSpend {
     for (const [runId, holds] of byRun) {
       if (closed()) return;
       const record = await this.#store.runs.get(runId);
-      const turns = record === null ? 0 : record.turns ?? 1;
+      const turns = record === null ? 0 : turnOf(record);
       let settle = false;
       for (const hold of holds) {
         if (hold.turn <= turns) settle = true;
