@@ -200,13 +200,18 @@ export function sessionHandlers(parts: NativeParts): {
     }
   }
 
-  /** Passes a change of a session the caller may write on to the provider. */
+  /**
+   * Passes a change of a session the caller may write on to the provider; `read` is the run as
+   * the caller already read it for writing (else it is read here).
+   */
   async function passOn(
     context: RequestContext,
     call: NativeCall,
     body?: unknown,
+    read?: StoredRunRecord,
   ): Promise<{ record: StoredRunRecord; response: Response }> {
-    const record = await gateway.visibleRun(call.run.principal, context.params.sessionId, "write");
+    const record = read ??
+      await gateway.visibleRun(call.run.principal, context.params.sessionId, "write");
     const response = await send(parts, call, {
       method: context.method as "GET" | "POST" | "DELETE",
       path: providerPathOf(context),
@@ -289,14 +294,11 @@ export function sessionHandlers(parts: NativeParts): {
           { extra: { requiredCapability: "authority:admin" } },
         );
       }
+      let read: StoredRunRecord | undefined;
       if ("budget" in body) {
         // The provider's ceiling of a budgeted principal's session is its hold: not for changing.
-        const record = await gateway.visibleRun(
-          call.run.principal,
-          context.params.sessionId,
-          "write",
-        );
-        if (await gateway.ownerHoldsMoney(call.run.principal, record)) {
+        read = await gateway.visibleRun(call.run.principal, context.params.sessionId, "write");
+        if (await gateway.ownerHoldsMoney(call.run.principal, read)) {
           throw new InterfaceError(
             "invalidRequest",
             "The budget of a session whose principal has a budget or a maxRunCost is the " +
@@ -305,7 +307,7 @@ export function sessionHandlers(parts: NativeParts): {
           );
         }
       }
-      const { record, response } = await passOn(context, call, body);
+      const { record, response } = await passOn(context, call, body, read);
       reads.forget(record.runId);
       return relayed(response);
     },
