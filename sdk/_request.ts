@@ -117,6 +117,43 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * The page size a caller asked for, checked: an integer from 1 to `max`, or absent.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkedLimit } from "./_request.ts";
+ * assert.equal(checkedLimit(50, 500), 50);
+ * assert.equal(checkedLimit(undefined, 500), undefined);
+ * assert.throws(() => checkedLimit(501, 500), RangeError);
+ * ```
+ */
+export function checkedLimit(limit: number | undefined, max: number): number | undefined {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > max)) {
+    throw new RangeError(`limit must be an integer from 1 to ${max}`);
+  }
+  return limit;
+}
+
+/**
+ * The page cursor a caller passed, checked: a non-empty string, or absent.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkedCursor } from "./_request.ts";
+ * assert.equal(checkedCursor("c1"), "c1");
+ * assert.throws(() => checkedCursor(""), TypeError);
+ * ```
+ */
+export function checkedCursor(cursor: string | undefined): string | undefined {
+  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
+    throw new TypeError("cursor must be a non-empty string");
+  }
+  return cursor;
+}
+
+/**
  * A query string from the defined entries of `params` (`""` when none), in their order.
  *
  * @example

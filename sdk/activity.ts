@@ -27,7 +27,15 @@ import {
   type InboxQuery,
   TOOL_REQUEST_KINDS,
 } from "../wire/mod.ts";
-import { type Answer, invalidAnswer, isObject, queryOf, type SendRequest } from "./_request.ts";
+import {
+  type Answer,
+  checkedCursor,
+  checkedLimit,
+  invalidAnswer,
+  isObject,
+  queryOf,
+  type SendRequest,
+} from "./_request.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import { openRetryable, type OpenStream, sseReaderOf } from "./run_events.ts";
 import type { CallOptions } from "./types.ts";
@@ -55,13 +63,8 @@ export async function readInboxPage(
   params: InboxQuery,
   options: CallOptions = {},
 ): Promise<InboxPage> {
-  const { limit, cursor } = params;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
-    throw new RangeError("limit must be an integer from 1 to 100");
-  }
-  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
-    throw new TypeError("cursor must be a non-empty string");
-  }
+  const limit = checkedLimit(params.limit, 100);
+  const cursor = checkedCursor(params.cursor);
   const answer: Answer = await send({
     method: "GET",
     path: `/v1/pending${queryOf({ limit, cursor })}`,
@@ -97,12 +100,7 @@ export async function readActivityPage(
   options: CallOptions = {},
 ): Promise<ActivityEventPage> {
   if (params.after !== undefined) checkedSeq(params.after);
-  if (
-    params.limit !== undefined &&
-    (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500)
-  ) {
-    throw new RangeError("limit must be an integer from 1 to 500");
-  }
+  checkedLimit(params.limit, 500);
   const answer: Answer = await send({
     method: "GET",
     path: `/v1/activity${queryOf({ after: params.after, limit: params.limit })}`,

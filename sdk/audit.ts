@@ -6,7 +6,14 @@
  * @module
  */
 import type { AuditEntry, AuditPage, ListAuditParams } from "../wire/mod.ts";
-import { idSegment, invalidAnswer, isObject, queryOf, type SendRequest } from "./_request.ts";
+import {
+  checkedCursor,
+  idSegment,
+  invalidAnswer,
+  isObject,
+  queryOf,
+  type SendRequest,
+} from "./_request.ts";
 import type { CallOptions } from "./types.ts";
 
 /**
@@ -141,9 +148,7 @@ function auditQuery(params: ListAuditParams): string {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
     throw new RangeError("limit must be a positive integer");
   }
-  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
-    throw new TypeError("cursor must be a non-empty string");
-  }
+  checkedCursor(cursor);
   if (principalId !== undefined) idSegment(principalId, "principalId");
   if (action !== undefined && (typeof action !== "string" || action === "")) {
     throw new TypeError("action must be a non-empty string");

@@ -12,7 +12,13 @@
 import { AuditApi } from "./audit.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import { RunsApi } from "./runs.ts";
-import { environmentValue, idempotencyKeyOf, invalidAnswer } from "./_request.ts";
+import {
+  checkedLimit,
+  environmentValue,
+  idempotencyKeyOf,
+  invalidAnswer,
+  queryOf,
+} from "./_request.ts";
 import { checkBaseUrl, checkDeadline, checkMaxRetries, Transport } from "./_transport.ts";
 import { TrustPoliciesApi } from "./trust_policies.ts";
 import {
@@ -380,15 +386,7 @@ export class RuntimeServiceClient {
     params: PrincipalPageParams = {},
     options: CallOptions = {},
   ): Promise<PrincipalPage> {
-    const query = new URLSearchParams();
-    if (params.limit !== undefined) {
-      if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500) {
-        throw new RangeError("limit must be an integer from 1 to 500");
-      }
-      query.set("limit", String(params.limit));
-    }
-    if (params.cursor !== undefined) query.set("cursor", params.cursor);
-    const search = query.size === 0 ? "" : `?${query}`;
+    const search = queryOf({ limit: checkedLimit(params.limit, 500), cursor: params.cursor });
     const answer = await this.#transport.request({
       method: "GET",
       path: `/v1/principals${search}`,
@@ -458,20 +456,15 @@ export class RuntimeServiceClient {
     if (params.groupBy !== undefined && !USAGE_GROUPS.includes(params.groupBy)) {
       throw new RangeError(`groupBy must be one of ${USAGE_GROUPS.join(", ")}`);
     }
-    const query = new URLSearchParams();
-    for (
-      const [name, value] of [
-        ["from", time(params.from)],
-        ["to", time(params.to)],
-        ["groupBy", params.groupBy],
-        ["principalId", params.principalId],
-      ] as const
-    ) {
-      if (value !== undefined) query.set(name, value);
-    }
+    const query = queryOf({
+      from: time(params.from),
+      to: time(params.to),
+      groupBy: params.groupBy,
+      principalId: params.principalId,
+    });
     const answer = await this.#transport.request({
       method: "GET",
-      path: `/v1/usage${query.size === 0 ? "" : `?${query}`}`,
+      path: `/v1/usage${query}`,
       authenticated: true,
       options,
     });

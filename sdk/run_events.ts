@@ -17,7 +17,7 @@
  * @module
  */
 import type { RunEvent, RunEventPage } from "../wire/mod.ts";
-import { type Answer, idSegment, type SendRequest } from "./_request.ts";
+import { type Answer, checkedLimit, idSegment, queryOf, type SendRequest } from "./_request.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
@@ -92,15 +92,10 @@ export async function readRunEventPage(
   options: CallOptions = {},
 ): Promise<RunEventPage> {
   const segment = idSegment(runId, "runId");
-  const query = new URLSearchParams();
-  if (params.after !== undefined) query.set("after", String(checkedSeq(params.after)));
-  if (params.limit !== undefined) {
-    if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > 500) {
-      throw new RangeError("limit must be an integer from 1 to 500");
-    }
-    query.set("limit", String(params.limit));
-  }
-  const search = query.size === 0 ? "" : `?${query}`;
+  const search = queryOf({
+    after: params.after === undefined ? undefined : checkedSeq(params.after),
+    limit: checkedLimit(params.limit, 500),
+  });
   const answer: Answer = await send({
     method: "GET",
     path: `/v1/runs/${segment}/events${search}`,

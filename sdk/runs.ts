@@ -50,6 +50,8 @@ import {
 } from "../wire/mod.ts";
 import {
   type Answer,
+  checkedCursor,
+  checkedLimit,
   idempotencyKeyOf,
   idSegment,
   invalidAnswer,
@@ -724,12 +726,8 @@ function listQuery(params: ListRunsParams): string {
     throw new TypeError("list params must be an object");
   }
   const { limit, cursor, state, principalId } = params;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
-    throw new RangeError("limit must be an integer from 1 to 100");
-  }
-  if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
-    throw new TypeError("cursor must be a non-empty string");
-  }
+  checkedLimit(limit, 100);
+  checkedCursor(cursor);
   if (state !== undefined && !(RUN_STATES as readonly string[]).includes(state)) {
     throw new TypeError(`state must be one of ${RUN_STATES.join(", ")}`);
   }

@@ -14,6 +14,8 @@ import type {
 } from "../wire/mod.ts";
 import { TRUST_POLICY_NAME } from "../wire/mod.ts";
 import {
+  checkedCursor,
+  checkedLimit,
   idempotencyKeyOf,
   invalidAnswer,
   isObject,
@@ -141,13 +143,8 @@ export class TrustPoliciesApi {
     params: TrustPolicyPageParams = {},
     options: CallOptions = {},
   ): Promise<TrustPolicyPage> {
-    const { limit, cursor } = params;
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) {
-      throw new RangeError("limit must be an integer from 1 to 500");
-    }
-    if (cursor !== undefined && (typeof cursor !== "string" || cursor === "")) {
-      throw new TypeError("cursor must be a non-empty string");
-    }
+    const limit = checkedLimit(params.limit, 500);
+    const cursor = checkedCursor(params.cursor);
     const answer = await this.#send({
       method: "GET",
       path: `/v1/trust-policies${queryOf({ limit, cursor })}`,
