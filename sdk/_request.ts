@@ -154,6 +154,24 @@ export function checkedCursor(cursor: string | undefined): string | undefined {
 }
 
 /**
+ * The seq a caller resumes after, checked: a whole number of at least 0.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkedSeq } from "./_request.ts";
+ * assert.equal(checkedSeq(0), 0);
+ * assert.throws(() => checkedSeq(-1), RangeError);
+ * ```
+ */
+export function checkedSeq(after: number): number {
+  if (!Number.isSafeInteger(after) || after < 0) {
+    throw new RangeError("after must be a whole number of at least 0");
+  }
+  return after;
+}
+
+/**
  * A query string from the defined entries of `params` (`""` when none), in their order.
  *
  * @example

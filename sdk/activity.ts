@@ -31,6 +31,7 @@ import {
   type Answer,
   checkedCursor,
   checkedLimit,
+  checkedSeq,
   invalidAnswer,
   isObject,
   queryOf,
@@ -48,13 +49,6 @@ export interface ActivityOptions {
   signal?: AbortSignal;
   /** Bound on the wait for each connection's first byte, in ms (the client's default otherwise). */
   deadlineMs?: number;
-}
-
-function checkedSeq(after: number): number {
-  if (!Number.isSafeInteger(after) || after < 0) {
-    throw new RangeError("after must be a whole number of at least 0");
-  }
-  return after;
 }
 
 /** Reads one page of the inbox. */

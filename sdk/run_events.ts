@@ -17,7 +17,15 @@
  * @module
  */
 import type { RunEvent, RunEventPage } from "../wire/mod.ts";
-import { type Answer, checkedLimit, idSegment, queryOf, type SendRequest } from "./_request.ts";
+import {
+  type Answer,
+  checkedLimit,
+  checkedSeq,
+  idSegment,
+  invalidAnswer,
+  queryOf,
+  type SendRequest,
+} from "./_request.ts";
 import { backoffDelay, sleep } from "./_retry.ts";
 import { RuntimeServiceError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
@@ -107,22 +115,9 @@ export async function readRunEventPage(
     body === null || typeof body !== "object" || !Array.isArray(body.events) ||
     typeof body.nextAfter !== "number" || typeof body.terminal !== "boolean"
   ) {
-    throw new RuntimeServiceError({
-      status: answer.status,
-      code: "invalidResponse",
-      layer: "transport",
-      message: "The events answer is not a page of events",
-      correlationId: answer.headers.get("x-correlation-id") ?? "",
-    });
+    throw invalidAnswer(answer, "The events answer is not a page of events");
   }
   return body as RunEventPage;
-}
-
-function checkedSeq(after: number): number {
-  if (!Number.isSafeInteger(after) || after < 0) {
-    throw new RangeError("after must be a whole number of at least 0");
-  }
-  return after;
 }
 
 /** Steps 1 to 5 of the module doc. */
