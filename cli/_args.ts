@@ -141,3 +141,23 @@ export function parseIntegerFlag(
   }
   return number;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Checks a principal id given on the command line (a lower-case UUID) and answers it, or throws
+ * {@linkcode UsageError} naming `what` (`--principal`, say).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkPrincipalId, UsageError } from "./_args.ts";
+ * const id = "0b7c1a52-3f1d-4d8e-9b0a-2c4e6f8a1b3d";
+ * assert.equal(checkPrincipalId(id, "audit", "--principal"), id);
+ * assert.throws(() => checkPrincipalId("ABC", "audit", "--principal"), UsageError);
+ * ```
+ */
+export function checkPrincipalId(value: string, command: string, what: string): string {
+  if (!UUID.test(value)) throw new UsageError(command, `${what} must be a lower-case UUID`);
+  return value;
+}

@@ -5,12 +5,11 @@
  * @module
  */
 import { RuntimeServiceError } from "../sdk/mod.ts";
-import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import { checkPrincipalId, parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { clientFromEnvironment, describeServiceError } from "./_client.ts";
 import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
 import { printOut, reportError } from "./_output.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ACTION = /^[a-z][A-Za-z]*(?:\.[a-z_]+)+$/;
 
 /**
@@ -50,9 +49,7 @@ async function list(args: string[]): Promise<number> {
     return 0;
   }
   const principalId = parsed.strings.get("principal");
-  if (principalId !== undefined && !UUID.test(principalId)) {
-    throw new UsageError("audit", "--principal must be a lower-case UUID");
-  }
+  if (principalId !== undefined) checkPrincipalId(principalId, "audit", "--principal");
   const action = parsed.strings.get("action");
   if (action !== undefined && (action.length > 64 || !ACTION.test(action))) {
     throw new UsageError("audit", "--action must be an action name such as run.started");

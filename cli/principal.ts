@@ -18,7 +18,7 @@ import type {
 } from "../sdk/mod.ts";
 import { parseCapabilityList } from "../server/bootstrap/variables.ts";
 import { parseRfc3339 } from "../server/time.ts";
-import { parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import { checkPrincipalId, parseArgs, parseIntegerFlag, UsageError } from "./_args.ts";
 import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
 import { DEFAULT_PRINCIPAL_TTL_DAYS } from "./command_table.ts";
 import { clientFromEnvironment, describeServiceError, idempotencyKeyFlag } from "./_client.ts";
@@ -26,8 +26,6 @@ import { printErr, printOut, reportError } from "./_output.ts";
 
 export { DEFAULT_URL, TOKEN_VARIABLE, URL_VARIABLE } from "./_client.ts";
 export { DEFAULT_PRINCIPAL_TTL_DAYS } from "./command_table.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Runs `principal` with the arguments after the word `principal` and returns the exit code: 0 on
@@ -93,9 +91,7 @@ async function issue(args: string[]): Promise<number> {
     expiresAt = new Date(Date.now() + days * 86_400_000).toISOString();
   }
   const principalId = parsed.strings.get("principal-id") ?? crypto.randomUUID();
-  if (!UUID.test(principalId)) {
-    throw new UsageError("principal", "--principal-id must be a lower-case UUID");
-  }
+  checkPrincipalId(principalId, "principal", "--principal-id");
   const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
   const lists: Partial<Record<PolicyListField, string[]>> = {};
   for (const [flag, field] of Object.entries(POLICY_LIST_FLAGS)) {
@@ -186,9 +182,7 @@ async function revoke(args: string[]): Promise<number> {
   }
   const [principalId] = parsed.positionals;
   if (principalId === undefined) throw new UsageError("principal", "Missing principal ID");
-  if (!UUID.test(principalId)) {
-    throw new UsageError("principal", "The principal ID must be a lower-case UUID");
-  }
+  checkPrincipalId(principalId, "principal", "The principal ID");
   const idempotencyKey = idempotencyKeyFlag("principal", parsed.strings.get("idempotency-key"));
   const client = await clientFromEnvironment();
   await client.revokePrincipal(principalId, { idempotencyKey });

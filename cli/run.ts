@@ -18,7 +18,13 @@ import {
   RuntimeServiceError,
   type StartRunBody,
 } from "../sdk/mod.ts";
-import { parseArgs, type ParsedArgs, parseIntegerFlag, UsageError } from "./_args.ts";
+import {
+  checkPrincipalId,
+  parseArgs,
+  type ParsedArgs,
+  parseIntegerFlag,
+  UsageError,
+} from "./_args.ts";
 import { argSpecOf, commandHelp, groupHelp } from "./_help.ts";
 import { clientFromEnvironment, describeServiceError, idempotencyKeyFlag } from "./_client.ts";
 import { printOut, reportError } from "./_output.ts";
@@ -28,7 +34,6 @@ import { approveCommand, pendingCommand, respondCommand } from "./_run_answers.t
 /** Largest message read from standard input: the service's default body limit. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ID = /^[\x21-\x7e]{1,256}$/;
 
 /**
@@ -138,9 +143,7 @@ async function list(args: string[]): Promise<number> {
     ? undefined
     : parseIntegerFlag(limitText, { command: "run", flag: "limit", min: 1, max: 100 });
   const principalId = parsed.strings.get("principal");
-  if (principalId !== undefined && !UUID.test(principalId)) {
-    throw new UsageError("run", "--principal must be a lower-case UUID");
-  }
+  if (principalId !== undefined) checkPrincipalId(principalId, "run", "--principal");
   const cursor = parsed.strings.get("cursor");
   const all = parsed.booleans.has("all");
   if (all && cursor !== undefined) throw new UsageError("run", "Give either --all or --cursor");

@@ -7,12 +7,10 @@
  */
 import { RuntimeServiceError, USAGE_GROUPS, type UsageGroupBy } from "../sdk/mod.ts";
 import { parseRfc3339 } from "../server/time.ts";
-import { parseArgs, UsageError } from "./_args.ts";
+import { checkPrincipalId, parseArgs, UsageError } from "./_args.ts";
 import { clientFromEnvironment, describeServiceError } from "./_client.ts";
 import { argSpecOf, commandHelp } from "./_help.ts";
 import { printOut, reportError } from "./_output.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Runs `usage` with the arguments after the word `usage` and returns the exit code: 0 on
@@ -45,9 +43,7 @@ export async function usageCommand(args: string[]): Promise<number> {
       throw new UsageError("usage", `--group-by must be one of ${USAGE_GROUPS.join(", ")}`);
     }
     const principalId = parsed.strings.get("principal");
-    if (principalId !== undefined && !UUID.test(principalId)) {
-      throw new UsageError("usage", "--principal must be a lower-case UUID");
-    }
+    if (principalId !== undefined) checkPrincipalId(principalId, "usage", "--principal");
     const client = await clientFromEnvironment();
     const page = await client.usage({
       ...(from !== undefined ? { from } : {}),
