@@ -17,8 +17,10 @@ export class UsageError extends Error {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { UsageError } from "./_args.ts";
-   * throw new UsageError("init", "--ttl-days must be an integer from 1 to 3650");
+   * const error = new UsageError("init", "--ttl-days must be an integer from 1 to 3650");
+   * assert.equal(error.command, "init");
    * ```
    */
   constructor(command: string, message: string) {
