@@ -27,7 +27,7 @@ import type {
   RunLeaseParams,
 } from "../run_event_types.ts";
 import { type RunEventStore, RunLeaseLostError } from "../events.ts";
-import type { PostgresPool } from "./_pool.ts";
+import { ChannelListeners, type PostgresPool } from "./_pool.ts";
 import { endedRunIds } from "./_runs.ts";
 
 /** The channel appends notify. */
@@ -69,12 +69,18 @@ interface AppendedRow {
 export class PostgresEvents implements RunEventStore {
   readonly #pool: PostgresPool;
   readonly #ns: string;
-  readonly #watchers = new Map<string, Set<() => void>>();
-  #listening: Promise<unknown> | null = null;
+  /** Watchers by run: the payloads are `"<namespace> <run id>"`. */
+  readonly #watchers: ChannelListeners;
 
   constructor(pool: PostgresPool, namespace: string) {
     this.#pool = pool;
     this.#ns = namespace;
+    this.#watchers = new ChannelListeners(pool, CHANNEL, (payload) => {
+      const space = payload.indexOf(" ");
+      return space === -1 || payload.slice(0, space) !== namespace
+        ? null
+        : payload.slice(space + 1);
+    });
   }
 
   async append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
@@ -174,36 +180,7 @@ export class PostgresEvents implements RunEventStore {
   }
 
   watch(runId: string, listener: (last?: number, head?: LogHead) => void): () => void {
-    let set = this.#watchers.get(runId);
-    if (set === undefined) this.#watchers.set(runId, set = new Set());
-    // A fresh function per watch, so the same listener may watch twice.
-    const entry = () => listener();
-    set.add(entry);
-    this.#listening ??= this.#pool.listen(CHANNEL, (payload) => this.#notified(payload))
-      .then((listening) => {
-        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their poll, and
-        // the next watcher tries again.
-        if (listening === null) this.#listening = null;
-      });
-    return () => {
-      const current = this.#watchers.get(runId);
-      current?.delete(entry);
-      if (current?.size === 0) this.#watchers.delete(runId);
-    };
-  }
-
-  #notified(payload: string): void {
-    const space = payload.indexOf(" ");
-    if (space === -1 || payload.slice(0, space) !== this.#ns) return;
-    const watchers = this.#watchers.get(payload.slice(space + 1));
-    if (watchers === undefined) return;
-    for (const watcher of watchers) {
-      try {
-        watcher();
-      } catch {
-        // One watcher's failure is its own.
-      }
-    }
+    return this.#watchers.watch(runId, listener);
   }
 
   purge(endedBefore: string): Promise<number> {
