@@ -18,7 +18,7 @@ import {
   type ActivityRecord,
   type ActivityStore,
 } from "../activity.ts";
-import type { PostgresPool } from "./_pool.ts";
+import { ChannelListeners, type PostgresPool } from "./_pool.ts";
 
 /** The channel appends notify. */
 const CHANNEL = "automation_runtime_activity";
@@ -70,12 +70,16 @@ export function appendActivityAfter(
 export class PostgresActivity implements ActivityStore {
   readonly #pool: PostgresPool;
   readonly #ns: string;
-  readonly #watchers = new Set<(last?: number) => void>();
-  #listening: Promise<unknown> | null = null;
+  /** Watchers of this namespace: the payloads are `"<namespace> <last seq>"`. */
+  readonly #watchers: ChannelListeners;
 
   constructor(pool: PostgresPool, namespace: string) {
     this.#pool = pool;
     this.#ns = namespace;
+    this.#watchers = new ChannelListeners(pool, CHANNEL, (payload) => {
+      const space = payload.indexOf(" ");
+      return space === -1 || payload.slice(0, space) !== namespace ? null : namespace;
+    });
   }
 
   append(inputs: readonly ActivityInput[]): Promise<ActivityRecord[]> {
@@ -138,30 +142,10 @@ export class PostgresActivity implements ActivityStore {
   }
 
   watch(listener: (last?: number) => void): () => void {
-    // A fresh function per watch, so the same listener may watch twice.
-    const entry = (last?: number) => listener(last);
-    this.#watchers.add(entry);
-    this.#listening ??= this.#pool.listen(CHANNEL, (payload) => this.#notified(payload))
-      .then((listening) => {
-        // No LISTEN (a pooler in transaction mode, say): watchers fall back to their poll.
-        if (listening === null) this.#listening = null;
-      });
-    return () => {
-      this.#watchers.delete(entry);
-    };
-  }
-
-  #notified(payload: string): void {
-    const space = payload.indexOf(" ");
-    if (space === -1 || payload.slice(0, space) !== this.#ns) return;
-    const last = Number(payload.slice(space + 1));
-    for (const watcher of this.#watchers) {
-      try {
-        watcher(Number.isSafeInteger(last) ? last : undefined);
-      } catch {
-        // One watcher's failure is its own.
-      }
-    }
+    return this.#watchers.watch(this.#ns, (payload) => {
+      const last = Number(payload.slice(payload.indexOf(" ") + 1));
+      listener(Number.isSafeInteger(last) ? last : undefined);
+    });
   }
 
   purge(before: string): Promise<number> {

@@ -180,7 +180,7 @@ export class PostgresEvents implements RunEventStore {
   }
 
   watch(runId: string, listener: (last?: number, head?: LogHead) => void): () => void {
-    return this.#watchers.watch(runId, listener);
+    return this.#watchers.watch(runId, () => listener());
   }
 
   purge(endedBefore: string): Promise<number> {

@@ -121,6 +121,6 @@ export class PostgresLeases implements AuthorityLeaseStore {
   }
 
   watch(listener: () => void, options: { namespace?: string } = {}): () => void {
-    return this.#listeners.watch(options.namespace ?? this.#ns, listener);
+    return this.#listeners.watch(options.namespace ?? this.#ns, () => listener());
   }
 }

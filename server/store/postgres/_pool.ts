@@ -233,8 +233,8 @@ export class PostgresPool {
 /**
  * The listeners of one notification channel, by key: the first {@linkcode ChannelListeners.watch}
  * starts the pool's `LISTEN` (tried again by the next watch when the server refused it), and each
- * notification calls the listeners of the key `keyOf` reads from its payload. A listener that
- * throws affects no other.
+ * notification calls the listeners of the key `keyOf` reads from its payload, with that payload.
+ * A listener that throws affects no other.
  *
  * @example
  * ```ts ignore
@@ -247,7 +247,7 @@ export class ChannelListeners {
   readonly #pool: PostgresPool;
   readonly #channel: string;
   readonly #keyOf: (payload: string) => string | null;
-  readonly #listeners = new Map<string, Set<() => void>>();
+  readonly #listeners = new Map<string, Set<(payload: string) => void>>();
   #listening: Promise<unknown> | null = null;
 
   /** Listeners of `channel` on `pool`, keyed by `keyOf` (null: a payload nobody listens to). */
@@ -257,12 +257,15 @@ export class ChannelListeners {
     this.#keyOf = keyOf;
   }
 
-  /** Calls `listener` on each notification for `key`; returns the function that stops it. */
-  watch(key: string, listener: () => void): () => void {
+  /**
+   * Calls `listener` with the payload of each notification for `key`; returns the function that
+   * stops it.
+   */
+  watch(key: string, listener: (payload: string) => void): () => void {
     let set = this.#listeners.get(key);
     if (set === undefined) this.#listeners.set(key, set = new Set());
     // A fresh function per watch, so the same listener may watch twice.
-    const entry = () => listener();
+    const entry = (payload: string) => listener(payload);
     set.add(entry);
     this.#listening ??= this.#pool.listen(this.#channel, (payload) => this.#notified(payload))
       .then((listening) => {
@@ -283,7 +286,7 @@ export class ChannelListeners {
     if (listeners === undefined) return;
     for (const listener of listeners) {
       try {
-        listener();
+        listener(payload);
       } catch {
         // One listener's failure is its own.
       }
