@@ -269,6 +269,39 @@ async function readAuthorityState(
 }
 
 /**
+ * The tables whose rows of a namespace the purge deletes: one `DELETE` each, all in one statement
+ * with the update that marks the namespace purged.
+ */
+const PURGED_TABLES = [
+  "automation_runtime_principals",
+  "automation_runtime_idempotency",
+  "automation_runtime_runs",
+  "automation_runtime_run_slots",
+  "automation_runtime_audit",
+  "automation_runtime_run_events",
+  "automation_runtime_run_leases",
+  "automation_runtime_authority_leases",
+  "automation_runtime_spend_ledgers",
+  "automation_runtime_spend_holds",
+  "automation_runtime_spend_runs",
+  "automation_runtime_usage",
+] as const;
+
+/**
+ * The CTEs `, purge_<i> AS (DELETE …)` deleting the rows of the namespaces in the CTE `due` from
+ * each of {@linkcode PURGED_TABLES}.
+ */
+function purgeDeletes(sql: postgres.Sql): postgres.PendingQuery<postgres.Row[]> {
+  return PURGED_TABLES.reduce(
+    (ctes, table, i) =>
+      sql`${ctes}, ${sql(`purge_${i}`)} AS (
+      DELETE FROM ${sql(table)} WHERE namespace IN (SELECT namespace FROM due)
+    )`,
+    sql``,
+  );
+}
+
+/**
  * Deletes every row of each namespace retired before the cutoff. Namespaces seen in the tables but
  * never registered are registered as retired now, so they go one retention period later.
  */
@@ -297,32 +330,7 @@ async function purgeNamespaces(
       SELECT namespace FROM automation_runtime_namespaces
       WHERE retired_at IS NOT NULL AND retired_at <= ${ms(cutoff)}
         AND purged_at IS NULL AND namespace <> ${current.namespace}
-    ), principals AS (
-      DELETE FROM automation_runtime_principals WHERE namespace IN (SELECT namespace FROM due)
-    ), idempotency AS (
-      DELETE FROM automation_runtime_idempotency WHERE namespace IN (SELECT namespace FROM due)
-    ), runs AS (
-      DELETE FROM automation_runtime_runs WHERE namespace IN (SELECT namespace FROM due)
-    ), slots AS (
-      DELETE FROM automation_runtime_run_slots WHERE namespace IN (SELECT namespace FROM due)
-    ), audit AS (
-      DELETE FROM automation_runtime_audit WHERE namespace IN (SELECT namespace FROM due)
-    ), run_events AS (
-      DELETE FROM automation_runtime_run_events WHERE namespace IN (SELECT namespace FROM due)
-    ), run_leases AS (
-      DELETE FROM automation_runtime_run_leases WHERE namespace IN (SELECT namespace FROM due)
-    ), authority_leases AS (
-      DELETE FROM automation_runtime_authority_leases
-      WHERE namespace IN (SELECT namespace FROM due)
-    ), spend_ledgers AS (
-      DELETE FROM automation_runtime_spend_ledgers WHERE namespace IN (SELECT namespace FROM due)
-    ), spend_holds AS (
-      DELETE FROM automation_runtime_spend_holds WHERE namespace IN (SELECT namespace FROM due)
-    ), spend_runs AS (
-      DELETE FROM automation_runtime_spend_runs WHERE namespace IN (SELECT namespace FROM due)
-    ), usage_entries AS (
-      DELETE FROM automation_runtime_usage WHERE namespace IN (SELECT namespace FROM due)
-    )
+    )${purgeDeletes(sql)}
     UPDATE automation_runtime_namespaces SET purged_at = ${ms(options.now)}
     WHERE namespace IN (SELECT namespace FROM due)
     RETURNING namespace`;
