@@ -7,6 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { SupersededNamespaceError } from "../../server/store/types.ts";
+import { testSubscription } from "./_notification_contract.ts";
+import { testTrustPolicy } from "./_trust_policy_contract.ts";
 import {
   type ContractCase,
   DAY,
@@ -139,6 +141,10 @@ export function runAuthorityContract(test: ContractCase, testTwo: TwoNamespaceCa
         correlationId: crypto.randomUUID(),
         outcome: "ok",
       });
+      const oldPolicy = testTrustPolicy();
+      assert.equal(await old.trustPolicies.create(oldPolicy), "created");
+      const oldSubscription = testSubscription(oldRecord.principalId);
+      assert.equal(await old.notifications.createSubscription(oldSubscription, 5), true);
       await current.authority.claim(t0);
 
       const live = testPrincipal({ expiresAt: at(90 * DAY) });
@@ -186,6 +192,12 @@ export function runAuthorityContract(test: ContractCase, testTwo: TwoNamespaceCa
       assert.deepEqual(await old.principals.list(), []);
       assert.equal(await old.runs.get(oldRun.runId), null, "the old namespace's run is gone");
       assert.deepEqual((await old.audit.list({ limit: 100 })).entries, [], "and its audit log");
+      assert.equal(await old.trustPolicies.get(oldPolicy.name), null, "and its trust policies");
+      assert.equal(
+        await old.notifications.getSubscription(oldSubscription.subscriptionId),
+        null,
+        "and its notification subscriptions",
+      );
       assert.equal(
         (await old.idempotency.claim({ ...claim, now: t0 + 31 * DAY, leaseMs: 1 })).state,
         "claimed",

@@ -13,7 +13,8 @@ import assert from "node:assert/strict";
 import type { Store, StoredDelivery, StoredSubscription } from "../../server/store/types.ts";
 import { type ContractCase, twinOf } from "./_fixtures.ts";
 
-function subscription(
+/** A subscription record of `principalId` (fields overridable). */
+export function testSubscription(
   principalId: string,
   overrides: Partial<StoredSubscription> = {},
 ): StoredSubscription {
@@ -65,7 +66,7 @@ async function twoDue(
   owners: readonly [string, string],
   now: number,
 ): Promise<[StoredSubscription, StoredSubscription]> {
-  const [x, y] = [subscription(owners[0]), subscription(owners[1])];
+  const [x, y] = [testSubscription(owners[0]), testSubscription(owners[1])];
   await store.notifications.createSubscription(x, 5);
   await store.notifications.createSubscription(y, 5);
   await store.notifications.enqueue([
@@ -79,13 +80,13 @@ async function twoDue(
 export function runNotificationContract(test: ContractCase): void {
   test("notifications: subscriptions take a principal's slots up to the limit; a deletion frees one", async (store) => {
     const owner = crypto.randomUUID();
-    const made = [subscription(owner), subscription(owner), subscription(owner)];
+    const made = [testSubscription(owner), testSubscription(owner), testSubscription(owner)];
     for (const sub of made) {
       assert.equal(await store.notifications.createSubscription(sub, 3), true);
     }
-    assert.equal(await store.notifications.createSubscription(subscription(owner), 3), false);
+    assert.equal(await store.notifications.createSubscription(testSubscription(owner), 3), false);
     // Another principal's slots are its own.
-    const other = subscription(crypto.randomUUID());
+    const other = testSubscription(crypto.randomUUID());
     assert.equal(await store.notifications.createSubscription(other, 3), true);
     assert.deepEqual(await store.notifications.getSubscription(made[1].subscriptionId), made[1]);
     assert.equal(await store.notifications.getSubscription("sub_none"), null);
@@ -107,7 +108,7 @@ export function runNotificationContract(test: ContractCase): void {
     assert.equal(await store.notifications.deleteSubscription(made[0].subscriptionId), true);
     assert.equal(await store.notifications.deleteSubscription(made[0].subscriptionId), false);
     assert.equal(await store.notifications.getSubscription(made[0].subscriptionId), null);
-    assert.equal(await store.notifications.createSubscription(subscription(owner), 3), true);
+    assert.equal(await store.notifications.createSubscription(testSubscription(owner), 3), true);
   });
 
   test(
@@ -120,7 +121,10 @@ export function runNotificationContract(test: ContractCase): void {
           Array.from(
             { length: 10 },
             (_, i) =>
-              (i % 2 === 0 ? store : twin).notifications.createSubscription(subscription(owner), 3),
+              (i % 2 === 0 ? store : twin).notifications.createSubscription(
+                testSubscription(owner),
+                3,
+              ),
           ),
         );
         assert.equal(results.filter(Boolean).length, 3);
@@ -133,7 +137,7 @@ export function runNotificationContract(test: ContractCase): void {
   );
 
   test("notifications: an update is a compare-and-set; failures in a row disable once", async (store) => {
-    const sub = subscription(crypto.randomUUID());
+    const sub = testSubscription(crypto.randomUUID());
     await store.notifications.createSubscription(sub, 5);
     const rotated = { ...sub, secretRotatedAt: new Date().toISOString() };
     assert.equal(await store.notifications.updateSubscription(rotated, sub), true);
@@ -158,7 +162,7 @@ export function runNotificationContract(test: ContractCase): void {
   });
 
   test("notifications: a delivery is created once per id, at most maxPending pending per subscription", async (store) => {
-    const sub = subscription(crypto.randomUUID());
+    const sub = testSubscription(crypto.randomUUID());
     await store.notifications.createSubscription(sub, 5);
     const first = [delivery(sub, 1), delivery(sub, 2)];
     assert.equal(await store.notifications.enqueue(first, 3), 2);
@@ -183,7 +187,7 @@ export function runNotificationContract(test: ContractCase): void {
   });
 
   test("notifications: due deliveries are leased to one sender, settled only by it, redelivered", async (store) => {
-    const sub = subscription(crypto.randomUUID());
+    const sub = testSubscription(crypto.randomUUID());
     await store.notifications.createSubscription(sub, 5);
     const now = Date.now();
     const due = delivery(sub, 1, { nextAttemptMs: now - 10 });
@@ -260,8 +264,12 @@ export function runNotificationContract(test: ContractCase): void {
   test("notifications: a claim takes one delivery per subscription and perOwner per owner, counting live leases; settling, redelivering and lapsing free them", async (store) => {
     const now = Date.now();
     const owner = crypto.randomUUID();
-    const [a1, a2, a3] = [subscription(owner), subscription(owner), subscription(owner)];
-    const b1 = subscription(crypto.randomUUID());
+    const [a1, a2, a3] = [
+      testSubscription(owner),
+      testSubscription(owner),
+      testSubscription(owner),
+    ];
+    const b1 = testSubscription(crypto.randomUUID());
     const queued: StoredDelivery[] = [];
     // The owner's deliveries all came due before the other owner's one.
     for (const [k, sub] of [a1, a2, a3].entries()) {
@@ -304,13 +312,13 @@ export function runNotificationContract(test: ContractCase): void {
     const busy = crypto.randomUUID();
     const queued: StoredDelivery[] = [];
     for (const k of [0, 1]) {
-      const sub = subscription(busy);
+      const sub = testSubscription(busy);
       await store.notifications.createSubscription(sub, 5);
       for (let i = 0; i < 150; i++) {
         queued.push(delivery(sub, 1_000 * k + i, { nextAttemptMs: now - 10_000 + 2 * i + k }));
       }
     }
-    const other = subscription(crypto.randomUUID());
+    const other = testSubscription(crypto.randomUUID());
     await store.notifications.createSubscription(other, 5);
     queued.push(delivery(other, 9_999, { nextAttemptMs: now - 1 }));
     for (let i = 0; i < queued.length; i += 100) {
@@ -361,7 +369,7 @@ export function runNotificationContract(test: ContractCase): void {
         const now = Date.now();
         const owners = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
         const subs = owners.flatMap((owner) =>
-          Array.from({ length: 4 }, () => subscription(owner))
+          Array.from({ length: 4 }, () => testSubscription(owner))
         );
         for (const sub of subs) await store.notifications.createSubscription(sub, 5);
         await store.notifications.enqueue(
@@ -405,7 +413,7 @@ export function runNotificationContract(test: ContractCase): void {
   );
 
   test("notifications: deleting a subscription deletes its deliveries; the cursor moves by compare-and-set; the purge keeps pending ones", async (store) => {
-    const sub = subscription(crypto.randomUUID());
+    const sub = testSubscription(crypto.randomUUID());
     await store.notifications.createSubscription(sub, 5);
     const old = Date.now() - 10 * 86_400_000;
     await store.notifications.enqueue([

@@ -7,6 +7,7 @@ import postgres from "postgres";
 import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { migratePostgres } from "../../server/store/postgres/_migrate.ts";
 import { MIGRATIONS } from "../../server/store/postgres/migrations/mod.ts";
+import { PURGED_TABLES } from "../../server/store/postgres/_authority.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
 
 const ignore = ignorePostgresTests();
@@ -87,5 +88,29 @@ Deno.test({
         return true;
       },
     );
+  },
+});
+
+Deno.test({
+  name:
+    `postgres: the namespace purge covers every table that holds a namespace's rows${skipNote()}`,
+  ignore,
+  async fn() {
+    await using db = await createTestDatabase();
+    const store = await openPostgresStore({ url: db.url, namespace: "a".repeat(32) });
+    try {
+      const rows = await query<{ table_name: string }>(
+        db.url,
+        `SELECT table_name FROM information_schema.columns
+         WHERE column_name = 'namespace' AND table_schema = current_schema()
+           AND table_name LIKE 'automation\\_runtime\\_%'`,
+      );
+      // The authority's own two tables say which namespaces exist and which are retired.
+      const own = new Set(["automation_runtime_authority", "automation_runtime_namespaces"]);
+      const holding = rows.map((row) => row.table_name).filter((name) => !own.has(name)).sort();
+      assert.deepEqual([...PURGED_TABLES].sort(), holding);
+    } finally {
+      await store.close();
+    }
   },
 });

@@ -270,9 +270,10 @@ async function readAuthorityState(
 
 /**
  * The tables whose rows of a namespace the purge deletes: one `DELETE` each, all in one statement
- * with the update that marks the namespace purged.
+ * with the update that marks the namespace purged. Every table with a namespace column but the
+ * authority's own two (`tests/store/postgres_schema_test.ts` keeps the list whole).
  */
-const PURGED_TABLES = [
+export const PURGED_TABLES: readonly string[] = [
   "automation_runtime_principals",
   "automation_runtime_idempotency",
   "automation_runtime_runs",
@@ -285,7 +286,17 @@ const PURGED_TABLES = [
   "automation_runtime_spend_holds",
   "automation_runtime_spend_runs",
   "automation_runtime_usage",
-] as const;
+  "automation_runtime_tool_answers",
+  "automation_runtime_webhook_deliveries",
+  "automation_runtime_native_events",
+  "automation_runtime_trust_policies",
+  "automation_runtime_exchanged_tokens",
+  "automation_runtime_activity",
+  "automation_runtime_activity_seq",
+  "automation_runtime_notify_subscriptions",
+  "automation_runtime_notify_deliveries",
+  "automation_runtime_notify_cursor",
+];
 
 /**
  * The CTEs `, purge_<i> AS (DELETE …)` deleting the rows of the namespaces in the CTE `due` from
