@@ -15,8 +15,15 @@
  *   and so hold an active-run slot until their first: each is deleted right after its create
  *   (untimed), or the bootstrap's quota would run out. Target: at most 5 ms added at p50.
  *
+ * - **the durable floor** of the stream (context for the target): the same turn read through a
+ *   relay that does only what any gateway serving a durable log must do, in the cheapest way
+ *   Deno KV allows: it reads the provider's stream and commits each chunk's frames (their raw
+ *   text, one key per event, as many per commit as KV takes) before passing the chunk on. No
+ *   parsing, no mapping, no dedupe index, no second log. What the gateway does beyond that is
+ *   ours; the floor's own distance from direct is what durability costs on this machine's disk.
+ *
  * Everything runs in this process (the fake provider, the gateway on `Deno.serve` with Deno KV in a
- * temp file, the SDK clients), as `runs_bench.ts` does. Run: `deno run -A bench/native_bench.ts
+ * temp file, the relay, the SDK clients), as `runs_bench.ts` does. Run: `deno run -A bench/native_bench.ts
  * [--events N] [--creates N] [--rounds N] [--quick]`.
  *
  * @module
@@ -44,6 +51,8 @@ export interface NativeBenchResult {
   directEventsPerSecond: number;
   /** Events per second read through the gateway, median of the rounds. */
   gatewayEventsPerSecond: number;
+  /** Events per second read through the durable relay (the floor), median of the rounds. */
+  floorEventsPerSecond: number;
   /** Creates timed per path. */
   creates: number;
   /** Median create straight to the fake, ms. */
@@ -57,6 +66,102 @@ export interface NativeBenchResult {
    * per second from the fake making the first to the client reading the last, medians.
    */
   streamed: { direct: number; gateway: number };
+}
+
+/** The provider's `*-version` and `*-beta` headers under the fake's names (`provider-…`). */
+function providerHeaders(init: HeadersInit | undefined): Headers {
+  const headers = new Headers(init);
+  for (const [name, value] of [...headers]) {
+    const match = /^[a-z]+-(version|beta)$/.exec(name);
+    if (match !== null && !name.startsWith("provider-")) {
+      headers.delete(name);
+      headers.set(`provider-${match[1]}`, value);
+    }
+  }
+  return headers;
+}
+
+/** Frames per commit of the durable relay: inside KV's 1,000 mutations and 800 KiB. */
+const RELAY_COMMIT = 900;
+
+/**
+ * The durable floor: a relay in front of the fake that passes every request on and, on a
+ * session's event stream, commits each chunk's complete frames to Deno KV (raw text, one key per
+ * frame) before passing the chunk on. While a commit is in flight the next chunks wait in the
+ * stream, so the commits group themselves as the gateway's appends do.
+ */
+async function startDurableRelay(
+  upstream: string,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const path = await Deno.makeTempFile({ prefix: "native-bench-floor-" });
+  const kv = await Deno.openKv(path);
+  let streams = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const url = new URL(request.url);
+    const response = await fetch(new URL(url.pathname + url.search, upstream), {
+      method: request.method,
+      headers: providerHeaders(request.headers),
+      body: request.body,
+    });
+    if (!url.pathname.endsWith("/events/stream") || response.body === null) return response;
+    const log = ++streams;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    const encoder = new TextEncoder();
+    let seq = 0;
+    // Complete frames read and not yet committed; the commit under way, if any.
+    let pending = "";
+    let committing: Promise<void> | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        // Commits whatever came while the last commit ran, until nothing is left.
+        const flush = async (): Promise<void> => {
+          while (pending !== "") {
+            const complete = pending;
+            pending = "";
+            const frames = complete.split("\n\n");
+            frames.pop();
+            for (let i = 0; i < frames.length; i += RELAY_COMMIT) {
+              const operation = kv.atomic();
+              for (const frame of frames.slice(i, i + RELAY_COMMIT)) {
+                operation.set(["frame", log, ++seq], frame);
+              }
+              if (!(await operation.commit()).ok) throw new Error("the relay's commit failed");
+            }
+            controller.enqueue(encoder.encode(complete));
+          }
+          committing = undefined;
+        };
+        (async () => {
+          let text = "";
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            text += decoder.decode(value, { stream: true });
+            const end = text.lastIndexOf("\n\n");
+            if (end === -1) continue;
+            pending += text.slice(0, end + 2);
+            text = text.slice(end + 2);
+            committing ??= flush();
+          }
+          await committing;
+          controller.close();
+        })().catch((error) => controller.error(error));
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    async close() {
+      await server.shutdown();
+      kv.close();
+      await Deno.remove(path);
+    },
+  };
 }
 
 /** Runs the benchmark. */
@@ -94,18 +199,11 @@ export async function runNativeBench(
     apiKey: fake.apiKey,
     baseURL: fake.baseUrl,
     maxRetries: 0,
-    fetch: (input: string | URL | Request, init?: RequestInit) => {
-      const headers = new Headers(init?.headers);
-      for (const [name, value] of [...headers]) {
-        const match = /^[a-z]+-(version|beta)$/.exec(name);
-        if (match !== null && !name.startsWith("provider-")) {
-          headers.delete(name);
-          headers.set(`provider-${match[1]}`, value);
-        }
-      }
-      return fetch(input, { ...init, headers });
-    },
+    fetch: (input: string | URL | Request, init?: RequestInit) =>
+      fetch(input, { ...init, headers: providerHeaders(init?.headers) }),
   } as never);
+  const relay = await startDurableRelay(fake.baseUrl);
+  const floor: Client = new Vendor({ apiKey: fake.apiKey, baseURL: relay.url, maxRetries: 0 });
   const through: Client = new Vendor({
     apiKey: gateway.token,
     baseURL: `${gateway.url}/provider`,
@@ -150,6 +248,7 @@ export async function runNativeBench(
 
   const directRates: number[] = [];
   const gatewayRates: number[] = [];
+  const floorRates: number[] = [];
   const directTimes: number[] = [];
   const gatewayTimes: number[] = [];
   const pacedRates = { direct: [] as number[], gateway: [] as number[] };
@@ -158,6 +257,7 @@ export async function runNativeBench(
     // Warm-up, not counted: the first turn and creates through cold code.
     await turn(direct);
     await turn(through);
+    await turn(floor);
     for (let i = 0; i < 20; i++) {
       await create(direct);
       await create(through);
@@ -169,6 +269,7 @@ export async function runNativeBench(
       for (const client of order) {
         (client === direct ? directRates : gatewayRates).push(await turn(client));
       }
+      floorRates.push(await turn(floor));
       for (const client of order) {
         const times = client === direct ? directTimes : gatewayTimes;
         for (let i = 0; i < perRound; i++) times.push(await create(client));
@@ -185,12 +286,14 @@ export async function runNativeBench(
       streamedRates.gateway.push(await turn(through, events, true));
     }
   } finally {
+    await relay.close();
     await gateway.close();
   }
   return {
     events,
     directEventsPerSecond: median(directRates),
     gatewayEventsPerSecond: median(gatewayRates),
+    floorEventsPerSecond: median(floorRates),
     creates: directTimes.length,
     directCreateMs: median(directTimes),
     gatewayCreateMs: median(gatewayTimes),
@@ -221,6 +324,13 @@ if (import.meta.main) {
   console.log(
     `provider API stream through the gateway / direct = ${ratio.toFixed(2)}x ` +
       `(target >= 0.8x: ${ratio >= 0.8 ? "met" : "missed"})`,
+  );
+  console.log(
+    `context, the durable floor (a relay committing each chunk's frames to Deno KV before ` +
+      `passing them on): ${rate(result.floorEventsPerSecond)} events/s, ` +
+      `${(result.floorEventsPerSecond / result.directEventsPerSecond).toFixed(2)}x direct; the ` +
+      `gateway at ` +
+      `${(result.gatewayEventsPerSecond / result.floorEventsPerSecond).toFixed(2)}x the floor`,
   );
   console.log(
     `context: a turn of ${result.paced.events} messages paced 1 ms apart: direct ` +
