@@ -4,6 +4,7 @@ import type { AuditEntryInput, StoredRunRecord } from "../../server/store/run_ty
 import { auditNumbering } from "../../server/store/kv/_audit.ts";
 import { openChangeMarker } from "../../server/store/kv/_change_marker.ts";
 import { KvCommits } from "../../server/store/kv/_commit.ts";
+import { MARKER_WAKE_GAP_MS } from "../../server/store/kv/_leases.ts";
 import { KvRuns } from "../../server/store/kv/_runs.ts";
 import { KvActivityLog } from "../../server/store/kv/_activity.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
@@ -348,6 +349,49 @@ Deno.test("kv store: a lease watcher wakes when another process revokes in the s
     assert.ok(wakes > 0, "the other process's revocation woke the watcher");
   } finally {
     stop();
+    await store.close();
+    await Deno.remove(own, { recursive: true });
+  }
+});
+
+Deno.test("kv store: a lease watcher on a file busy with other commits wakes at most once per gap, and never misses the last change", async () => {
+  const own = await Deno.makeTempDir({ prefix: "automation-runtime-watch-gap-" });
+  const file = `${own}/gap.kv`;
+  const store = await openKvStore({ path: file, namespace: crypto.randomUUID() });
+  // Another handle on the file, as a run's log commits through: not the authority's keys.
+  const other = await Deno.openKv(file);
+  const wakes: number[] = [];
+  const stop = store.leases.watch(() => wakes.push(performance.now()));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    await sleep(50);
+    // A commit to a quiet file wakes the watcher within a poll or two.
+    const lone = performance.now();
+    await other.set(["log", 0], 0);
+    while (wakes.length === 0 && performance.now() - lone < 1_000) await sleep(2);
+    assert.equal(wakes.length, 1);
+    assert.ok(wakes[0] - lone < 60, `woken ${(wakes[0] - lone).toFixed(0)} ms after`);
+    // Commits every 5 ms for 500 ms: a wake-up per commit would be about a hundred.
+    await sleep(MARKER_WAKE_GAP_MS);
+    const from = wakes.length;
+    const started = performance.now();
+    let last = started;
+    for (let i = 1; performance.now() - started < 500; i++) {
+      await other.set(["log", i], i);
+      last = performance.now();
+      await sleep(5);
+    }
+    const burst = wakes.slice(from);
+    assert.ok(burst.length <= 500 / MARKER_WAKE_GAP_MS + 2, `${burst.length} wake-ups`);
+    for (let i = 1; i < burst.length; i++) {
+      assert.ok(burst[i] - burst[i - 1] >= MARKER_WAKE_GAP_MS - 1, "at most one per gap");
+    }
+    // The burst's last commit is woken for, after the gap at the latest.
+    while (wakes.at(-1)! < last && performance.now() - last < 1_000) await sleep(5);
+    assert.ok(wakes.at(-1)! >= last, "a change seen within the gap is woken for after it");
+  } finally {
+    stop();
+    other.close();
     await store.close();
     await Deno.remove(own, { recursive: true });
   }

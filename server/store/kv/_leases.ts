@@ -15,7 +15,8 @@
  * event loop alive, so `deno serve` would no longer exit on SIGTERM, and on a file it does not
  * reach another process anyway. On a file the timer reads the file's change marker
  * (`_change_marker.ts`, about 1 µs, no lock) every {@linkcode MARKER_POLL_MS} ms and wakes the
- * listener when anything was committed, by any process or worker. Without a file (the host's
+ * listener when anything was committed, by any process or worker, at most once per
+ * {@linkcode MARKER_WAKE_GAP_MS} (the file also takes every run log's commits). Without a file (the host's
  * own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The timers
  * never keep a process alive.
  *
@@ -34,6 +35,12 @@ import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 
 /** How often a watcher reads the KV file's change marker, in ms. */
 export const MARKER_POLL_MS = 10;
+
+/**
+ * Least time between two wake-ups of a watcher on a KV file, in ms: a commit seen sooner after
+ * the last wake-up wakes the listener this long after it (see {@linkcode markerPoll}).
+ */
+export const MARKER_WAKE_GAP_MS = 100;
 
 /** How often a watcher reads the watched keys when the store is not a file, in ms. */
 export const KEY_POLL_MS = 250;
@@ -145,17 +152,17 @@ export class KvLeases implements AuthorityLeaseStore {
     const marker = this.#marker;
     let stopped = false;
     let last: unknown = undefined;
-    /** Wakes the listener when `now` differs from the last reading (the first only records). */
-    const compare = (now: unknown) => {
-      if (stopped || now === last) return;
+    /** Whether `now` differs from the last reading (the first only records). */
+    const changed = (now: unknown): boolean => {
+      if (stopped || now === last) return false;
       const first = last === undefined;
       last = now;
-      if (!first) listener();
+      return !first;
     };
     let poll: () => void;
     let everyMs: number;
     if (marker !== null) {
-      poll = () => compare(marker.read());
+      poll = markerPoll(marker, changed, listener, () => stopped);
       everyMs = MARKER_POLL_MS;
     } else {
       const namespace = options.namespace ?? this.#namespace;
@@ -165,7 +172,9 @@ export class KvLeases implements AuthorityLeaseStore {
         if (reading) return;
         reading = true;
         this.#kv.getMany(keys).then(
-          (entries) => compare(entries.map((entry) => entry.versionstamp).join()),
+          (entries) => {
+            if (changed(entries.map((entry) => entry.versionstamp).join())) listener();
+          },
           () => {}, // A closed store or a failed read: the callers' polls still cover it.
         ).finally(() => reading = false);
       };
@@ -180,4 +189,35 @@ export class KvLeases implements AuthorityLeaseStore {
       clearInterval(timer);
     };
   }
+}
+
+/**
+ * The poll of a watcher on a KV file: reads the file's change marker and wakes `listener` when
+ * `changed` says it moved, at most once per {@linkcode MARKER_WAKE_GAP_MS}: a change seen sooner
+ * after the last wake-up is owed, and woken for by the first poll past the gap.
+ *
+ * Speed trick, and why: the marker moves with every commit to the file, whatever it wrote, and
+ * each wake-up costs the holder a read of the authority state, so a run streaming 50 frames a
+ * second (one log commit each) cost one store read per frame; with the gap, at most 10 a second
+ * (`bench/events_bench.ts`, latency round). Revocation stays strict: a waiter waits for every
+ * acknowledgement or lapse whatever the wake-ups do; a wake-up only comes up to 100 ms later while
+ * the file takes commits continuously, and at once (within one poll) when it was quiet.
+ */
+function markerPoll(
+  marker: ChangeMarker,
+  changed: (now: unknown) => boolean,
+  listener: () => void,
+  stopped: () => boolean,
+): () => void {
+  let wokenAt = Number.NEGATIVE_INFINITY;
+  let owed = false;
+  return () => {
+    if (changed(marker.read())) owed = true;
+    if (!owed || stopped()) return;
+    const now = performance.now();
+    if (now - wokenAt < MARKER_WAKE_GAP_MS) return;
+    owed = false;
+    wokenAt = now;
+    listener();
+  };
 }
