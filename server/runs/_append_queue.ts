@@ -53,6 +53,8 @@ function deltaPlace(entry: RunEventInput): { message: string; offset: number } |
   return Number.isSafeInteger(offset) ? { message: entry.sourceId.slice(0, at), offset } : null;
 }
 
+const NOOP = (): void => {};
+
 /** Appends one batch, in order: the tail's `#append`. */
 export type AppendBatch = (events: RunEventInput[], native: NativeEventInput[]) => Promise<void>;
 
@@ -76,6 +78,11 @@ export class AppendQueue {
   #failure: { error: unknown } | null = null;
   /** Set by {@linkcode AppendQueue.stop}: no append starts any more. */
   #stopped = false;
+  /** An append's failure handler, made once rather than per append. */
+  readonly #failed = (error: unknown): void => {
+    this.#failure = { error };
+    this.#onFailure(error);
+  };
 
   /**
    * A queue over `append`; the tail waits for room past `maxPending` run entries fed and not yet
@@ -188,10 +195,7 @@ export class AppendQueue {
       this.events = [];
       this.native = [];
       this.#chars = 0;
-      this.#current = this.#append(events, native).then(() => {}, (error) => {
-        this.#failure = { error };
-        this.#onFailure(error);
-      });
+      this.#current = this.#append(events, native).then(NOOP, this.#failed);
       await this.#current;
     }
     this.#current = null;
