@@ -22,11 +22,15 @@
  * 3. Terminal entries are indexed apart (`#terminals`): finding where an answer ends walks the few
  *    turn ends, not the window's up to 1,250 entries, on every request.
  * 4. Complete answers are kept by resume point ({@linkcode FrameWindow.answer}): subscribers
- *    replaying the same finished turn share one body, so each costs one copy (the one `Response`
- *    makes of a byte body) instead of an allocation and two copies. In a profile of the bench,
- *    building each answer took 254 ms of self time, about as much as `Response`'s own copy
- *    (294 ms); with answers kept it no longer shows, and the bench's ratio to the peer at 100
- *    subscribers went from 0.50 to 0.58 (one run each).
+ *    replaying the same finished turn share one body. In a profile of the bench, building each
+ *    answer took 254 ms of self time, about as much as `Response`'s own copy (294 ms); with
+ *    answers kept it no longer shows, and the bench's ratio to the peer at 100 subscribers went
+ *    from 0.50 to 0.58 (one run each). A kept answer is a string, not bytes: `Response` copies a
+ *    byte body into a new buffer on the JavaScript heap (garbage for the collector, once per
+ *    request), while Deno hands a string body to its HTTP layer, which encodes it outside the
+ *    heap. A `Deno.serve` answering a 97 KB SSE body 500 times spent 48 to 57 µs of its
+ *    JavaScript thread per request with bytes, 35 to 39 µs with the same text (a
+ *    micro-benchmark, three rounds each).
  * 5. The last slice handed out is kept until the window changes ({@linkcode FrameWindow.after}):
  *    the subscribers of a live run all stand at the same seq when a frame comes, so the first
  *    one's slice (an object and a `subarray` view) serves the other 99 of the bench's 100, where
@@ -59,6 +63,7 @@ export const RUN_FRAMES: FrameCodec<RunEventEntry> = Object.freeze({
 });
 
 const ENCODER = new TextEncoder();
+const DECODER = new TextDecoder();
 /** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
 const MAX_ANSWERS = 4;
 /** First buffer size: 64 KiB holds a few hundred typical frames. */
@@ -101,7 +106,7 @@ export class FrameWindow<E extends Sequenced = RunEventEntry> {
   /** The seq of frame 0 (the next entry's seq while the window is empty). */
   #first = 1;
   /** Complete answers by resume point (see {@linkcode FrameWindow.answer}), at most a few. */
-  #answers = new Map<number, Uint8Array<ArrayBuffer>>();
+  #answers = new Map<number, string>();
   #answerBytes = 0;
   /** The last slice {@linkcode FrameWindow.after} made, until the window changes. */
   #slice: FrameSlice | null = null;
@@ -279,29 +284,27 @@ export class FrameWindow<E extends Sequenced = RunEventEntry> {
 
   /**
    * `prefix` and the frames after `after` up to and including the first terminal entry, as one
-   * body, when the window holds all of them (null otherwise). The bytes are shared between
-   * callers: hand them to something that copies them (a `Response`), never write to them. Log
-   * entries never change, so a kept answer stays right; the last {@linkcode MAX_ANSWERS} are kept.
+   * body (text: speed trick 4), when the window holds all of them (null otherwise). Log entries
+   * never change, so a kept answer stays right; the last {@linkcode MAX_ANSWERS} are kept,
+   * counted at two bytes a character (what a string holding any character past Latin-1 takes).
    */
-  answer(after: number, prefix: Uint8Array): Uint8Array<ArrayBuffer> | null {
+  answer(after: number, prefix: string): string | null {
     const kept = this.#answers.get(after);
     if (kept !== undefined) return kept;
     const slice = this.after(after);
     if (slice === null || !slice.terminal) return null;
-    const body = new Uint8Array(prefix.length + slice.bytes.length);
-    body.set(prefix);
-    body.set(slice.bytes, prefix.length);
+    // The window's bytes are what `encodeInto` wrote: valid UTF-8, decoded back exactly.
+    const body = prefix + DECODER.decode(slice.bytes);
+    const bytes = 2 * body.length;
     // Kept answers hold at most `maxBytes` together: one that alone is larger is not kept.
-    if (body.byteLength > this.#maxBytes) return body;
-    while (
-      this.#answers.size >= MAX_ANSWERS || this.#answerBytes + body.byteLength > this.#maxBytes
-    ) {
-      const [oldest, bytes] = this.#answers.entries().next().value!;
+    if (bytes > this.#maxBytes) return body;
+    while (this.#answers.size >= MAX_ANSWERS || this.#answerBytes + bytes > this.#maxBytes) {
+      const [oldest, text] = this.#answers.entries().next().value!;
       this.#answers.delete(oldest);
-      this.#answerBytes -= bytes.byteLength;
+      this.#answerBytes -= 2 * text.length;
     }
     this.#answers.set(after, body);
-    this.#answerBytes += body.byteLength;
+    this.#answerBytes += bytes;
     return body;
   }
 }

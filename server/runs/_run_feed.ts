@@ -175,7 +175,7 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
   }
 
   /** `prefix` and the frames after `seq` as one body: see {@linkcode FrameWindow.answer}. */
-  answer(seq: number, prefix: Uint8Array): Uint8Array<ArrayBuffer> | null {
+  answer(seq: number, prefix: string): string | null {
     return this.#window.answer(seq, prefix);
   }
 

@@ -41,8 +41,10 @@ import type { RunFeed } from "./_run_feed.ts";
 export type PreviewSource = (send: (frame: Uint8Array) => void, signal: AbortSignal) => void;
 
 const ENCODER = new TextEncoder();
-/** The first line of every stream (and of every complete answer): reconnect after 2 s. */
-export const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode("retry: 2000\n\n");
+/** The first line of every stream and of every complete answer: reconnect after 2 s. */
+export const RETRY_TEXT = "retry: 2000\n\n";
+/** {@linkcode RETRY_TEXT} as bytes, the first chunk of every stream. */
+export const RETRY: Uint8Array<ArrayBuffer> = ENCODER.encode(RETRY_TEXT);
 const HEARTBEAT = ENCODER.encode(": keep-alive\n\n");
 
 /** What the window had for a stream: frames sent (or the stream ended), nothing yet, or too old. */

@@ -38,8 +38,9 @@
  *
  * **Complete answers.** When the whole answer is known when the request comes (the window holds
  * every entry after the resume point up to a terminal event, or the stream resumed after the
- * terminal event of a finished run), {@linkcode RunEventHub.stream} returns those bytes as one
- * `Uint8Array` instead of a stream: the same bytes, ending at the same place. Such an answer holds
+ * terminal event of a finished run), {@linkcode RunEventHub.stream} returns that answer as one
+ * string instead of a stream (`_frame_window.ts`, speed trick 4): the same text, ending at the same
+ * place. Such an answer holds
  * nothing once written, so it takes no `--max-event-streams` slot (it is served even when the
  * replica has as many open streams as it allows) and is not re-checked for revocation. The
  * decision is made in one place, {@linkcode RunEventHub.stream}.
@@ -61,7 +62,7 @@ import type { Sequenced } from "./_frame_window.ts";
 import { OpenStreams } from "./open_streams.ts";
 import { RelayedStream } from "./_relayed_stream.ts";
 import { RunFeed, WINDOW } from "./_run_feed.ts";
-import { type PreviewSource, RETRY, RunSubscriber } from "./_run_subscriber.ts";
+import { type PreviewSource, RETRY_TEXT, RunSubscriber } from "./_run_subscriber.ts";
 import { endsFinishedRun } from "./event_page.ts";
 import { nativeEventLog } from "./native_event.ts";
 
@@ -157,11 +158,10 @@ function nativeKey(runId: string): string {
 }
 
 /**
- * The body of an event stream answer: the whole answer as bytes when it is known already (see
- * the module doc), else a stream. The bytes may be shared with other answers: read them or hand
- * them to a `Response` (which copies them), never write to them.
+ * The body of an event stream answer: the whole answer as text when it is known already (see the
+ * module doc), else a stream of its bytes.
  */
-export type EventStreamBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
+export type EventStreamBody = string | ReadableStream<Uint8Array>;
 
 /** Routes this replica's run event subscribers to one feed per run (see the module doc). */
 export class RunEventHub {
@@ -226,7 +226,7 @@ export class RunEventHub {
     this.#refuseWhenClosed();
     const { runId, signal } = options;
     // A caller that has gone already gets what a stream would give it: the `retry` line.
-    if (signal?.aborted) return RETRY;
+    if (signal?.aborted) return RETRY_TEXT;
     // The one dispatch point: a known answer is one byte body, anything else a stream.
     const known = this.#feeds.get(runId) as RunFeed<RunEventEntry> | undefined;
     const checked = known?.ready === true;
@@ -262,7 +262,7 @@ export class RunEventHub {
   async nativeStream(options: NativeStreamOptions): Promise<EventStreamBody> {
     this.#refuseWhenClosed();
     const { runId, signal } = options;
-    if (signal?.aborted) return RETRY;
+    if (signal?.aborted) return RETRY_TEXT;
     const feed = this.#joinFeed(nativeKey(runId), () => {
       const source = nativeEventLog(this.#store, runId);
       return new RunFeed({
@@ -282,8 +282,8 @@ export class RunEventHub {
       const body = !feed.ready
         ? null
         : feed.isTerminal(after) === true
-        ? RETRY
-        : feed.answer(after, RETRY);
+        ? RETRY_TEXT
+        : feed.answer(after, RETRY_TEXT);
       if (body !== null) {
         this.#leave(feed);
         return body;
@@ -359,21 +359,18 @@ export class RunEventHub {
     }).body;
   }
 
-  /**
-   * The whole answer when the feed's window (or the resume point) settles it, else null. The
-   * bytes may be shared with other answers: `Response` copies them.
-   */
+  /** The whole answer when the feed's window (or the resume point) settles it, else null. */
   async #completeBody(
     feed: RunFeed<RunEventEntry>,
     options: EventStreamOptions,
-  ): Promise<Uint8Array<ArrayBuffer> | null> {
+  ): Promise<string | null> {
     const { runId, after, record } = options;
     // The window answers whether the resume point is terminal when it holds it.
     const terminal = feed.ready ? feed.isTerminal(after) : undefined;
     if (await endsFinishedRun({ store: this.#store, runId, seq: after, record, terminal })) {
-      return RETRY;
+      return RETRY_TEXT;
     }
-    return feed.ready ? feed.answer(after, RETRY) : null;
+    return feed.ready ? feed.answer(after, RETRY_TEXT) : null;
   }
 
   /** The run's feed, made if needed, with one more subscriber (matched by one `#leave`). */

@@ -92,8 +92,9 @@ export function turn(runId: string, first: boolean, end = "run.completed"): RunE
   ];
 }
 
-export function ids(bytes: Uint8Array): number[] {
-  return [...new TextDecoder().decode(bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+export function ids(body: Uint8Array | string): number[] {
+  const text = typeof body === "string" ? body : new TextDecoder().decode(body);
+  return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 }
 
 export function concat(chunks: Uint8Array[]): Uint8Array {

@@ -13,7 +13,7 @@ import { eventFrame } from "../../server/runs/public_event.ts";
 import type { RunEventEntry } from "../../server/store/types.ts";
 
 const DECODER = new TextDecoder();
-const PREFIX = new TextEncoder().encode("retry: 2000\n\n");
+const PREFIX = "retry: 2000\n\n";
 
 /** Entries `from`…`to`; those in `terminals` end a turn; `pad` lengthens each message. */
 function entries(from: number, to: number, terminals: number[] = [], pad = ""): RunEventEntry[] {
@@ -41,8 +41,9 @@ function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
 
-function ids(bytes: Uint8Array): number[] {
-  return [...DECODER.decode(bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+function ids(body: Uint8Array | string): number[] {
+  const text = typeof body === "string" ? body : DECODER.decode(body);
+  return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 }
 
 Deno.test("frame window: frames are the public events' SSE frames, encoded once, back to back", () => {
@@ -150,7 +151,7 @@ Deno.test("frame window: slices and whole answers end at the first terminal entr
   assert.equal(open.terminal, false, "the turn after 7 has not ended");
 
   const answer = window.answer(2, PREFIX)!;
-  assert.equal(DECODER.decode(answer), "retry: 2000\n\n" + frames(entries(3, 4, [4])));
+  assert.equal(answer, "retry: 2000\n\n" + frames(entries(3, 4, [4])));
   assert.equal(window.answer(2, PREFIX), answer, "kept: the same body for the next request");
   assert.equal(window.answer(7, PREFIX), null, "no terminal entry yet: no whole answer");
   window.append(entries(10, 10, [10]));
