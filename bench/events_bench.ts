@@ -762,7 +762,10 @@ export async function runEventsBench(
   options: {
     quick?: boolean;
     phases?: readonly Phase[];
-    /** A folder for a CPU profile of the latency phase's child (`--cpu-prof`). */
+    /**
+     * A folder for a CPU profile of the latency phase's child (`--cpu-prof`), and of the delivery
+     * phase's child in its `delivery` folder.
+     */
     profile?: string;
     /** Who makes the latency phase's frames (default: the runtime and both floors). */
     sources?: readonly LiveSource[];
@@ -774,7 +777,10 @@ export async function runEventsBench(
   const phases = new Set(options.phases ?? PHASES);
   const result: EventsBenchResult = {};
   if (phases.has("delivery")) {
-    result.delivery = await withChild((child) => measureDelivery(child, quick));
+    result.delivery = await withChild(
+      (child) => measureDelivery(child, quick),
+      options.profile === undefined ? undefined : `${options.profile}/delivery`,
+    );
   }
   if (phases.has("latency")) {
     const sources = options.sources ?? LIVE_SOURCES;
