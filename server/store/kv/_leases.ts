@@ -16,9 +16,9 @@
  * reach another process anyway. On a file the timer reads the file's change marker
  * (`_change_marker.ts`, about 1 µs, no lock) every {@linkcode MARKER_POLL_MS} ms and wakes the
  * listener when anything was committed, by any process or worker, at most once per
- * {@linkcode MARKER_WAKE_GAP_MS} (the file also takes every run log's commits). Without a file (the host's
- * own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The timers
- * never keep a process alive.
+ * {@linkcode MARKER_WAKE_GAP_MS} (the file also takes every run log's commits). Without a file
+ * (the host's own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The
+ * timers never keep a process alive.
  *
  * @module
  */
