@@ -14,7 +14,10 @@
  *    150 frames (target: p99 < 10 ms); and, in rounds interleaved with those, the same from the
  *    peer writing each frame straight to 100 streams (the floor), and from the peer committing
  *    each frame to Deno KV first, as the runtime appends it to the run's log before anyone gets
- *    it (the floor of a durable log). Both ends are stamped with {@linkcode preciseNow}, to a
+ *    it (the floor of a durable log). The fake streams each message's preview too, so for each
+ *    message the runtime's subscribers get two frames, the preview's `message.delta` and the
+ *    `message.completed`; the floors write the same two (in one write, committed in one commit
+ *    of two entries: the cheapest way to send and to keep them). Both ends are stamped with {@linkcode preciseNow}, to a
  *    microsecond, not with `Date.now()`: two stamps rounded down to the millisecond make each
  *    latency up to 1 ms off either way, and the p99 a whole number of ms.
  * 3. **Memory per idle subscriber**: what the child holds with 1,000 idle streams open, over what
@@ -299,11 +302,28 @@ async function serveChild(): Promise<void> {
       const timer = setInterval(() => {
         const seq = made;
         if (seq === 0) markRound(commit ? "commit" : "bare");
+        // What the runtime sends its subscribers for each of the fake's messages, which the
+        // fake also streams as a preview: the preview's `message.delta`, then the message.
+        const at = new Date().toISOString();
+        const preview = JSON.stringify({
+          seq: 2 * seq + 1,
+          at,
+          type: "message.delta",
+          runId: "floor",
+          text: `m${seq}`,
+        });
         const data = JSON.stringify({ text: `m${seq}`, at: preciseNow() });
-        const frame = encoder.encode(`id: ${seq}\nevent: message.completed\ndata: ${data}\n\n`);
+        const frame = encoder.encode(
+          `id: ${2 * seq + 1}\nevent: message.delta\ndata: ${preview}\n\n` +
+            `id: ${2 * seq + 2}\nevent: message.completed\ndata: ${data}\n\n`,
+        );
         if (++made === n) clearInterval(timer);
         if (!commit) return write(seq, frame);
-        const committed = kv.atomic().set(["run-event", seq], data).commit();
+        // The cheapest durable log of the two: one commit, an entry each.
+        const committed = kv.atomic()
+          .set(["run-event", 2 * seq + 1], preview)
+          .set(["run-event", 2 * seq + 2], data)
+          .commit();
         written = Promise.all([written, committed]).then(() => write(seq, frame));
       }, 20);
       return new Response(null, { status: 204 });
