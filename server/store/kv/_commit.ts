@@ -183,6 +183,16 @@ export abstract class BatchedWrite<T> {
   abstract alone(failed: boolean): Promise<T>;
 }
 
+/** A KV handle's own commits, counted ({@linkcode KvCommits.own}). */
+export interface OwnCommits {
+  /** Commits that wrote. */
+  wrote: number;
+  /** Commits that failed with an error (they may or may not have written). */
+  failed: number;
+  /** Commits sent and not yet returned. */
+  underWay: number;
+}
+
 /** The commit helper of one open KV store: see the module doc. */
 export class KvCommits {
   /** The store's KV handle. */
@@ -196,6 +206,8 @@ export class KvCommits {
   #committing = false;
   /** The last step queued in each lane ({@linkcode KvCommits.inLane}). */
   readonly #lanes = new Map<string, Promise<unknown>>();
+  /** This handle's commits, counted ({@linkcode KvCommits.own}). */
+  readonly #own: OwnCommits = { wrote: 0, failed: 0, underWay: 0 };
 
   /**
    * A helper over `kv`, numbering audit entries as `numbering` says.
@@ -219,9 +231,48 @@ export class KvCommits {
     this.#numbering = numbering;
   }
 
-  /** Commits `operation`, waiting out a busy file ({@linkcode whileBusy}). */
-  commit(operation: Deno.AtomicOperation): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
-    return whileBusy(() => operation.commit());
+  /**
+   * Commits `operation`, waiting out a busy file ({@linkcode whileBusy}). Every commit of the
+   * store goes through here, so {@linkcode KvCommits.own} can count them.
+   */
+  async commit(
+    operation: Deno.AtomicOperation,
+  ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
+    this.#own.underWay++;
+    try {
+      const result = await whileBusy(() => operation.commit());
+      if (result.ok) this.#own.wrote++;
+      return result;
+    } catch (error) {
+      this.#own.failed++;
+      throw error;
+    } finally {
+      this.#own.underWay--;
+    }
+  }
+
+  /**
+   * This handle's own commits so far: those that wrote (a commit whose check failed writes
+   * nothing), those that failed with an error (whether they wrote is not known), and those under
+   * way. The lease watcher (`_leases.ts`) tells them from other handles' commits by the file's
+   * change marker, which moves once per commit that wrote, before that commit returns.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { KvCommits } from "./_commit.ts";
+   * import { auditNumbering } from "./_audit.ts";
+   * const kv = await Deno.openKv(":memory:");
+   * const commits = new KvCommits(kv, auditNumbering(["root"]));
+   * const fresh = kv.atomic().check({ key: ["k"], versionstamp: null }).set(["k"], 1);
+   * await commits.commit(fresh);
+   * await commits.commit(fresh); // its check fails now: it writes nothing
+   * assert.deepEqual(commits.own(), { wrote: 1, failed: 0, underWay: 0 });
+   * kv.close();
+   * ```
+   */
+  own(): OwnCommits {
+    return { ...this.#own };
   }
 
   /**

@@ -15,8 +15,9 @@
  * event loop alive, so `deno serve` would no longer exit on SIGTERM, and on a file it does not
  * reach another process anyway. On a file the timer reads the file's change marker
  * (`_change_marker.ts`, about 1 µs, no lock) every {@linkcode MARKER_POLL_MS} ms and wakes the
- * listener when anything was committed, by any process or worker, at most once per
- * {@linkcode MARKER_WAKE_GAP_MS} (the file also takes every run log's commits). Without a file
+ * listener when another handle committed, another process's, another worker's or another store's
+ * of this process: its own store's commits (a run's log, its lease renewals) are told apart and
+ * wake nobody ({@linkcode markerPoll}). Without a file
  * (the host's own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The
  * timers never keep a process alive.
  *
@@ -31,16 +32,16 @@ import type {
 } from "../leases.ts";
 import { authorityKeys, authorityStateOf, namespaceRoot } from "./_authority.ts";
 import type { ChangeMarker } from "./_change_marker.ts";
-import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
+import { AGAIN, type KvCommits, type OwnCommits, storeFailure } from "./_commit.ts";
 
 /** How often a watcher reads the KV file's change marker, in ms. */
 export const MARKER_POLL_MS = 10;
 
 /**
- * Least time between two wake-ups of a watcher on a KV file, in ms: a commit seen sooner after
- * the last wake-up wakes the listener this long after it (see {@linkcode markerPoll}).
+ * How long a watcher on a KV file may not know whose commit moved the file's marker (its own
+ * store's commits were under way at every poll) before it wakes anyway, in ms.
  */
-export const MARKER_WAKE_GAP_MS = 100;
+export const MAX_DOUBT_MS = 20;
 
 /** How often a watcher reads the watched keys when the store is not a file, in ms. */
 export const KEY_POLL_MS = 250;
@@ -162,7 +163,7 @@ export class KvLeases implements AuthorityLeaseStore {
     let poll: () => void;
     let everyMs: number;
     if (marker !== null) {
-      poll = markerPoll(marker, changed, listener, () => stopped);
+      poll = markerPoll(marker, () => this.#commits.own(), listener, () => stopped);
       everyMs = MARKER_POLL_MS;
     } else {
       const namespace = options.namespace ?? this.#namespace;
@@ -192,33 +193,60 @@ export class KvLeases implements AuthorityLeaseStore {
 }
 
 /**
- * The poll of a watcher on a KV file: reads the file's change marker and wakes `listener` when
- * `changed` says it moved, at most once per {@linkcode MARKER_WAKE_GAP_MS}: a change seen sooner
- * after the last wake-up is owed, and woken for by the first poll past the gap.
+ * The poll of a watcher on a KV file: reads the file's change marker and wakes `listener` when a
+ * commit that is not this store's own moved it.
  *
- * Speed trick, and why: the marker moves with every commit to the file, whatever it wrote, and
- * each wake-up costs the holder a read of the authority state, so a run streaming 50 frames a
- * second (one log commit each) cost one store read per frame; with the gap, at most 10 a second
- * (in a `--cpu-prof` of `bench/events_bench.ts`'s live rounds, the wake-ups' reads went from 30
- * to 12 µs per frame). Revocation stays strict: a waiter waits for every
- * acknowledgement or lapse whatever the wake-ups do; a wake-up only comes up to 100 ms later while
- * the file takes commits continuously, and at once (within one poll) when it was quiet.
+ * How it tells them apart: the marker moves by one for every commit that wrote, by any handle,
+ * before the commit returns to its handle (a commit whose check failed writes nothing and leaves
+ * it). At a poll when none of this store's commits is under way, every commit it sent has
+ * returned, so the marker's move since the last such poll, less the commits of this store that
+ * wrote meanwhile, is what the others committed: nothing, and nobody is woken. A commit of this
+ * store that failed with an error (it may have written), a marker that cannot be read, or a move
+ * that lasts {@linkcode MAX_DOUBT_MS} with this store's commits under way at every poll (a burst
+ * of appends) wakes the listener: a wake-up too many costs a read, one too few a revocation's
+ * wait.
+ *
+ * Speed trick, and why: a run's log commits to the same file for every event, and each wake-up
+ * costs the holder a read of the authority state: a run streaming 50 frames a second cost its
+ * replica a store read per frame (30 µs per frame of the JavaScript thread in a `--cpu-prof` of
+ * `bench/events_bench.ts`'s live rounds). Waking at most once per 100 ms took most of that away
+ * but made every revocation with two processes wait out the window (p50 94.5 ms, p99 99.5 ms in
+ * `bench/revocation_bench.ts`): issuing the principal and renewing leases are commits too.
  */
 function markerPoll(
   marker: ChangeMarker,
-  changed: (now: unknown) => boolean,
+  own: () => OwnCommits,
   listener: () => void,
   stopped: () => boolean,
 ): () => void {
-  let wokenAt = Number.NEGATIVE_INFINITY;
-  let owed = false;
+  /** The last reading (undefined before the first, which only records). */
+  let seen: number | null | undefined = undefined;
+  /** The marker and this store's counts at the last poll that could tell them apart. */
+  let base: { marker: number; wrote: number; failed: number } | undefined;
+  /** When the marker moved while this store's commits were under way, if it did. */
+  let doubtSince: number | undefined;
   return () => {
-    if (changed(marker.read())) owed = true;
-    if (!owed || stopped()) return;
-    const now = performance.now();
-    if (now - wokenAt < MARKER_WAKE_GAP_MS) return;
-    owed = false;
-    wokenAt = now;
-    listener();
+    if (stopped()) return;
+    const now = marker.read();
+    const mine = own();
+    const first = seen === undefined;
+    const moved = !first && now !== seen;
+    seen = now;
+    if (now === null || mine.underWay > 0) {
+      // Whose commit moved it cannot be told now: the next poll with nothing under way tells.
+      if (now === null) base = undefined;
+      if (moved) doubtSince ??= performance.now();
+      if (doubtSince !== undefined && performance.now() - doubtSince >= MAX_DOUBT_MS) {
+        doubtSince = undefined;
+        listener();
+      }
+      return;
+    }
+    const others = base === undefined
+      ? moved || doubtSince !== undefined
+      : now - base.marker !== mine.wrote - base.wrote || mine.failed !== base.failed;
+    base = { marker: now, wrote: mine.wrote, failed: mine.failed };
+    doubtSince = undefined;
+    if (others && !first) listener();
   };
 }
