@@ -28,7 +28,7 @@ import type {
   PurgeOptions,
 } from "../authority.ts";
 import { bootstrapClaimOf, FIRST_EPOCH, SupersededNamespaceError } from "../authority.ts";
-import { AGAIN, type KvCommits, storeFailure, whileBusy } from "./_commit.ts";
+import { AGAIN, type KvCommits, storeFailure, wakesWatchers, whileBusy } from "./_commit.ts";
 
 /** First part of every key of a namespace. */
 const ROOT = "automation-runtime";
@@ -139,8 +139,9 @@ export function markRevocation(
   namespace: string,
   revokedAt: string,
 ): Deno.AtomicOperation {
-  // A new versionstamp on the epoch: the commit's versionstamp is the new epoch.
-  return operation.set(revocationsKey(namespace), revokedAt);
+  // A new versionstamp on the epoch: the commit's versionstamp is the new epoch. It wakes this
+  // process's lease holders too (another server on the same store object must hear of it).
+  return wakesWatchers(operation.set(revocationsKey(namespace), revokedAt));
 }
 
 /** The authority part of the KV store. */

@@ -183,6 +183,31 @@ export abstract class BatchedWrite<T> {
   abstract alone(failed: boolean): Promise<T>;
 }
 
+/** Operations whose commit must wake this process's watchers too ({@linkcode wakesWatchers}). */
+const WAKING = new WeakSet<Deno.AtomicOperation>();
+
+/**
+ * Marks `operation` as one whose commit wakes the authority-lease watchers of this process as
+ * well as the other processes' (an epoch's move, a lease's acknowledgement): a store's other
+ * commits are its own and wake none of its watchers ({@linkcode KvCommits.own}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { KvCommits, wakesWatchers } from "./_commit.ts";
+ * import { auditNumbering } from "./_audit.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const commits = new KvCommits(kv, auditNumbering(["root"]));
+ * await commits.commit(wakesWatchers(kv.atomic().set(["epoch"], 1)));
+ * assert.equal(commits.own().wrote, 0); // not counted as the store's own: it wakes
+ * kv.close();
+ * ```
+ */
+export function wakesWatchers(operation: Deno.AtomicOperation): Deno.AtomicOperation {
+  WAKING.add(operation);
+  return operation;
+}
+
 /** A KV handle's own commits, counted ({@linkcode KvCommits.own}). */
 export interface OwnCommits {
   /** Commits that wrote. */
@@ -241,7 +266,7 @@ export class KvCommits {
     this.#own.underWay++;
     try {
       const result = await whileBusy(() => operation.commit());
-      if (result.ok) this.#own.wrote++;
+      if (result.ok && !WAKING.has(operation)) this.#own.wrote++;
       return result;
     } catch (error) {
       this.#own.failed++;
@@ -253,8 +278,8 @@ export class KvCommits {
 
   /**
    * This handle's own commits so far: those that wrote (a commit whose check failed writes
-   * nothing), those that failed with an error (whether they wrote is not known), and those under
-   * way. The lease watcher (`_leases.ts`) tells them from other handles' commits by the file's
+   * nothing; one marked by {@linkcode wakesWatchers} does not count), those that failed with an
+   * error (whether they wrote is not known), and those under way. The lease watcher (`_leases.ts`) tells them from other handles' commits by the file's
    * change marker, which moves once per commit that wrote, before that commit returns.
    *
    * @example

@@ -16,8 +16,10 @@
  * reach another process anyway. On a file the timer reads the file's change marker
  * (`_change_marker.ts`, about 1 µs, no lock) every {@linkcode MARKER_POLL_MS} ms and wakes the
  * listener when another handle committed, another process's, another worker's or another store's
- * of this process: its own store's commits (a run's log, its lease renewals) are told apart and
- * wake nobody ({@linkcode markerPoll}). Without a file
+ * of this process: its own store's commits (a run's log, a renewal that acknowledges nothing) are
+ * told apart and wake nobody ({@linkcode markerPoll}), except those that move the authority epoch
+ * or acknowledge it, which wake this process's watchers too (`wakesWatchers` in `_commit.ts`: a
+ * second server on the same store object holds a lease of its own, and a waiter counts on it). Without a file
  * (the host's own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The
  * timers never keep a process alive.
  *
@@ -32,7 +34,7 @@ import type {
 } from "../leases.ts";
 import { authorityKeys, authorityStateOf, namespaceRoot } from "./_authority.ts";
 import type { ChangeMarker } from "./_change_marker.ts";
-import { AGAIN, type KvCommits, type OwnCommits, storeFailure } from "./_commit.ts";
+import { AGAIN, type KvCommits, type OwnCommits, storeFailure, wakesWatchers } from "./_commit.ts";
 
 /** How often a watcher reads the KV file's change marker, in ms. */
 export const MARKER_POLL_MS = 10;
@@ -97,7 +99,8 @@ export class KvLeases implements AuthorityLeaseStore {
         } satisfies LeaseEntry,
       );
       if ((own.value as LeaseEntry | null)?.epoch !== renewal.epoch) {
-        operation.set(acksKey(namespace), renewal.now);
+        // An acknowledgement: it wakes the waiters, this process's too.
+        wakesWatchers(operation.set(acksKey(namespace), renewal.now));
       }
       if (!(await this.#commits.commit(operation)).ok) return AGAIN;
       return authorityStateOf(namespace, current, epoch);
