@@ -279,8 +279,9 @@ export class KvCommits {
   /**
    * This handle's own commits so far: those that wrote (a commit whose check failed writes
    * nothing; one marked by {@linkcode wakesWatchers} does not count), those that failed with an
-   * error (whether they wrote is not known), and those under way. The lease watcher (`_leases.ts`) tells them from other handles' commits by the file's
-   * change marker, which moves once per commit that wrote, before that commit returns.
+   * error (whether they wrote is not known), and those under way. The lease watcher
+   * (`_leases.ts`) tells them from other handles' commits by the file's change marker, which
+   * moves once per commit that wrote, before that commit returns.
    *
    * @example
    * ```ts

@@ -17,11 +17,11 @@
  * (`_change_marker.ts`, about 1 µs, no lock) every {@linkcode MARKER_POLL_MS} ms and wakes the
  * listener when another handle committed, another process's, another worker's or another store's
  * of this process: its own store's commits (a run's log, a renewal that acknowledges nothing) are
- * told apart and wake nobody ({@linkcode markerPoll}), except those that move the authority epoch
- * or acknowledge it, which wake this process's watchers too (`wakesWatchers` in `_commit.ts`: a
- * second server on the same store object holds a lease of its own, and a waiter counts on it). Without a file
- * (the host's own KV, `:memory:`) it reads the watched keys every {@linkcode KEY_POLL_MS} ms. The
- * timers never keep a process alive.
+ * told apart and wake nobody ({@linkcode markerPoll}), except those that move the authority epoch,
+ * acknowledge it or release a lease, which wake this process's watchers too (`wakesWatchers` in
+ * `_commit.ts`: a second server on the same store object holds a lease of its own, and a waiter
+ * counts on it). Without a file (the host's own KV, `:memory:`) it reads the watched keys every
+ * {@linkcode KEY_POLL_MS} ms. The timers never keep a process alive.
  *
  * @module
  */
@@ -109,8 +109,9 @@ export class KvLeases implements AuthorityLeaseStore {
 
   async release(holder: string): Promise<void> {
     try {
+      // A lease gone: a waiter of this process stops counting it at once too.
       await this.#commits.commit(
-        this.#kv.atomic().delete([...leasePrefix(this.#namespace), holder]),
+        wakesWatchers(this.#kv.atomic().delete([...leasePrefix(this.#namespace), holder])),
       );
     } catch (error) {
       throw storeFailure(error);
