@@ -65,6 +65,9 @@ export const RUN_FRAMES: FrameCodec<RunEventEntry> = Object.freeze({
 
 const ENCODER = new TextEncoder();
 const DECODER = new TextDecoder();
+/** A character past ASCII. */
+const PAST_ASCII = /[\u0080-\uffff]/;
+
 /** Complete answers kept per window (resume points: most replay from 0 or one turn's start). */
 const MAX_ANSWERS = 4;
 /** First buffer size: 64 KiB holds a few hundred typical frames. */
@@ -107,7 +110,7 @@ export class FrameWindow<E extends Sequenced = RunEventEntry> {
   /** The seq of frame 0 (the next entry's seq while the window is empty). */
   #first = 1;
   /** Complete answers by resume point (see {@linkcode FrameWindow.answer}), at most a few. */
-  #answers = new Map<number, string>();
+  #answers = new Map<number, { text: string; bytes: number }>();
   #answerBytes = 0;
   /** The last slice {@linkcode FrameWindow.after} made, until the window changes. */
   #slice: FrameSlice | null = null;
@@ -287,24 +290,28 @@ export class FrameWindow<E extends Sequenced = RunEventEntry> {
    * `prefix` and the frames after `after` up to and including the first terminal entry, as one
    * body (text: speed trick 4), when the window holds all of them (null otherwise). Log entries
    * never change, so a kept answer stays right; the last {@linkcode MAX_ANSWERS} are kept,
-   * counted at two bytes a character (what a string holding any character past Latin-1 takes).
+   * counted as V8 holds them: an ASCII body at one byte a character, any other at two (what a
+   * string holding any character past Latin-1 takes).
    */
   answer(after: number, prefix: string): string | null {
     const kept = this.#answers.get(after);
-    if (kept !== undefined) return kept;
+    if (kept !== undefined) return kept.text;
     const slice = this.after(after);
     if (slice === null || !slice.terminal) return null;
     // The window's bytes are what `encodeInto` wrote: valid UTF-8, decoded back exactly.
-    const body = prefix + DECODER.decode(slice.bytes);
-    const bytes = 2 * body.length;
+    const decoded = DECODER.decode(slice.bytes);
+    const body = prefix + decoded;
+    // As many characters as UTF-8 bytes: every one ASCII.
+    const oneByte = decoded.length === slice.bytes.length && !PAST_ASCII.test(prefix);
+    const bytes = oneByte ? body.length : 2 * body.length;
     // Kept answers hold at most `maxBytes` together: one that alone is larger is not kept.
     if (bytes > this.#maxBytes) return body;
     while (this.#answers.size >= MAX_ANSWERS || this.#answerBytes + bytes > this.#maxBytes) {
-      const [oldest, text] = this.#answers.entries().next().value!;
+      const [oldest, answer] = this.#answers.entries().next().value!;
       this.#answers.delete(oldest);
-      this.#answerBytes -= 2 * text.length;
+      this.#answerBytes -= answer.bytes;
     }
-    this.#answers.set(after, body);
+    this.#answers.set(after, { text: body, bytes });
     this.#answerBytes += bytes;
     return body;
   }

@@ -226,3 +226,27 @@ Deno.test("frame window: kept whole answers are bounded in bytes too", () => {
   assert.ok(kept <= maxBytes, `answers hold ${kept} bytes, at most the bound together`);
   assert.ok(kept > maxBytes / 2, "and several are kept");
 });
+
+Deno.test("frame window: a kept answer counts as V8 holds it, an ASCII one at a byte a character", () => {
+  const ascii = (from: number, to: number, terminal: number): RunEventEntry[] =>
+    entries(from, to, [terminal]).map((entry) =>
+      entry.event.type === "message.completed"
+        ? { ...entry, event: { ...entry.event, text: `m${entry.seq} ${"x".repeat(400)}` } }
+        : entry
+    );
+  // Room for 8 KiB of kept answers.
+  const window = new FrameWindow(100, 1024, 8 * 1024);
+  window.append(ascii(1, 12, 12));
+  const held = window.byteLength;
+  const answer = window.answer(0, PREFIX)!;
+  assert.ok(answer.length > 4 * 1024, `${answer.length} characters: more than half the room`);
+  // Kept, and counted once per character: at two bytes it would not fit and not be kept.
+  assert.equal(window.byteLength - held, answer.length);
+  // Text past ASCII counts two bytes a character.
+  const wide = new FrameWindow(100, 1024, 64 * 1024);
+  wide.append(entries(1, 3, [3]));
+  const before = wide.byteLength;
+  const body = wide.answer(0, PREFIX)!;
+  assert.ok(/[\u0080-\uffff]/.test(body));
+  assert.equal(wide.byteLength - before, 2 * body.length);
+});
