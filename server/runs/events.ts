@@ -227,7 +227,7 @@ export class RunEventHub {
     const { runId, signal } = options;
     // A caller that has gone already gets what a stream would give it: the `retry` line.
     if (signal?.aborted) return RETRY_TEXT;
-    // The one dispatch point: a known answer is one byte body, anything else a stream.
+    // The one dispatch point: a known answer is one text body, anything else a stream.
     const known = this.#feeds.get(runId) as RunFeed<RunEventEntry> | undefined;
     const checked = known?.ready === true;
     if (checked) {

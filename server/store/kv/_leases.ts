@@ -156,14 +156,6 @@ export class KvLeases implements AuthorityLeaseStore {
   watch(listener: () => void, options: { namespace?: string } = {}): () => void {
     const marker = this.#marker;
     let stopped = false;
-    let last: unknown = undefined;
-    /** Whether `now` differs from the last reading (the first only records). */
-    const changed = (now: unknown): boolean => {
-      if (stopped || now === last) return false;
-      const first = last === undefined;
-      last = now;
-      return !first;
-    };
     let poll: () => void;
     let everyMs: number;
     if (marker !== null) {
@@ -173,12 +165,17 @@ export class KvLeases implements AuthorityLeaseStore {
       const namespace = options.namespace ?? this.#namespace;
       const keys = [...authorityKeys(namespace), acksKey(namespace)];
       let reading = false;
+      /** The keys' versionstamps at the last reading (the first only records). */
+      let last: string | undefined;
       poll = () => {
         if (reading) return;
         reading = true;
         this.#kv.getMany(keys).then(
           (entries) => {
-            if (changed(entries.map((entry) => entry.versionstamp).join())) listener();
+            const now = entries.map((entry) => entry.versionstamp).join();
+            const moved = last !== undefined && now !== last;
+            last = now;
+            if (moved && !stopped) listener();
           },
           () => {}, // A closed store or a failed read: the callers' polls still cover it.
         ).finally(() => reading = false);
