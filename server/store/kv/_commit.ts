@@ -6,13 +6,13 @@
  *    processes sharing a file) holds its own SQLite connection, and Deno KV's commit does not
  *    wait for another connection's write to finish: it fails at once with "database is locked".
  *    Two handles writing in a loop saw about one commit in two fail that way (measured
- *    2026-11-26, Deno 2.9.6). Reads go on beside a writer in SQLite's WAL mode; only the first
- *    access of a handle opening the file while another opens it has been seen busy, and the
- *    authority claim waits that out ({@linkcode whileBusy}). Trying again is safe: a busy commit
- *    applied nothing (SQLite rolled its transaction back), and an operation can be committed
- *    again: its checks are read anew each time, so a retry that meets a changed key reports
- *    `ok: false` like any lost race. denokv's own SQLite backend does the same for its
- *    transactions, also after a short random pause.
+ *    2026-11-26, Deno 2.9.6). Reads go on beside a writer in SQLite's WAL mode; only the open
+ *    and the first access of a handle opening the file while another opens it have been seen
+ *    busy, and the open and the authority claim wait that out ({@linkcode whileBusy}). Trying
+ *    again is safe: a busy commit applied nothing (SQLite rolled its transaction back), and an
+ *    operation can be committed again: its checks are read anew each time, so a retry that
+ *    meets a changed key reports `ok: false` like any lost race. denokv's own SQLite backend
+ *    does the same for its transactions, also after a short random pause.
  * 2. **Lost races.** A part's read-check-commit step runs again while its checks fail, up to
  *    {@linkcode MAX_ATTEMPTS} times ({@linkcode KvCommits.retry}), then fails with
  *    {@linkcode StoreUnavailableError}.

@@ -1,0 +1,19 @@
+/**
+ * A worker that opens the KV store at the path it is sent, reads from it and closes it, and
+ * answers "ok" or the error: `kv_test.ts` starts several at once, as `deno serve --parallel`
+ * starts its workers.
+ *
+ * @module
+ */
+import { openKvStore } from "../../server/store/mod.ts";
+
+self.onmessage = async (event: MessageEvent<string>) => {
+  try {
+    const store = await openKvStore({ path: event.data, namespace: "0".repeat(32) });
+    await store.principals.get(crypto.randomUUID());
+    await store.close();
+    self.postMessage("ok");
+  } catch (error) {
+    self.postMessage(`${error}; cause: ${(error as Error).cause}`);
+  }
+};
