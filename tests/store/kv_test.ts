@@ -6,6 +6,7 @@ import { openChangeMarker } from "../../server/store/kv/_change_marker.ts";
 import { KvCommits } from "../../server/store/kv/_commit.ts";
 import { KvRuns } from "../../server/store/kv/_runs.ts";
 import { KvActivityLog } from "../../server/store/kv/_activity.ts";
+import { KvEvents } from "../../server/store/kv/_events.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
 import { testRun } from "./_fixtures.ts";
 
@@ -259,6 +260,107 @@ function countingKv(kv: Deno.Kv): { kv: Deno.Kv; reads: () => number } {
   });
   return { kv: counted, reads: () => reads };
 }
+
+/** Run entries and native events for `ids`. */
+function eventBatch(runId: string, ids: string[]) {
+  return {
+    events: ids.map((id) => ({
+      sourceId: id,
+      at: "2026-01-01T00:00:00.000Z",
+      event: { type: "message.completed" as const, runId, text: id },
+    })),
+    native: ids.map((id) => ({ id, type: "agent.message", json: `{"id":"${id}"}` })),
+  };
+}
+
+Deno.test("kv store: an append to a log written with a key per id (the earlier index) skips the ids it holds, reading or not", async () => {
+  const namespace = crypto.randomUUID().replaceAll("-", "");
+  const root = ["automation-runtime", namespace];
+  const runId = `sesn_${crypto.randomUUID()}`;
+  // p0 to p4 as the earlier layout wrote them: an index key per id, no chunk.
+  const raw = await Deno.openKv(path);
+  const old = raw.atomic();
+  for (let i = 0; i < 5; i++) {
+    const id = `p${i}`;
+    const seq = i + 1;
+    old.set([...root, "run-event", runId, seq], { seq, ...eventBatch(runId, [id]).events[0] })
+      .set([...root, "run-event-source", runId, id], seq)
+      .set([...root, "run-native", runId, seq, 0], {
+        id,
+        type: "agent.message",
+        parts: 1,
+        json: `{"id":"${id}"}`,
+      })
+      .set([...root, "run-native-source", runId, id], seq);
+  }
+  assert.equal(
+    (await old.set([...root, "run-event-head", runId], { seq: 5, native: 5 }).commit()).ok,
+    true,
+  );
+  raw.close();
+  const store = await openKvStore({ path, namespace });
+  try {
+    const ids = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `p${from + i}`);
+    // The first append reads; the second goes the fast way (checking the earlier keys).
+    const first = await store.events.appendBatch(runId, eventBatch(runId, ids(3, 8)));
+    assert.deepEqual(first.events.map((e) => [e.seq, e.sourceId]), [[6, "p5"], [7, "p6"], [
+      8,
+      "p7",
+    ]]);
+    assert.deepEqual(first.native.map((e) => [e.seq, e.id]), [[6, "p5"], [7, "p6"], [8, "p7"]]);
+    const second = await store.events.appendBatch(runId, eventBatch(runId, ids(0, 10)));
+    assert.deepEqual(second.events.map((e) => e.sourceId), ["p8", "p9"]);
+    assert.deepEqual(second.native.map((e) => e.seq), [9, 10]);
+    const log = await store.events.list(runId, 0, 100);
+    assert.deepEqual(log.map((e) => e.sourceId), ids(0, 10));
+    const native = await store.events.listNative(runId, { order: "asc", limit: 100 });
+    assert.deepEqual(native.map((e) => e.id), ids(0, 10));
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("kv store: what the events part knows of logs is bounded; a run it forgot, or too large to keep, is read again and every id it holds still skipped", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const counting = countingKv(raw);
+  const root = ["automation-runtime", "ns"];
+  // At most 50 ids known: a run of 30 (run entries and native) and no other.
+  const events = new KvEvents(new KvCommits(counting.kv, auditNumbering(root)), root, 50);
+  try {
+    const ids = (run: number, from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `r${run}-${from + i}`);
+    const runs = ["sesn_a", "sesn_b", "sesn_c"];
+    for (let round = 0; round < 4; round++) {
+      for (const [run, runId] of runs.entries()) {
+        const size = run === 2 ? 10 : 3; // sesn_c outgrows the bound alone
+        const batch = eventBatch(runId, ids(run, 0, (round + 1) * size));
+        const appended = await events.appendBatch(runId, batch);
+        assert.deepEqual(
+          appended.events.map((e) => e.sourceId),
+          ids(run, round * size, (round + 1) * size),
+        );
+        assert.deepEqual(
+          appended.native.map((e) => e.id),
+          ids(run, round * size, (round + 1) * size),
+        );
+        // Another append at once to the run just appended to: known, when it fits, so no read.
+        const again = counting.reads();
+        assert.deepEqual((await events.appendBatch(runId, batch)).events, []);
+        const fits = 2 * (round + 1) * size <= 50;
+        assert.equal(counting.reads() === again, fits, `run ${runId} round ${round}`);
+      }
+    }
+    for (const [run, runId] of runs.entries()) {
+      const log = await events.list(runId, 0, 100);
+      const size = run === 2 ? 10 : 3;
+      assert.deepEqual(log.map((e) => e.sourceId), ids(run, 0, 4 * size));
+      assert.deepEqual(log.map((e) => e.seq), Array.from({ length: 4 * size }, (_, i) => i + 1));
+    }
+  } finally {
+    raw.close();
+  }
+});
 
 Deno.test("kv store: a state-filtered run list reads the runs in that state, not every run", async () => {
   const raw = await Deno.openKv(":memory:");

@@ -3,38 +3,55 @@
  * store's namespace root:
  *
  * - `["run-event", runId, seq]` → {@linkcode RunEventEntry}
- * - `["run-event-source", runId, sourceId]` → seq (the dedupe index)
  * - `["run-native", runId, seq, part]` → a native entry: part 0 holds `{id, type, parts, json}`
  *   with the first piece of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB,
  *   a provider event may hold more)
- * - `["run-native-source", runId, id]` → seq (the native dedupe index)
+ * - `["run-sources", runId, seq, native]` → {@linkcode SourcesChunk}: the source ids of the run
+ *   entries and the ids of the native entries one commit wrote, keyed by the head it left (the
+ *   dedupe index, a key per commit)
  * - `["run-event-head", runId]` → {@linkcode LogHead}, the last seq of both logs (watched for
  *   wake-ups; a plain number, as written before the native log existed, is that number and no
  *   native entry)
  * - `["run-lease", runId]` → {@linkcode LeaseEntry}
+ * - written before the index took a key per commit, and still read where a log has them:
+ *   `["run-event-source", runId, sourceId]` and `["run-native-source", runId, id]` → seq
  *
- * An append reads the head and the source indexes, then commits the new entries of both logs,
- * their index keys and the new head in one atomic operation checked against the head's
- * versionstamp: a concurrent append to the same run moves the head, so one of the two retries on
- * the fresh head. No gap, no duplicate, in either log. A batch larger than one atomic operation
- * holds (about 500 KiB, or 96 entries with their checks) goes in several, in order: each is
- * checked the same way, and an append interrupted between them is finished by the next one (the
- * indexes skip what was written).
+ * An append commits the new entries of both logs, their index chunk and the new head in one
+ * atomic operation checked against the head's versionstamp: a concurrent append to the same run
+ * moves the head, so one of the two retries on the fresh head. It skips the ids the log holds,
+ * which it knows from the run's chunks ({@linkcode KnownLog}, read once and then only the chunks
+ * after the head it knows). No gap, no duplicate, in either log. A batch larger than one atomic
+ * operation holds (about 500 KiB, or 96 entries) goes in several, in order: each is checked the
+ * same way, and an append interrupted between them is finished by the next one (the index skips
+ * what was written).
+ *
+ * Why a key per commit and not per id: a burst of 2,000 provider messages is 6,000 entries, and
+ * an index key each (with a check of its absence) made every commit write twice the rows: the
+ * turn took 125 ms through `/provider` against 74 ms without the index and 84 ms with a key per
+ * commit (`bench/native_bench.ts`'s turn, median of 30, 2026-11-27).
  *
  * The fast path, and why: a run has one appender at a time (its tail), so the head this store
- * committed last is usually still the head. The append then reads nothing: it commits at once,
- * checked against the remembered head's versionstamp and against the absence of every new
- * source id, which is the same guarantee as the reads give. Any failed check falls back to the
- * reads. One round trip to Deno KV's thread instead of three, the largest part of the time from
- * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers, bench/events_bench.ts).
+ * committed last is usually still the head, and what this store knows of the log is still all of
+ * it. The append then reads nothing: it commits at once, checked against the remembered head's
+ * versionstamp, which is the same guarantee as reading would give. A failed check falls back to
+ * reading. One round trip to Deno KV's thread instead of three, the largest part of the time from
+ * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers,
+ * bench/events_bench.ts). What is known is bounded ({@linkcode MAX_KNOWN_IDS} ids in all, the
+ * runs appended to least recently forgotten first); a run with more ids than that is never kept,
+ * and each of its appends reads its whole index.
+ *
+ * A log with keys of the earlier index (a file written before it took a key per commit) keeps
+ * them: an append to it also looks up, or on the fast path checks the absence of, each new id's
+ * earlier key. New appends write only chunks; the purge removes both.
  *
  * The fence: an append with a `holder` also checks `["run-lease", runId]` in its atomic operation,
  * against the versionstamp this store's last take or renewal of that lease by that holder wrote
  * (remembered per run, like the head). A lease another holder took has another versionstamp, so
  * the commit fails; so does one the holder renewed meanwhile, and the append's reading way then
  * reads the lease with the head (one `getMany`): still the holder's, the append goes on against
- * its fresh versionstamp; another's (or none), the append fails with {@linkcode RunLeaseLostError}
- * having written nothing. The fast path stays one round trip with one more check.
+ * its fresh versionstamp (what it knows of the log still holds while the head is unchanged);
+ * another's (or none), the append fails with {@linkcode RunLeaseLostError} having written
+ * nothing. The fast path stays one round trip with one more check.
  *
  * The purge learns which runs ended from the runs part ({@linkcode runsEndedBefore}); it reads
  * no key of the runs part itself.
@@ -75,15 +92,23 @@ interface HeldLease {
   versionstamp: string;
 }
 
-/** Runs whose head is remembered for the append fast path before the memory is emptied. */
-const MAX_HEADS = 4096;
+/** Runs whose lease is remembered for the fence before the memory is emptied. */
+const MAX_LEASES = 4096;
 /**
- * Entries (of both logs) per atomic commit: 2 mutations and (on the fast path) 1 check each,
- * with the head's and the lease's checks inside KV's limits of 100 checks and 1000 mutations.
+ * Ids (of both logs, all runs) this store knows for the fast path. About 100 bytes each: some
+ * 20 MB at most.
+ */
+export const MAX_KNOWN_IDS = 200_000;
+/**
+ * Entries (of both logs) per atomic commit: a mutation each and (in a log with keys of the earlier
+ * index) a check each, with the head's and the lease's checks inside KV's limits of 100 checks
+ * and 1000 mutations.
  */
 const MAX_APPEND_GROUP = 96;
 /** Bytes of values per atomic commit (estimated), inside KV's 800 KiB. */
 const MAX_GROUP_BYTES = 500 * 1024;
+/** Characters of ids per index chunk: at most 40 KiB even as two-byte text, inside 64 KiB. */
+const MAX_CHUNK_CHARS = 20_000;
 /** Characters of native JSON per value: at most 48 KiB even as two-byte text, inside 64 KiB. */
 const NATIVE_PART = 24_000;
 
@@ -107,6 +132,29 @@ interface NativeFirstPart {
   json: string;
 }
 
+/** The ids one commit wrote: the value of a `run-sources` key. */
+interface SourcesChunk {
+  /** Source ids of the run entries. */
+  events: string[];
+  /** Ids of the native entries. */
+  native: string[];
+}
+
+/**
+ * What this store knows of a run's logs: every id they hold up to `head`, exact while the stored
+ * head's versionstamp is `versionstamp`.
+ */
+interface KnownLog {
+  head: LogHead;
+  versionstamp: string;
+  /** Source ids of the run entries. */
+  events: Set<string>;
+  /** Ids of the native entries. */
+  native: Set<string>;
+  /** Whether the logs have keys of the earlier index (one per id). */
+  legacy: boolean;
+}
+
 /** A batch split into commits: each group's run events and native events, in order. */
 interface Group {
   events: RunEventInput[];
@@ -119,56 +167,70 @@ function groupsOf(batch: EventBatch): Group[] {
   let group: Group = { events: [], native: [] };
   let count = 0;
   let bytes = 0;
-  const add = (size: number): void => {
-    if (count > 0 && (count + 1 > MAX_APPEND_GROUP || bytes + size > MAX_GROUP_BYTES)) {
+  let ids = 0;
+  const add = (size: number, id: string): void => {
+    if (
+      count > 0 &&
+      (count + 1 > MAX_APPEND_GROUP || bytes + size > MAX_GROUP_BYTES ||
+        ids + id.length > MAX_CHUNK_CHARS)
+    ) {
       groups.push(group);
       group = { events: [], native: [] };
       count = 0;
       bytes = 0;
+      ids = 0;
     }
     count++;
     bytes += size;
+    ids += id.length;
   };
   for (const event of batch.events) {
-    add(2 * JSON.stringify(event.event).length + 256);
+    add(2 * JSON.stringify(event.event).length + 256, event.sourceId);
     group.events.push(event);
   }
   for (const event of batch.native ?? []) {
-    add(2 * event.json.length + 256);
+    add(2 * event.json.length + 256, event.id);
     group.native.push(event);
   }
   if (count > 0) groups.push(group);
   return groups;
 }
 
-/** `events` numbered after `seq`, skipping the source ids in `skip` and repeats within `events`. */
+/** `events` numbered after `seq`, skipping the source ids in `held` and repeats within `events`. */
 function numbered(
   events: readonly RunEventInput[],
   seq: number,
-  skip: Set<string>,
+  held: ReadonlySet<string>,
 ): RunEventEntry[] {
   const entries: RunEventEntry[] = [];
+  const taken = new Set<string>();
   for (const event of events) {
-    if (skip.has(event.sourceId)) continue;
-    skip.add(event.sourceId);
+    if (held.has(event.sourceId) || taken.has(event.sourceId)) continue;
+    taken.add(event.sourceId);
     entries.push({ seq: ++seq, ...event });
   }
   return entries;
 }
 
-/** Native `events` numbered after `seq`, skipping the ids in `skip` and repeats. */
+/** Native `events` numbered after `seq`, skipping the ids in `held` and repeats. */
 function numberedNative(
   events: readonly NativeEventInput[],
   seq: number,
-  skip: Set<string>,
+  held: ReadonlySet<string>,
 ): NativeEventEntry[] {
   const entries: NativeEventEntry[] = [];
+  const taken = new Set<string>();
   for (const event of events) {
-    if (skip.has(event.id)) continue;
-    skip.add(event.id);
+    if (held.has(event.id) || taken.has(event.id)) continue;
+    taken.add(event.id);
     entries.push({ seq: ++seq, id: event.id, type: event.type, json: event.json });
   }
   return entries;
+}
+
+/** The ids of `known` and those of `more`, as one set (`known` when `more` is empty). */
+function joined(known: Set<string>, more: Set<string>): ReadonlySet<string> {
+  return more.size === 0 ? known : new Set([...known, ...more]);
 }
 
 /** One group, numbered: what one commit writes. */
@@ -182,15 +244,23 @@ export class KvEvents implements RunEventStore {
   readonly #commits: KvCommits;
   readonly #kv: Deno.Kv;
   readonly #root: Deno.KvKey;
-  /** The head each run had after this store's last append to it, as it was committed. */
-  #heads = new Map<string, { head: LogHead; versionstamp: string }>();
+  readonly #maxKnownIds: number;
+  /**
+   * What this store knows of each run's logs after its last append or read (bounded: the least
+   * recently appended runs are forgotten first, past `#maxKnownIds` ids in all).
+   */
+  #known = new Map<string, KnownLog>();
+  /** Ids in `#known`, all runs. */
+  #knownIds = 0;
   /** The lease of each run as this store's last take or renewal of it wrote it (the fence). */
   #leases = new Map<string, HeldLease>();
 
-  constructor(commits: KvCommits, root: Deno.KvKey) {
+  /** The events part over `commits`, below `root`; `maxKnownIds` bounds what it keeps in memory. */
+  constructor(commits: KvCommits, root: Deno.KvKey, maxKnownIds: number = MAX_KNOWN_IDS) {
     this.#commits = commits;
     this.#kv = commits.kv;
     this.#root = root;
+    this.#maxKnownIds = maxKnownIds;
   }
 
   #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
@@ -225,19 +295,21 @@ export class KvEvents implements RunEventStore {
   }
 
   async #appendGroup(runId: string, group: Group, holder?: string): Promise<Numbered> {
-    const known = this.#heads.get(runId);
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
-    this.#heads.delete(runId);
+    let known = this.#take(runId);
     const lease = holder === undefined ? undefined : this.#leases.get(runId);
     if (known !== undefined && (holder === undefined || lease?.holder === holder)) {
       const entries = {
-        events: numbered(group.events, known.head.seq, new Set()),
-        native: numberedNative(group.native, known.head.native, new Set()),
+        events: numbered(group.events, known.head.seq, known.events),
+        native: numberedNative(group.native, known.head.native, known.native),
       };
-      const fence = lease?.versionstamp;
-      if (await this.#commit(runId, known.versionstamp, known.head, entries, true, fence)) {
+      if (entries.events.length > 0 || entries.native.length > 0) {
+        if (await this.#commit(runId, known, entries, true, lease?.versionstamp)) return entries;
+      } else if (holder === undefined) {
+        this.#remember(runId, known);
         return entries;
       }
+      // Nothing new for a holder: the reading way reads the lease (and only that, and the head).
     }
     const headKey = this.#key("run-event-head", runId);
     const leaseKey = this.#key("run-lease", runId);
@@ -250,23 +322,83 @@ export class KvEvents implements RunEventStore {
         stored = head;
         fence = this.#fence(runId, holder, lease);
       }
-      const head = headOf(stored.value);
+      known = await this.#read(runId, stored, known);
+      const [events, native] = known.legacy
+        ? await Promise.all([
+          this.#stored(runId, "run-event-source", group.events.map((event) => event.sourceId)),
+          this.#stored(runId, "run-native-source", group.native.map((event) => event.id)),
+        ])
+        : [new Set<string>(), new Set<string>()];
       const entries = {
-        events: numbered(group.events, head.seq, await this.#storedSources(runId, group.events)),
-        native: numberedNative(
-          group.native,
-          head.native,
-          await this.#storedNative(runId, group.native),
-        ),
+        events: numbered(group.events, known.head.seq, joined(known.events, events)),
+        native: numberedNative(group.native, known.head.native, joined(known.native, native)),
       };
       if (entries.events.length === 0 && entries.native.length === 0) {
-        if (stored.versionstamp !== null) this.#remember(runId, head, stored.versionstamp);
+        if (known.versionstamp !== "") this.#remember(runId, known);
         return entries;
       }
-      return await this.#commit(runId, stored.versionstamp, head, entries, false, fence)
-        ? entries
-        : AGAIN;
+      return await this.#commit(runId, known, entries, false, fence) ? entries : AGAIN;
     });
+  }
+
+  /**
+   * What the run's logs hold up to the `stored` head (an empty versionstamp: none written yet):
+   * `known` as it is while the head is unchanged (only the lease moved); else `known` with the
+   * index chunks written after its head, while the chunk its head left is still there; else (the
+   * log was purged meanwhile, or `known`'s head came from the earlier index) every chunk.
+   */
+  async #read(
+    runId: string,
+    stored: Deno.KvEntryMaybe<unknown>,
+    known: KnownLog | undefined,
+  ): Promise<KnownLog> {
+    const versionstamp = stored.versionstamp ?? "";
+    const head = headOf(stored.value);
+    if (known !== undefined && known.versionstamp === versionstamp) return known;
+    const prefix = this.#key("run-sources", runId);
+    if (known !== undefined) {
+      // Chunk keys are the heads their commits left, which only grow: from `known`'s on.
+      const from = known.head;
+      let first = true;
+      let found = false;
+      for await (
+        const chunk of this.#kv.list<SourcesChunk>(
+          { prefix, start: [...prefix, from.seq, from.native] },
+          { batchSize: 500 },
+        )
+      ) {
+        if (first) {
+          first = false;
+          const key = chunk.key;
+          found = key[key.length - 2] === from.seq && key[key.length - 1] === from.native;
+          if (!found) break;
+          continue;
+        }
+        for (const id of chunk.value.events) known.events.add(id);
+        for (const id of chunk.value.native) known.native.add(id);
+      }
+      if (found) return { ...known, head, versionstamp };
+    }
+    const read: KnownLog = {
+      head,
+      versionstamp,
+      events: new Set(),
+      native: new Set(),
+      legacy: false,
+    };
+    for await (
+      const chunk of this.#kv.list<SourcesChunk>({ prefix }, { batchSize: 500 })
+    ) {
+      for (const id of chunk.value.events) read.events.add(id);
+      for (const id of chunk.value.native) read.native.add(id);
+    }
+    // A log written before the index took a key per commit has keys of the earlier one.
+    const [events, native] = await Promise.all([
+      this.#kv.list({ prefix: this.#key("run-event-source", runId) }, { limit: 1 }).next(),
+      this.#kv.list({ prefix: this.#key("run-native-source", runId) }, { limit: 1 }).next(),
+    ]);
+    read.legacy = events.done !== true || native.done !== true;
+    return read;
   }
 
   /**
@@ -287,7 +419,7 @@ export class KvEvents implements RunEventStore {
     this.#fence(runId, holder, await this.#kv.get<LeaseEntry>(this.#key("run-lease", runId)));
   }
 
-  /** The keys of `ids` under `part` that the run holds. */
+  /** The ids among `ids` with a key of the earlier index under `part`. */
   async #stored(runId: string, part: string, ids: readonly string[]): Promise<Set<string>> {
     const stored = new Set<string>();
     const unique = [...new Set(ids)];
@@ -301,51 +433,51 @@ export class KvEvents implements RunEventStore {
     return stored;
   }
 
-  /** The source ids of `events` the run's log already holds. */
-  #storedSources(runId: string, events: readonly RunEventInput[]): Promise<Set<string>> {
-    return this.#stored(runId, "run-event-source", events.map((event) => event.sourceId));
-  }
-
-  /** The ids of `events` the run's native log already holds. */
-  #storedNative(runId: string, events: readonly NativeEventInput[]): Promise<Set<string>> {
-    return this.#stored(runId, "run-native-source", events.map((event) => event.id));
-  }
-
   /**
-   * Commits `entries` (at least one) checked against the head's versionstamp, the lease's when
-   * fenced (`leaseVersionstamp`) and, when `checkSources` (the fast path, which read none),
-   * against the absence of each id.
-   * Whether it committed; a commit remembers the new head.
+   * Commits `entries` (at least one) after the head `known` has, checked against its
+   * versionstamp, the lease's when fenced (`leaseVersionstamp`) and, in a log with keys of the
+   * earlier index, when `checkLegacy` (the fast path, which looked none up), against the absence
+   * of each id's earlier key. Whether it committed; a commit makes `known` the new head's, and
+   * this store remembers it.
    */
   async #commit(
     runId: string,
-    headVersionstamp: string | null,
-    head: LogHead,
+    known: KnownLog,
     entries: Numbered,
-    checkSources: boolean,
+    checkLegacy: boolean,
     leaseVersionstamp?: string,
   ): Promise<boolean> {
     const headKey = this.#key("run-event-head", runId);
+    const head = known.head;
     const next: LogHead = {
       seq: entries.events.at(-1)?.seq ?? head.seq,
       native: entries.native.at(-1)?.seq ?? head.native,
     };
     const operation = this.#kv.atomic()
-      .check({ key: headKey, versionstamp: headVersionstamp })
+      .check({ key: headKey, versionstamp: known.versionstamp === "" ? null : known.versionstamp })
       .set(headKey, next);
     if (leaseVersionstamp !== undefined) {
       operation.check({ key: this.#key("run-lease", runId), versionstamp: leaseVersionstamp });
     }
+    const checks = checkLegacy && known.legacy;
+    const chunk: SourcesChunk = { events: [], native: [] };
     for (const entry of entries.events) {
-      const sourceKey = this.#key("run-event-source", runId, entry.sourceId);
-      if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
-      operation
-        .set(this.#key("run-event", runId, entry.seq), entry)
-        .set(sourceKey, entry.seq);
+      if (checks) {
+        operation.check({
+          key: this.#key("run-event-source", runId, entry.sourceId),
+          versionstamp: null,
+        });
+      }
+      operation.set(this.#key("run-event", runId, entry.seq), entry);
+      chunk.events.push(entry.sourceId);
     }
     for (const entry of entries.native) {
-      const sourceKey = this.#key("run-native-source", runId, entry.id);
-      if (checkSources) operation.check({ key: sourceKey, versionstamp: null });
+      if (checks) {
+        operation.check({
+          key: this.#key("run-native-source", runId, entry.id),
+          versionstamp: null,
+        });
+      }
       const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
       operation.set(
         this.#key("run-native", runId, entry.seq, 0),
@@ -362,22 +494,50 @@ export class KvEvents implements RunEventStore {
           entry.json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART),
         );
       }
-      operation.set(sourceKey, entry.seq);
+      chunk.native.push(entry.id);
     }
+    operation.set(this.#key("run-sources", runId, next.seq, next.native), chunk);
     const result = await this.#commits.commit(operation);
-    if (result.ok) this.#remember(runId, next, result.versionstamp);
-    return result.ok;
+    if (!result.ok) return false;
+    for (const id of chunk.events) known.events.add(id);
+    for (const id of chunk.native) known.native.add(id);
+    known.head = next;
+    known.versionstamp = result.versionstamp;
+    this.#remember(runId, known);
+    return true;
   }
 
-  /** Remembers a run's head for the next append's fast path (a few thousand runs at most). */
-  #remember(runId: string, head: LogHead, versionstamp: string): void {
-    if (this.#heads.size >= MAX_HEADS) this.#heads.clear();
-    this.#heads.set(runId, { head, versionstamp });
+  /** What this store knows of a run's logs, taken out of its memory (put back by a commit). */
+  #take(runId: string): KnownLog | undefined {
+    const known = this.#known.get(runId);
+    if (known !== undefined) {
+      this.#known.delete(runId);
+      this.#knownIds -= known.events.size + known.native.size;
+    }
+    return known;
+  }
+
+  /**
+   * Remembers what this store knows of a run's logs for the next append's fast path, forgetting
+   * the runs appended to least recently while more than `#maxKnownIds` ids are known (a run with
+   * more than that alone is not kept).
+   */
+  #remember(runId: string, known: KnownLog): void {
+    this.#take(runId);
+    const size = known.events.size + known.native.size;
+    if (size > this.#maxKnownIds) return;
+    // A map iterates in insertion order: the run appended to least recently first.
+    for (const other of this.#known.keys()) {
+      if (this.#knownIds + size <= this.#maxKnownIds) break;
+      this.#take(other);
+    }
+    this.#known.set(runId, known);
+    this.#knownIds += size;
   }
 
   /** Remembers the lease a holder's take or renewal wrote, for the fence (bounded the same). */
   #rememberLease(runId: string, lease: HeldLease): void {
-    if (this.#leases.size >= MAX_HEADS) this.#leases.clear();
+    if (this.#leases.size >= MAX_LEASES) this.#leases.clear();
     this.#leases.set(runId, lease);
   }
 
@@ -467,6 +627,9 @@ export class KvEvents implements RunEventStore {
       const current = await this.#kv.get<LeaseEntry>(key);
       if (current.value?.holder !== holder) return;
       this.#leases.delete(runId);
+      // Its holder stopped appending (the run ended, or the tail stopped): what is known of its
+      // logs is only memory now.
+      this.#take(runId);
       await this.#commits.commit(this.#kv.atomic().check(current).delete(key));
     } catch (error) {
       throw storeFailure(error);
@@ -484,7 +647,16 @@ export class KvEvents implements RunEventStore {
     try {
       let deleted = 0;
       for await (const runId of runsEndedBefore(this.#kv, this.#root, endedBefore)) {
-        for (const part of ["run-event", "run-event-source", "run-native", "run-native-source"]) {
+        this.#take(runId);
+        for (
+          const part of [
+            "run-event",
+            "run-native",
+            "run-sources",
+            "run-event-source",
+            "run-native-source",
+          ]
+        ) {
           let operation = this.#kv.atomic();
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
