@@ -277,6 +277,8 @@ Deno.test("kv store: an append to a log written with a key per id (the earlier i
   const namespace = crypto.randomUUID().replaceAll("-", "");
   const root = ["automation-runtime", namespace];
   const runId = `sesn_${crypto.randomUUID()}`;
+  const home = await Deno.makeTempDir({ prefix: "automation-runtime-kv-legacy-" });
+  const path = `${home}/store.kv`;
   // p0 to p4 as the earlier layout wrote them: an index key per id, no chunk.
   const raw = await Deno.openKv(path);
   const old = raw.atomic();
@@ -316,49 +318,109 @@ Deno.test("kv store: an append to a log written with a key per id (the earlier i
     assert.deepEqual(log.map((e) => e.sourceId), ids(0, 10));
     const native = await store.events.listNative(runId, { order: "asc", limit: 100 });
     assert.deepEqual(native.map((e) => e.id), ids(0, 10));
+    // An id too long for a key of the earlier index had none there: not looked up, on either way.
+    const long = "é".repeat(1_500);
+    const third = await store.events.appendBatch(runId, eventBatch(runId, [long]));
+    assert.deepEqual(third.events.map((e) => e.seq), [11]);
+    const other = await openKvStore({ path, namespace });
+    try {
+      const again = await other.events.appendBatch(runId, eventBatch(runId, ["p2", long, "p10"]));
+      assert.deepEqual(again.events.map((e) => [e.seq, e.sourceId]), [[12, "p10"]]);
+    } finally {
+      await other.close();
+    }
   } finally {
     await store.close();
+    await Deno.remove(home, { recursive: true });
   }
 });
 
-Deno.test("kv store: what the events part knows of logs is bounded; a run it forgot, or too large to keep, is read again and every id it holds still skipped", async () => {
+Deno.test("kv store: what the events part knows of logs is bounded; a run it could not keep, or forgot, is read again and every id it holds still skipped", async () => {
   const raw = await Deno.openKv(":memory:");
   const counting = countingKv(raw);
   const root = ["automation-runtime", "ns"];
-  // At most 50 ids known: a run of 30 (run entries and native) and no other.
-  const events = new KvEvents(new KvCommits(counting.kv, auditNumbering(root)), root, 50);
+  let now = 0;
+  // Room for two runs of 5 entries in both logs (10 ids of 4 characters, 76 bytes each), not 3.
+  const events = new KvEvents(new KvCommits(counting.kv, auditNumbering(root)), root, {
+    maxKnownBytes: 2_000,
+    now: () => now,
+  });
+  const ids = (run: string, from: number, to: number) =>
+    Array.from({ length: to - from }, (_, i) => `${run}${String(from + i).padStart(3, "0")}`);
+  /**
+   * Appends `run`'s ids `from` to `to` (`added` of them new), then the same again: whether each
+   * read the store.
+   */
+  const append = async (runId: string, from: number, to: number, added: number) => {
+    const batch = eventBatch(runId, ids(runId, from, to));
+    const first = counting.reads();
+    const appended = await events.appendBatch(runId, batch);
+    const read = counting.reads() > first;
+    assert.deepEqual(appended.events.map((e) => e.sourceId), ids(runId, to - added, to));
+    assert.deepEqual(appended.native.map((e) => e.id), ids(runId, to - added, to));
+    const before = counting.reads();
+    assert.deepEqual(await events.appendBatch(runId, batch), { events: [], native: [] });
+    return [read, counting.reads() > before];
+  };
   try {
-    const ids = (run: number, from: number, to: number) =>
-      Array.from({ length: to - from }, (_, i) => `r${run}-${from + i}`);
-    const runs = ["sesn_a", "sesn_b", "sesn_c"];
-    for (let round = 0; round < 4; round++) {
-      for (const [run, runId] of runs.entries()) {
-        const size = run === 2 ? 10 : 3; // sesn_c outgrows the bound alone
-        const batch = eventBatch(runId, ids(run, 0, (round + 1) * size));
-        const appended = await events.appendBatch(runId, batch);
-        assert.deepEqual(
-          appended.events.map((e) => e.sourceId),
-          ids(run, round * size, (round + 1) * size),
-        );
-        assert.deepEqual(
-          appended.native.map((e) => e.id),
-          ids(run, round * size, (round + 1) * size),
-        );
-        // Another append at once to the run just appended to: known, when it fits, so no read.
-        const again = counting.reads();
-        assert.deepEqual((await events.appendBatch(runId, batch)).events, []);
-        const fits = 2 * (round + 1) * size <= 50;
-        assert.equal(counting.reads() === again, fits, `run ${runId} round ${round}`);
-      }
-    }
-    for (const [run, runId] of runs.entries()) {
+    // [whether the append read, whether the same again read]
+    assert.deepEqual(await append("a", 0, 5, 5), [true, false], "a is kept");
+    assert.deepEqual(await append("b", 0, 5, 5), [true, false], "b is kept");
+    assert.deepEqual(await append("a", 3, 6, 1), [false, false], "a is known");
+    const noRoom = "no room for c while a and b are in use";
+    assert.deepEqual(await append("c", 0, 5, 5), [true, true], noRoom);
+    assert.deepEqual(await append("c", 0, 5, 0), [true, true], noRoom);
+    now += 60_000; // a and b idle
+    assert.deepEqual(await append("c", 3, 5, 0), [true, false], "b, the least recent, made room");
+    assert.deepEqual(await append("a", 0, 6, 0), [false, false], "a is still known");
+    assert.deepEqual(await append("b", 0, 7, 2), [true, true], "b was forgotten; no room now");
+    assert.deepEqual(await append("d", 0, 30, 30), [true, true], "d is larger than the bound");
+    assert.deepEqual(await append("d", 10, 40, 10), [true, true]);
+    for (const [runId, size] of [["a", 6], ["b", 7], ["c", 5], ["d", 40]] as const) {
       const log = await events.list(runId, 0, 100);
-      const size = run === 2 ? 10 : 3;
-      assert.deepEqual(log.map((e) => e.sourceId), ids(run, 0, 4 * size));
-      assert.deepEqual(log.map((e) => e.seq), Array.from({ length: 4 * size }, (_, i) => i + 1));
+      assert.deepEqual(log.map((e) => e.sourceId), ids(runId, 0, size));
+      assert.deepEqual(log.map((e) => e.seq), Array.from({ length: size }, (_, i) => i + 1));
     }
   } finally {
     raw.close();
+  }
+});
+
+Deno.test("kv store: a replica that knows a run's ids reads them again when the log was purged and written anew, or appended to by an earlier version", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const root = ["automation-runtime", "ns"];
+  const replica = () => new KvEvents(new KvCommits(kv, auditNumbering(root)), root);
+  const [a, b] = [replica(), replica()];
+  const sources = async (runId: string) => (await a.list(runId, 0, 100)).map((e) => e.sourceId);
+  try {
+    // Purged and written anew up to the same head: b's memory of x is stale.
+    const run = testRun({ state: "completed", endedAt: "2026-01-01T00:00:00.000Z" });
+    await kv.set([...root, "run", run.runId], run);
+    await b.appendBatch(run.runId, eventBatch(run.runId, ["x"]));
+    assert.ok(await a.purge("2026-02-01T00:00:00.000Z") >= 1);
+    // Two commits: the new log passes the head b knows.
+    await a.appendBatch(run.runId, eventBatch(run.runId, ["y"]));
+    await a.appendBatch(run.runId, eventBatch(run.runId, ["z"]));
+    assert.deepEqual((await b.appendBatch(run.runId, eventBatch(run.runId, ["y"]))).events, []);
+    const x = await b.appendBatch(run.runId, eventBatch(run.runId, ["x"]));
+    assert.deepEqual(x.events.map((e) => [e.seq, e.sourceId]), [[3, "x"]]);
+    assert.deepEqual(await sources(run.runId), ["y", "z", "x"]);
+
+    // A process of the earlier version appends "m" with an index key of its own, no chunk.
+    const runId = "sesn_mixed";
+    await b.appendBatch(runId, eventBatch(runId, ["l"]));
+    const head = await kv.get([...root, "run-event-head", runId]);
+    const old = await kv.atomic().check(head)
+      .set([...root, "run-event", runId, 2], { seq: 2, ...eventBatch(runId, ["m"]).events[0] })
+      .set([...root, "run-event-source", runId, "m"], 2)
+      .set([...root, "run-event-head", runId], { seq: 2, native: 1 })
+      .commit();
+    assert.equal(old.ok, true);
+    const m = await b.appendBatch(runId, { events: eventBatch(runId, ["m", "n"]).events });
+    assert.deepEqual(m.events.map((e) => [e.seq, e.sourceId]), [[3, "n"]]);
+    assert.deepEqual(await sources(runId), ["l", "m", "n"]);
+  } finally {
+    kv.close();
   }
 });
 

@@ -36,13 +36,16 @@
  * versionstamp, which is the same guarantee as reading would give. A failed check falls back to
  * reading. One round trip to Deno KV's thread instead of three, the largest part of the time from
  * a provider frame to its subscribers (about 3 ms at p50 with 100 subscribers,
- * bench/events_bench.ts). What is known is bounded ({@linkcode MAX_KNOWN_IDS} ids in all, the
- * runs appended to least recently forgotten first); a run with more ids than that is never kept,
- * and each of its appends reads its whole index.
+ * bench/events_bench.ts). What is known is bounded (`_known_logs.ts`: 20 MiB in all; a run that
+ * finds no room, and so is not kept, reads its whole index at each append). A run is forgotten
+ * when its lease is released.
  *
  * A log with keys of the earlier index (a file written before it took a key per commit) keeps
  * them: an append to it also looks up, or on the fast path checks the absence of, each new id's
- * earlier key. New appends write only chunks; the purge removes both.
+ * earlier key (an id too long for a key had none). New appends write only chunks; the purge
+ * removes both. A process of an earlier version writing to the same file meanwhile moves the head
+ * without a chunk, which a later read notices (it reads everything again); the earlier version
+ * itself knows nothing of chunks, so it must not run again on a file this one wrote to.
  *
  * The fence: an append with a `holder` also checks `["run-lease", runId]` in its atomic operation,
  * against the versionstamp this store's last take or renewal of that lease by that holder wrote
@@ -74,6 +77,7 @@ import { type RunEventStore, RunLeaseLostError } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { watchKey } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
+import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from "./_known_logs.ts";
 
 /** A lease still contended after every attempt is another replica's: not taken. */
 function notTaken(): boolean {
@@ -94,11 +98,6 @@ interface HeldLease {
 
 /** Runs whose lease is remembered for the fence before the memory is emptied. */
 const MAX_LEASES = 4096;
-/**
- * Ids (of both logs, all runs) this store knows for the fast path. About 100 bytes each: some
- * 20 MB at most.
- */
-export const MAX_KNOWN_IDS = 200_000;
 /**
  * Entries (of both logs) per atomic commit: a mutation each and (in a log with keys of the earlier
  * index) a check each, with the head's and the lease's checks inside KV's limits of 100 checks
@@ -132,27 +131,12 @@ interface NativeFirstPart {
   json: string;
 }
 
-/** The ids one commit wrote: the value of a `run-sources` key. */
-interface SourcesChunk {
-  /** Source ids of the run entries. */
-  events: string[];
-  /** Ids of the native entries. */
-  native: string[];
-}
-
-/**
- * What this store knows of a run's logs: every id they hold up to `head`, exact while the stored
- * head's versionstamp is `versionstamp`.
- */
-interface KnownLog {
-  head: LogHead;
-  versionstamp: string;
-  /** Source ids of the run entries. */
-  events: Set<string>;
-  /** Ids of the native entries. */
-  native: Set<string>;
-  /** Whether the logs have keys of the earlier index (one per id). */
-  legacy: boolean;
+/** Options of {@linkcode KvEvents}. */
+export interface KvEventsOptions {
+  /** Bound of what is known of the runs' logs, bytes (default 20 MiB: `_known_logs.ts`). */
+  maxKnownBytes?: number;
+  /** The clock that tells idle runs in that memory, ms (default `performance.now`). */
+  now?: () => number;
 }
 
 /** A batch split into commits: each group's run events and native events, in order. */
@@ -244,23 +228,17 @@ export class KvEvents implements RunEventStore {
   readonly #commits: KvCommits;
   readonly #kv: Deno.Kv;
   readonly #root: Deno.KvKey;
-  readonly #maxKnownIds: number;
-  /**
-   * What this store knows of each run's logs after its last append or read (bounded: the least
-   * recently appended runs are forgotten first, past `#maxKnownIds` ids in all).
-   */
-  #known = new Map<string, KnownLog>();
-  /** Ids in `#known`, all runs. */
-  #knownIds = 0;
+  /** What this store knows of each run's logs after its last append or read (bounded). */
+  readonly #known: KnownLogs;
   /** The lease of each run as this store's last take or renewal of it wrote it (the fence). */
   #leases = new Map<string, HeldLease>();
 
-  /** The events part over `commits`, below `root`; `maxKnownIds` bounds what it keeps in memory. */
-  constructor(commits: KvCommits, root: Deno.KvKey, maxKnownIds: number = MAX_KNOWN_IDS) {
+  /** The events part over `commits`, below `root`. */
+  constructor(commits: KvCommits, root: Deno.KvKey, options: KvEventsOptions = {}) {
     this.#commits = commits;
     this.#kv = commits.kv;
     this.#root = root;
-    this.#maxKnownIds = maxKnownIds;
+    this.#known = new KnownLogs(options.maxKnownBytes, options.now);
   }
 
   #key(...parts: Deno.KvKeyPart[]): Deno.KvKey {
@@ -296,7 +274,7 @@ export class KvEvents implements RunEventStore {
 
   async #appendGroup(runId: string, group: Group, holder?: string): Promise<Numbered> {
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
-    let known = this.#take(runId);
+    let known = this.#known.take(runId);
     const lease = holder === undefined ? undefined : this.#leases.get(runId);
     if (known !== undefined && (holder === undefined || lease?.holder === holder)) {
       const entries = {
@@ -306,7 +284,7 @@ export class KvEvents implements RunEventStore {
       if (entries.events.length > 0 || entries.native.length > 0) {
         if (await this.#commit(runId, known, entries, true, lease?.versionstamp)) return entries;
       } else if (holder === undefined) {
-        this.#remember(runId, known);
+        this.#known.remember(runId, known);
         return entries;
       }
       // Nothing new for a holder: the reading way reads the lease (and only that, and the head).
@@ -334,7 +312,7 @@ export class KvEvents implements RunEventStore {
         native: numberedNative(group.native, known.head.native, joined(known.native, native)),
       };
       if (entries.events.length === 0 && entries.native.length === 0) {
-        if (known.versionstamp !== "") this.#remember(runId, known);
+        if (known.versionstamp !== "") this.#known.remember(runId, known);
         return entries;
       }
       return await this.#commit(runId, known, entries, false, fence) ? entries : AGAIN;
@@ -361,6 +339,8 @@ export class KvEvents implements RunEventStore {
       const from = known.head;
       let first = true;
       let found = false;
+      let reached = false;
+      const newer: SourcesChunk[] = [];
       for await (
         const chunk of this.#kv.list<SourcesChunk>(
           { prefix, start: [...prefix, from.seq, from.native] },
@@ -369,28 +349,29 @@ export class KvEvents implements RunEventStore {
       ) {
         if (first) {
           first = false;
+          // The chunk the known head's own commit wrote (the same versionstamp), not one that a
+          // log written again after a purge left at the same place.
           const key = chunk.key;
-          found = key[key.length - 2] === from.seq && key[key.length - 1] === from.native;
+          found = key[key.length - 2] === from.seq && key[key.length - 1] === from.native &&
+            chunk.versionstamp === known.versionstamp;
           if (!found) break;
           continue;
         }
-        for (const id of chunk.value.events) known.events.add(id);
-        for (const id of chunk.value.native) known.native.add(id);
+        newer.push(chunk.value);
+        if (chunk.versionstamp === versionstamp) reached = true;
       }
-      if (found) return { ...known, head, versionstamp };
+      // Every commit up to the stored head wrote a chunk (else a process of an earlier version
+      // moved it, writing keys of the earlier index): read everything.
+      if (found && reached) {
+        for (const chunk of newer) addChunk(known, chunk);
+        return { ...known, head, versionstamp };
+      }
     }
-    const read: KnownLog = {
-      head,
-      versionstamp,
-      events: new Set(),
-      native: new Set(),
-      legacy: false,
-    };
+    const read = emptyLog(head, versionstamp);
     for await (
       const chunk of this.#kv.list<SourcesChunk>({ prefix }, { batchSize: 500 })
     ) {
-      for (const id of chunk.value.events) read.events.add(id);
-      for (const id of chunk.value.native) read.native.add(id);
+      addChunk(read, chunk.value);
     }
     // A log written before the index took a key per commit has keys of the earlier one.
     const [events, native] = await Promise.all([
@@ -422,7 +403,7 @@ export class KvEvents implements RunEventStore {
   /** The ids among `ids` with a key of the earlier index under `part`. */
   async #stored(runId: string, part: string, ids: readonly string[]): Promise<Set<string>> {
     const stored = new Set<string>();
-    const unique = [...new Set(ids)];
+    const unique = [...new Set(ids)].filter((id) => this.#legacyKey(part, runId, id) !== null);
     for (let i = 0; i < unique.length; i += 10) {
       const slice = unique.slice(i, i + 10);
       const found = await this.#kv.getMany(slice.map((id) => this.#key(part, runId, id)));
@@ -462,22 +443,14 @@ export class KvEvents implements RunEventStore {
     const checks = checkLegacy && known.legacy;
     const chunk: SourcesChunk = { events: [], native: [] };
     for (const entry of entries.events) {
-      if (checks) {
-        operation.check({
-          key: this.#key("run-event-source", runId, entry.sourceId),
-          versionstamp: null,
-        });
-      }
+      const legacy = checks ? this.#legacyKey("run-event-source", runId, entry.sourceId) : null;
+      if (legacy !== null) operation.check({ key: legacy, versionstamp: null });
       operation.set(this.#key("run-event", runId, entry.seq), entry);
       chunk.events.push(entry.sourceId);
     }
     for (const entry of entries.native) {
-      if (checks) {
-        operation.check({
-          key: this.#key("run-native-source", runId, entry.id),
-          versionstamp: null,
-        });
-      }
+      const legacy = checks ? this.#legacyKey("run-native-source", runId, entry.id) : null;
+      if (legacy !== null) operation.check({ key: legacy, versionstamp: null });
       const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
       operation.set(
         this.#key("run-native", runId, entry.seq, 0),
@@ -499,40 +472,32 @@ export class KvEvents implements RunEventStore {
     operation.set(this.#key("run-sources", runId, next.seq, next.native), chunk);
     const result = await this.#commits.commit(operation);
     if (!result.ok) return false;
-    for (const id of chunk.events) known.events.add(id);
-    for (const id of chunk.native) known.native.add(id);
+    addChunk(known, chunk);
     known.head = next;
     known.versionstamp = result.versionstamp;
-    this.#remember(runId, known);
+    this.#known.remember(runId, known);
     return true;
   }
 
-  /** What this store knows of a run's logs, taken out of its memory (put back by a commit). */
-  #take(runId: string): KnownLog | undefined {
-    const known = this.#known.get(runId);
-    if (known !== undefined) {
-      this.#known.delete(runId);
-      this.#knownIds -= known.events.size + known.native.size;
-    }
-    return known;
-  }
-
   /**
-   * Remembers what this store knows of a run's logs for the next append's fast path, forgetting
-   * the runs appended to least recently while more than `#maxKnownIds` ids are known (a run with
-   * more than that alone is not kept).
+   * The key of `id` in the earlier index under `part`, or null when it is longer than a KV key
+   * may be (2,048 bytes): such an id had no key there, and asking for one would fail.
    */
-  #remember(runId: string, known: KnownLog): void {
-    this.#take(runId);
-    const size = known.events.size + known.native.size;
-    if (size > this.#maxKnownIds) return;
-    // A map iterates in insertion order: the run appended to least recently first.
-    for (const other of this.#known.keys()) {
-      if (this.#knownIds + size <= this.#maxKnownIds) break;
-      this.#take(other);
+  #legacyKey(part: string, runId: string, id: string): Deno.KvKey | null {
+    const key = this.#key(part, runId, id);
+    // Each string part is encoded as a type byte, its UTF-8 bytes (a NUL as two) and a NUL.
+    let bytes = 0;
+    for (const item of key) {
+      const text = String(item);
+      bytes += 2 + text.length;
+      for (let i = 0; i < text.length; i++) {
+        const code = text.charCodeAt(i);
+        // A surrogate pair is 4 bytes: 2 a half.
+        if (code >= 0xd800 && code <= 0xdfff) bytes += 1;
+        else if (code === 0 || code > 0x7f) bytes += code > 0x7ff ? 2 : 1;
+      }
     }
-    this.#known.set(runId, known);
-    this.#knownIds += size;
+    return bytes <= 2048 ? key : null;
   }
 
   /** Remembers the lease a holder's take or renewal wrote, for the fence (bounded the same). */
@@ -629,7 +594,7 @@ export class KvEvents implements RunEventStore {
       this.#leases.delete(runId);
       // Its holder stopped appending (the run ended, or the tail stopped): what is known of its
       // logs is only memory now.
-      this.#take(runId);
+      this.#known.take(runId);
       await this.#commits.commit(this.#kv.atomic().check(current).delete(key));
     } catch (error) {
       throw storeFailure(error);
@@ -647,7 +612,7 @@ export class KvEvents implements RunEventStore {
     try {
       let deleted = 0;
       for await (const runId of runsEndedBefore(this.#kv, this.#root, endedBefore)) {
-        this.#take(runId);
+        this.#known.take(runId);
         for (
           const part of [
             "run-event",
