@@ -319,13 +319,16 @@ Deno.test("kv store: an append to a log written with a key per id (the earlier i
     const native = await store.events.listNative(runId, { order: "asc", limit: 100 });
     assert.deepEqual(native.map((e) => e.id), ids(0, 10));
     // An id too long for a key of the earlier index had none there: not looked up, on either way.
+    // (A lone surrogate is written as U+FFFD, 3 bytes.)
     const long = "é".repeat(1_500);
-    const third = await store.events.appendBatch(runId, eventBatch(runId, [long]));
-    assert.deepEqual(third.events.map((e) => e.seq), [11]);
+    const lone = "\ud800".repeat(680);
+    const third = await store.events.appendBatch(runId, eventBatch(runId, [long, lone]));
+    assert.deepEqual(third.events.map((e) => e.seq), [11, 12]);
     const other = await openKvStore({ path, namespace });
     try {
-      const again = await other.events.appendBatch(runId, eventBatch(runId, ["p2", long, "p10"]));
-      assert.deepEqual(again.events.map((e) => [e.seq, e.sourceId]), [[12, "p10"]]);
+      const batch = eventBatch(runId, ["p2", long, lone, "p10"]);
+      const again = await other.events.appendBatch(runId, batch);
+      assert.deepEqual(again.events.map((e) => [e.seq, e.sourceId]), [[13, "p10"]]);
     } finally {
       await other.close();
     }
@@ -340,9 +343,10 @@ Deno.test("kv store: what the events part knows of logs is bounded; a run it cou
   const counting = countingKv(raw);
   const root = ["automation-runtime", "ns"];
   let now = 0;
-  // Room for two runs of 5 entries in both logs (10 ids of 4 characters, 76 bytes each), not 3.
+  // Room for two runs of 5 entries in both logs (512 bytes and 10 ids of 4 characters, 76 bytes
+  // each), not 3.
   const events = new KvEvents(new KvCommits(counting.kv, auditNumbering(root)), root, {
-    maxKnownBytes: 2_000,
+    maxKnownBytes: 3_000,
     now: () => now,
   });
   const ids = (run: string, from: number, to: number) =>
@@ -374,8 +378,10 @@ Deno.test("kv store: what the events part knows of logs is bounded; a run it cou
     assert.deepEqual(await append("c", 3, 5, 0), [true, false], "b, the least recent, made room");
     assert.deepEqual(await append("a", 0, 6, 0), [false, false], "a is still known");
     assert.deepEqual(await append("b", 0, 7, 2), [true, true], "b was forgotten; no room now");
+    now += 60_000; // a and c idle
     assert.deepEqual(await append("d", 0, 30, 30), [true, true], "d is larger than the bound");
     assert.deepEqual(await append("d", 10, 40, 10), [true, true]);
+    assert.deepEqual(await append("a", 0, 6, 0), [false, false], "d made nobody forgotten");
     for (const [runId, size] of [["a", 6], ["b", 7], ["c", 5], ["d", 40]] as const) {
       const log = await events.list(runId, 0, 100);
       assert.deepEqual(log.map((e) => e.sourceId), ids(runId, 0, size));
@@ -396,15 +402,20 @@ Deno.test("kv store: a replica that knows a run's ids reads them again when the 
     // Purged and written anew up to the same head: b's memory of x is stale.
     const run = testRun({ state: "completed", endedAt: "2026-01-01T00:00:00.000Z" });
     await kv.set([...root, "run", run.runId], run);
-    await b.appendBatch(run.runId, eventBatch(run.runId, ["x"]));
-    assert.ok(await a.purge("2026-02-01T00:00:00.000Z") >= 1);
+    for (const id of ["x", "w", "v"]) {
+      await b.appendBatch(run.runId, eventBatch(run.runId, [id]));
+    }
+    assert.ok(await a.purge("2026-02-01T00:00:00.000Z") >= 3);
     // Two commits: the new log passes the head b knows.
     await a.appendBatch(run.runId, eventBatch(run.runId, ["y"]));
     await a.appendBatch(run.runId, eventBatch(run.runId, ["z"]));
     assert.deepEqual((await b.appendBatch(run.runId, eventBatch(run.runId, ["y"]))).events, []);
+    // A handle that knows nothing reads every chunk: none of the purged log is left.
+    const v = await replica().appendBatch(run.runId, eventBatch(run.runId, ["v"]));
+    assert.deepEqual(v.events.map((e) => [e.seq, e.sourceId]), [[3, "v"]]);
     const x = await b.appendBatch(run.runId, eventBatch(run.runId, ["x"]));
-    assert.deepEqual(x.events.map((e) => [e.seq, e.sourceId]), [[3, "x"]]);
-    assert.deepEqual(await sources(run.runId), ["y", "z", "x"]);
+    assert.deepEqual(x.events.map((e) => [e.seq, e.sourceId]), [[4, "x"]]);
+    assert.deepEqual(await sources(run.runId), ["y", "z", "v", "x"]);
 
     // A process of the earlier version appends "m" with an index key of its own, no chunk.
     const runId = "sesn_mixed";
@@ -416,9 +427,11 @@ Deno.test("kv store: a replica that knows a run's ids reads them again when the 
       .set([...root, "run-event-head", runId], { seq: 2, native: 1 })
       .commit();
     assert.equal(old.ok, true);
-    const m = await b.appendBatch(runId, { events: eventBatch(runId, ["m", "n"]).events });
-    assert.deepEqual(m.events.map((e) => [e.seq, e.sourceId]), [[3, "n"]]);
-    assert.deepEqual(await sources(runId), ["l", "m", "n"]);
+    // Another handle appends after it (reading everything, it writes a chunk after the gap).
+    await replica().appendBatch(runId, { events: eventBatch(runId, ["n"]).events });
+    const m = await b.appendBatch(runId, { events: eventBatch(runId, ["m", "n", "o"]).events });
+    assert.deepEqual(m.events.map((e) => [e.seq, e.sourceId]), [[4, "o"]]);
+    assert.deepEqual(await sources(runId), ["l", "m", "n", "o"]);
   } finally {
     kv.close();
   }

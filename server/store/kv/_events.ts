@@ -340,6 +340,7 @@ export class KvEvents implements RunEventStore {
       let first = true;
       let found = false;
       let reached = false;
+      let last = from;
       const newer: SourcesChunk[] = [];
       for await (
         const chunk of this.#kv.list<SourcesChunk>(
@@ -357,8 +358,21 @@ export class KvEvents implements RunEventStore {
           if (!found) break;
           continue;
         }
-        newer.push(chunk.value);
-        if (chunk.versionstamp === versionstamp) reached = true;
+        // Each commit's chunk starts where the one before ended: a gap is a commit without a
+        // chunk (a process of an earlier version), whose ids only keys of the earlier index hold.
+        const key = chunk.key;
+        const seq = key[key.length - 2] as number;
+        const native = key[key.length - 1] as number;
+        const value = chunk.value;
+        if (
+          seq - value.events.length !== last.seq || native - value.native.length !== last.native
+        ) break;
+        last = { seq, native };
+        newer.push(value);
+        if (chunk.versionstamp === versionstamp) {
+          reached = true;
+          break;
+        }
       }
       // Every commit up to the stored head wrote a chunk (else a process of an earlier version
       // moved it, writing keys of the earlier index): read everything.
@@ -492,9 +506,12 @@ export class KvEvents implements RunEventStore {
       bytes += 2 + text.length;
       for (let i = 0; i < text.length; i++) {
         const code = text.charCodeAt(i);
-        // A surrogate pair is 4 bytes: 2 a half.
-        if (code >= 0xd800 && code <= 0xdfff) bytes += 1;
-        else if (code === 0 || code > 0x7f) bytes += code > 0x7ff ? 2 : 1;
+        if (code >= 0xd800 && code <= 0xdfff) {
+          // A pair is 4 bytes; a lone half is written as U+FFFD, 3 bytes.
+          const next = text.charCodeAt(i + 1);
+          if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
+          bytes += 2;
+        } else if (code === 0 || code > 0x7f) bytes += code > 0x7ff ? 2 : 1;
       }
     }
     return bytes <= 2048 ? key : null;

@@ -14,12 +14,14 @@
 import type { LogHead } from "../run_event_types.ts";
 
 /**
- * Bytes (estimated: {@linkcode ID_BYTES} per id and a byte per character) of the ids a store
- * knows, all runs: about 200,000 ids of 30 characters.
+ * Bytes (estimated: {@linkcode RUN_BYTES} per run, {@linkcode ID_BYTES} per id and a byte per
+ * character) of what a store knows, all runs: about 200,000 ids of 30 characters.
  */
 export const MAX_KNOWN_BYTES = 20 * 1024 * 1024;
 /** What an id costs in memory beside its characters: its string's header and its set's slot. */
 const ID_BYTES = 72;
+/** What a run's known log costs beside its ids: the record, its two sets, its place in the map. */
+const RUN_BYTES = 512;
 /**
  * How long a known run must have gone unused before a run that needs the room may make it
  * forgotten: until then the newcomer is not kept.
@@ -61,7 +63,7 @@ export function emptyLog(head: LogHead, versionstamp: string): KnownLog {
     events: new Set(),
     native: new Set(),
     legacy: false,
-    bytes: 0,
+    bytes: RUN_BYTES,
     usedAt: 0,
   };
 }
@@ -125,7 +127,7 @@ export class KnownLogs {
    * import assert from "node:assert/strict";
    * import { addChunk, emptyLog, KnownLogs } from "./_known_logs.ts";
    * let now = 0;
-   * const logs = new KnownLogs(200, () => now);
+   * const logs = new KnownLogs(1_200, () => now);
    * const log = (id: string) => {
    *   const known = emptyLog({ seq: 1, native: 0 }, "v");
    *   addChunk(known, { events: [id], native: [] });
