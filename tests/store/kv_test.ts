@@ -329,6 +329,10 @@ Deno.test("kv store: an append to a log written with a key per id (the earlier i
       const batch = eventBatch(runId, ["p2", long, lone, "p10"]);
       const again = await other.events.appendBatch(runId, batch);
       assert.deepEqual(again.events.map((e) => [e.seq, e.sourceId]), [[13, "p10"]]);
+      // More new ids than one commit can check: the append reads instead, and commits them all.
+      const many = Array.from({ length: 150 }, (_, i) => `q${i}`);
+      const more = await other.events.appendBatch(runId, eventBatch(runId, many));
+      assert.deepEqual(more.events.map((e) => e.sourceId), many);
     } finally {
       await other.close();
     }
@@ -681,26 +685,43 @@ Deno.test("kv store: a lease renewal whose read a revocation overtakes reads aga
   }
 });
 
+Deno.test("kv store: a batch whose keys are long (a long run id) is split into commits KV takes, without gap or repeat", async () => {
+  const store = await openKvStore({ path: ":memory:", namespace: crypto.randomUUID() });
+  try {
+    const runId = `sesn_${"x".repeat(900)}`;
+    const ids = Array.from({ length: 300 }, (_, i) => `sevt_${i}`);
+    const appended = await store.events.appendBatch(runId, eventBatch(runId, ids));
+    assert.equal(appended.events.length + appended.native.length, 600);
+    const log = await store.events.list(runId, 0, 1_000);
+    assert.deepEqual(log.map((e) => e.sourceId), ids);
+    assert.deepEqual(log.map((e) => e.seq), Array.from({ length: 300 }, (_, i) => i + 1));
+    const native = await store.events.listNative(runId, { order: "asc", limit: 1_000 });
+    assert.deepEqual(native.map((e) => e.id), ids);
+  } finally {
+    await store.close();
+  }
+});
+
 Deno.test("kv store: an append cut off between its commits is finished by the next one, without gap or repeat", async () => {
   const store = await openKvStore({ path: ":memory:", namespace: crypto.randomUUID() });
   const runId = `sesn_${crypto.randomUUID()}`;
   const batch = {
-    events: Array.from({ length: 300 }, (_, i) => ({
+    events: Array.from({ length: 600 }, (_, i) => ({
       sourceId: `sevt_${i}`,
       at: new Date().toISOString(),
       event: { type: "message.completed" as const, runId, text: `m${i}` },
     })),
-    native: Array.from({ length: 300 }, (_, i) => ({
+    native: Array.from({ length: 600 }, (_, i) => ({
       id: `sevt_${i}`,
       type: "agent.message",
       json: JSON.stringify({ type: "agent.message", id: `sevt_${i}` }),
     })),
   };
-  // The third commit of the batch fails: the file went away, the process stopped.
+  // The second commit of the batch fails: the file went away, the process stopped.
   const commit = Deno.AtomicOperation.prototype.commit;
   let commits = 0;
   Deno.AtomicOperation.prototype.commit = function (this: Deno.AtomicOperation) {
-    if (++commits === 3) return Promise.reject(new Error("cut off"));
+    if (++commits === 2) return Promise.reject(new Error("cut off"));
     return commit.call(this);
   };
   try {
@@ -710,14 +731,14 @@ Deno.test("kv store: an append cut off between its commits is finished by the ne
   }
   try {
     const partial = await store.events.list(runId, 0, 1_000);
-    assert.ok(partial.length > 0 && partial.length < 300, "the batch took several commits");
+    assert.ok(partial.length > 0 && partial.length < 600, "the batch took several commits");
     const rest = await store.events.appendBatch(runId, batch);
-    assert.equal(rest.events.length + partial.length, 300, "only what was missing is appended");
+    assert.equal(rest.events.length + partial.length, 600, "only what was missing is appended");
     const events = await store.events.list(runId, 0, 1_000);
     const native = await store.events.listNative(runId, { order: "asc", limit: 1_000 });
-    assert.deepEqual(events.map((e) => e.seq), Array.from({ length: 300 }, (_, i) => i + 1));
+    assert.deepEqual(events.map((e) => e.seq), Array.from({ length: 600 }, (_, i) => i + 1));
     assert.deepEqual(events.map((e) => e.sourceId), batch.events.map((e) => e.sourceId));
-    assert.deepEqual(native.map((e) => e.seq), Array.from({ length: 300 }, (_, i) => i + 1));
+    assert.deepEqual(native.map((e) => e.seq), Array.from({ length: 600 }, (_, i) => i + 1));
     assert.deepEqual(native.map((e) => e.id), batch.native.map((e) => e.id));
   } finally {
     await store.close();

@@ -21,9 +21,9 @@
  * moves the head, so one of the two retries on the fresh head. It skips the ids the log holds,
  * which it knows from the run's chunks ({@linkcode KnownLog}, read once and then only the chunks
  * after the head it knows). No gap, no duplicate, in either log. A batch larger than one atomic
- * operation holds (about 500 KiB, or 96 entries) goes in several, in order: each is checked the
- * same way, and an append interrupted between them is finished by the next one (the index skips
- * what was written).
+ * operation holds (400 entries, fewer when KV's limits say so: `_append_groups.ts`) goes in
+ * several, in order: each is checked the same way, and an append interrupted between them is
+ * finished by the next one (the index skips what was written).
  *
  * Why a key per commit and not per id: a burst of 2,000 provider messages is 6,000 entries, and
  * an index key each (with a check of its absence) made every commit write twice the rows: the
@@ -67,7 +67,6 @@ import type {
   EventBatch,
   LogHead,
   NativeEventEntry,
-  NativeEventInput,
   NativeEventQuery,
   RunEventEntry,
   RunEventInput,
@@ -78,6 +77,18 @@ import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { watchKey } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
 import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from "./_known_logs.ts";
+import {
+  type Group,
+  groupsOf,
+  joined,
+  keySize,
+  MAX_CHECKED_GROUP,
+  MAX_CHECKED_KEY_BYTES,
+  NATIVE_PART,
+  type Numbered,
+  numbered,
+  numberedNative,
+} from "./_append_groups.ts";
 
 /** A lease still contended after every attempt is another replica's: not taken. */
 function notTaken(): boolean {
@@ -98,19 +109,6 @@ interface HeldLease {
 
 /** Runs whose lease is remembered for the fence before the memory is emptied. */
 const MAX_LEASES = 4096;
-/**
- * Entries (of both logs) per atomic commit: a mutation each and (in a log with keys of the earlier
- * index) a check each, with the head's and the lease's checks inside KV's limits of 100 checks
- * and 1000 mutations.
- */
-const MAX_APPEND_GROUP = 96;
-/** Bytes of values per atomic commit (estimated), inside KV's 800 KiB. */
-const MAX_GROUP_BYTES = 500 * 1024;
-/** Characters of ids per index chunk: at most 40 KiB even as two-byte text, inside 64 KiB. */
-const MAX_CHUNK_CHARS = 20_000;
-/** Characters of native JSON per value: at most 48 KiB even as two-byte text, inside 64 KiB. */
-const NATIVE_PART = 24_000;
-
 const EMPTY_HEAD: LogHead = Object.freeze({ seq: 0, native: 0 });
 
 /** The head a stored value stands for: a number is the run events' last seq (older files). */
@@ -137,90 +135,6 @@ export interface KvEventsOptions {
   maxKnownBytes?: number;
   /** The clock that tells idle runs in that memory, ms (default `performance.now`). */
   now?: () => number;
-}
-
-/** A batch split into commits: each group's run events and native events, in order. */
-interface Group {
-  events: RunEventInput[];
-  native: NativeEventInput[];
-}
-
-/** Splits a batch into groups that each fit one atomic operation. */
-function groupsOf(batch: EventBatch): Group[] {
-  const groups: Group[] = [];
-  let group: Group = { events: [], native: [] };
-  let count = 0;
-  let bytes = 0;
-  let ids = 0;
-  const add = (size: number, id: string): void => {
-    if (
-      count > 0 &&
-      (count + 1 > MAX_APPEND_GROUP || bytes + size > MAX_GROUP_BYTES ||
-        ids + id.length > MAX_CHUNK_CHARS)
-    ) {
-      groups.push(group);
-      group = { events: [], native: [] };
-      count = 0;
-      bytes = 0;
-      ids = 0;
-    }
-    count++;
-    bytes += size;
-    ids += id.length;
-  };
-  for (const event of batch.events) {
-    add(2 * JSON.stringify(event.event).length + 256, event.sourceId);
-    group.events.push(event);
-  }
-  for (const event of batch.native ?? []) {
-    add(2 * event.json.length + 256, event.id);
-    group.native.push(event);
-  }
-  if (count > 0) groups.push(group);
-  return groups;
-}
-
-/** `events` numbered after `seq`, skipping the source ids in `held` and repeats within `events`. */
-function numbered(
-  events: readonly RunEventInput[],
-  seq: number,
-  held: ReadonlySet<string>,
-): RunEventEntry[] {
-  const entries: RunEventEntry[] = [];
-  const taken = new Set<string>();
-  for (const event of events) {
-    if (held.has(event.sourceId) || taken.has(event.sourceId)) continue;
-    taken.add(event.sourceId);
-    entries.push({ seq: ++seq, ...event });
-  }
-  return entries;
-}
-
-/** Native `events` numbered after `seq`, skipping the ids in `held` and repeats. */
-function numberedNative(
-  events: readonly NativeEventInput[],
-  seq: number,
-  held: ReadonlySet<string>,
-): NativeEventEntry[] {
-  const entries: NativeEventEntry[] = [];
-  const taken = new Set<string>();
-  for (const event of events) {
-    if (held.has(event.id) || taken.has(event.id)) continue;
-    taken.add(event.id);
-    entries.push({ seq: ++seq, id: event.id, type: event.type, json: event.json });
-  }
-  return entries;
-}
-
-/** The ids of `known` and those of `more`, as one set (`known` when `more` is empty). */
-function joined(known: Set<string>, more: Set<string>): ReadonlySet<string> {
-  return more.size === 0 ? known : new Set([...known, ...more]);
-}
-
-/** One group, numbered: what one commit writes. */
-interface Numbered {
-  events: RunEventEntry[];
-  native: NativeEventEntry[];
 }
 
 /** The events part of the KV store. */
@@ -256,7 +170,8 @@ export class KvEvents implements RunEventStore {
   ): Promise<AppendedBatch> {
     try {
       const appended: AppendedBatch = { events: [], native: [] };
-      const groups = groupsOf(batch);
+      // Every mutation's key is at most a native part's (the longest: a number more).
+      const groups = groupsOf(batch, keySize(this.#key("run-native", runId, 0, 0)));
       // A fenced append of nothing still says whether its holder holds the lease.
       if (groups.length === 0 && options.holder !== undefined) {
         await this.#heldLease(runId, options.holder);
@@ -282,7 +197,11 @@ export class KvEvents implements RunEventStore {
         native: numberedNative(group.native, known.head.native, known.native),
       };
       if (entries.events.length > 0 || entries.native.length > 0) {
-        if (await this.#commit(runId, known, entries, true, lease?.versionstamp)) return entries;
+        // In a log with keys of the earlier index, too many to check go the reading way.
+        if (
+          (!known.legacy || this.#checksFit(runId, entries)) &&
+          await this.#commit(runId, known, entries, true, lease?.versionstamp)
+        ) return entries;
       } else if (holder === undefined) {
         this.#known.remember(runId, known);
         return entries;
@@ -499,22 +418,22 @@ export class KvEvents implements RunEventStore {
    */
   #legacyKey(part: string, runId: string, id: string): Deno.KvKey | null {
     const key = this.#key(part, runId, id);
-    // Each string part is encoded as a type byte, its UTF-8 bytes (a NUL as two) and a NUL.
+    return keySize(key) <= 2048 ? key : null;
+  }
+
+  /** Whether a fast-path commit of `entries` can check each one's key of the earlier index. */
+  #checksFit(runId: string, entries: Numbered): boolean {
+    if (entries.events.length + entries.native.length > MAX_CHECKED_GROUP) return false;
     let bytes = 0;
-    for (const item of key) {
-      const text = String(item);
-      bytes += 2 + text.length;
-      for (let i = 0; i < text.length; i++) {
-        const code = text.charCodeAt(i);
-        if (code >= 0xd800 && code <= 0xdfff) {
-          // A pair is 4 bytes; a lone half is written as U+FFFD, 3 bytes.
-          const next = text.charCodeAt(i + 1);
-          if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
-          bytes += 2;
-        } else if (code === 0 || code > 0x7f) bytes += code > 0x7ff ? 2 : 1;
-      }
+    for (const entry of entries.events) {
+      const key = this.#legacyKey("run-event-source", runId, entry.sourceId);
+      if (key !== null) bytes += keySize(key);
     }
-    return bytes <= 2048 ? key : null;
+    for (const entry of entries.native) {
+      const key = this.#legacyKey("run-native-source", runId, entry.id);
+      if (key !== null) bytes += keySize(key);
+    }
+    return bytes <= MAX_CHECKED_KEY_BYTES;
   }
 
   /** Remembers the lease a holder's take or renewal wrote, for the fence (bounded the same). */

@@ -1,0 +1,164 @@
+/**
+ * How the KV store's run event log (`_events.ts`) cuts an append into atomic commits and numbers
+ * their entries: the commit budgets against Deno KV's limits (1,000 mutations, 100 checks, 80 KiB
+ * of keys, 800 KiB of values, 64 KiB a value), and the size of a key as KV encodes it.
+ *
+ * @module
+ */
+import type {
+  EventBatch,
+  NativeEventEntry,
+  NativeEventInput,
+  RunEventEntry,
+  RunEventInput,
+} from "../run_event_types.ts";
+
+/**
+ * Entries (of both logs) per atomic commit. A burst's appends often hold more than a hundred, and
+ * each commit costs Deno KV's thread a fixed part besides its rows: in commits of up to 400 rather
+ * than 96, a turn of 2,000 messages through `/provider` took 66 to 72 ms instead of 80 to 93 ms
+ * (`bench/native_bench.ts`'s turn, medians of 30, 2026-11-27).
+ */
+const MAX_APPEND_GROUP = 400;
+/**
+ * Entries per fast-path commit in a log with keys of the earlier index, which checks one key
+ * each: inside KV's 100 checks with the head's and the lease's.
+ */
+export const MAX_CHECKED_GROUP = 96;
+/** Mutations per atomic commit, inside KV's 1,000 with the index chunk and the head. */
+const MAX_MUTATIONS = 990;
+/** Bytes of the mutations' keys per atomic commit, leaving room in KV's 80 KiB for the checks'. */
+const MAX_KEY_BYTES = 48 * 1024;
+/** Bytes of the checks' keys of the earlier index one fast-path commit may hold. */
+export const MAX_CHECKED_KEY_BYTES = 24 * 1024;
+/** Bytes of values per atomic commit (estimated), inside KV's 800 KiB. */
+const MAX_GROUP_BYTES = 500 * 1024;
+/** Characters of ids per index chunk: at most 40 KiB even as two-byte text, inside 64 KiB. */
+const MAX_CHUNK_CHARS = 20_000;
+/** Characters of native JSON per value: at most 48 KiB even as two-byte text, inside 64 KiB. */
+export const NATIVE_PART = 24_000;
+
+/**
+ * The bytes Deno KV encodes `key` in: a string part is a type byte, its UTF-8 bytes (a NUL as two)
+ * and a NUL; a number is a type byte and 8.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { keySize } from "./_append_groups.ts";
+ * assert.equal(keySize(["ab", 1]), 4 + 9);
+ * assert.equal(keySize(["é\ud83d\ude00\ud800"]), 2 + 2 + 4 + 3);
+ * ```
+ */
+export function keySize(key: Deno.KvKey): number {
+  let bytes = 0;
+  for (const item of key) {
+    if (typeof item !== "string") {
+      bytes += 9;
+      continue;
+    }
+    bytes += 2 + item.length;
+    for (let i = 0; i < item.length; i++) {
+      const code = item.charCodeAt(i);
+      if (code >= 0xd800 && code <= 0xdfff) {
+        // A pair is 4 bytes; a lone half is written as U+FFFD, 3 bytes.
+        const next = item.charCodeAt(i + 1);
+        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
+        bytes += 2;
+      } else if (code === 0 || code > 0x7f) bytes += code > 0x7ff ? 2 : 1;
+    }
+  }
+  return bytes;
+}
+
+/** A batch split into commits: each group's run events and native events, in order. */
+export interface Group {
+  events: RunEventInput[];
+  native: NativeEventInput[];
+}
+
+/** Splits a batch into groups that each fit one atomic operation. */
+export function groupsOf(batch: EventBatch, keyBytes: number): Group[] {
+  const groups: Group[] = [];
+  let group: Group = { events: [], native: [] };
+  let count = 0;
+  let bytes = 0;
+  let ids = 0;
+  let mutations = 0;
+  const add = (size: number, id: string, parts: number): void => {
+    if (
+      count > 0 &&
+      (count + 1 > MAX_APPEND_GROUP || bytes + size > MAX_GROUP_BYTES ||
+        ids + id.length > MAX_CHUNK_CHARS || mutations + parts > MAX_MUTATIONS ||
+        (mutations + parts) * keyBytes > MAX_KEY_BYTES)
+    ) {
+      groups.push(group);
+      group = { events: [], native: [] };
+      count = 0;
+      bytes = 0;
+      ids = 0;
+      mutations = 0;
+    }
+    count++;
+    bytes += size;
+    ids += id.length;
+    mutations += parts;
+  };
+  for (const event of batch.events) {
+    add(2 * JSON.stringify(event.event).length + 256, event.sourceId, 1);
+    group.events.push(event);
+  }
+  for (const event of batch.native ?? []) {
+    add(
+      2 * event.json.length + 256,
+      event.id,
+      Math.max(1, Math.ceil(event.json.length / NATIVE_PART)),
+    );
+    group.native.push(event);
+  }
+  if (count > 0) groups.push(group);
+  return groups;
+}
+
+/** `events` numbered after `seq`, skipping the source ids in `held` and repeats within `events`. */
+export function numbered(
+  events: readonly RunEventInput[],
+  seq: number,
+  held: ReadonlySet<string>,
+): RunEventEntry[] {
+  const entries: RunEventEntry[] = [];
+  const taken = new Set<string>();
+  for (const event of events) {
+    if (held.has(event.sourceId) || taken.has(event.sourceId)) continue;
+    taken.add(event.sourceId);
+    entries.push({ seq: ++seq, ...event });
+  }
+  return entries;
+}
+
+/** Native `events` numbered after `seq`, skipping the ids in `held` and repeats. */
+export function numberedNative(
+  events: readonly NativeEventInput[],
+  seq: number,
+  held: ReadonlySet<string>,
+): NativeEventEntry[] {
+  const entries: NativeEventEntry[] = [];
+  const taken = new Set<string>();
+  for (const event of events) {
+    if (held.has(event.id) || taken.has(event.id)) continue;
+    taken.add(event.id);
+    entries.push({ seq: ++seq, id: event.id, type: event.type, json: event.json });
+  }
+  return entries;
+}
+
+/** The ids of `known` and those of `more`, as one set (`known` when `more` is empty). */
+export function joined(known: Set<string>, more: Set<string>): ReadonlySet<string> {
+  return more.size === 0 ? known : new Set([...known, ...more]);
+}
+
+/** One group, numbered: what one commit writes. */
+export interface Numbered {
+  events: RunEventEntry[];
+  native: NativeEventEntry[];
+}
