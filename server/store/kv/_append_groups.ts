@@ -120,41 +120,59 @@ export function groupsOf(batch: EventBatch, keyBytes: number): Group[] {
   return groups;
 }
 
-/** `events` numbered after `seq`, skipping the source ids in `held` and repeats within `events`. */
+/** Whether a log already holds an id. */
+export type Held = (id: string) => boolean;
+
+/** Whether `first` or `second` (if given) holds an id. */
+export function heldIn(first: ReadonlySet<string>, second?: ReadonlySet<string>): Held {
+  return second === undefined || second.size === 0
+    ? (id) => first.has(id)
+    : (id) => first.has(id) || second.has(id);
+}
+
+/** `inputs` numbered after `seq` as `entry` makes them, skipping held ids and repeats. */
+function numberedBy<I, E>(
+  inputs: readonly I[],
+  seq: number,
+  held: Held,
+  idOf: (input: I) => string,
+  entry: (input: I, seq: number) => E,
+): E[] {
+  const entries: E[] = [];
+  const taken = new Set<string>();
+  for (const input of inputs) {
+    const id = idOf(input);
+    if (held(id) || taken.has(id)) continue;
+    taken.add(id);
+    entries.push(entry(input, ++seq));
+  }
+  return entries;
+}
+
+/** Run `events` numbered after `seq`, skipping held source ids and repeats within `events`. */
 export function numbered(
   events: readonly RunEventInput[],
   seq: number,
-  held: ReadonlySet<string>,
+  held: Held,
 ): RunEventEntry[] {
-  const entries: RunEventEntry[] = [];
-  const taken = new Set<string>();
-  for (const event of events) {
-    if (held.has(event.sourceId) || taken.has(event.sourceId)) continue;
-    taken.add(event.sourceId);
-    entries.push({ seq: ++seq, ...event });
-  }
-  return entries;
+  return numberedBy(events, seq, held, (event) => event.sourceId, (event, seq) => ({
+    seq,
+    ...event,
+  }));
 }
 
-/** Native `events` numbered after `seq`, skipping the ids in `held` and repeats. */
+/** Native `events` numbered after `seq`, skipping held ids and repeats. */
 export function numberedNative(
   events: readonly NativeEventInput[],
   seq: number,
-  held: ReadonlySet<string>,
+  held: Held,
 ): NativeEventEntry[] {
-  const entries: NativeEventEntry[] = [];
-  const taken = new Set<string>();
-  for (const event of events) {
-    if (held.has(event.id) || taken.has(event.id)) continue;
-    taken.add(event.id);
-    entries.push({ seq: ++seq, id: event.id, type: event.type, json: event.json });
-  }
-  return entries;
-}
-
-/** The ids of `known` and those of `more`, as one set (`known` when `more` is empty). */
-export function joined(known: Set<string>, more: Set<string>): ReadonlySet<string> {
-  return more.size === 0 ? known : new Set([...known, ...more]);
+  return numberedBy(events, seq, held, (event) => event.id, (event, seq) => ({
+    seq,
+    id: event.id,
+    type: event.type,
+    json: event.json,
+  }));
 }
 
 /** One group, numbered: what one commit writes. */

@@ -80,7 +80,7 @@ import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from 
 import {
   type Group,
   groupsOf,
-  joined,
+  heldIn,
   keySize,
   MAX_CHECKED_GROUP,
   MAX_CHECKED_KEY_BYTES,
@@ -193,14 +193,14 @@ export class KvEvents implements RunEventStore {
     const lease = holder === undefined ? undefined : this.#leases.get(runId);
     if (known !== undefined && (holder === undefined || lease?.holder === holder)) {
       const entries = {
-        events: numbered(group.events, known.head.seq, known.events),
-        native: numberedNative(group.native, known.head.native, known.native),
+        events: numbered(group.events, known.head.seq, heldIn(known.events)),
+        native: numberedNative(group.native, known.head.native, heldIn(known.native)),
       };
       if (entries.events.length > 0 || entries.native.length > 0) {
         // In a log with keys of the earlier index, too many to check go the reading way.
+        const checks = known.legacy ? this.#legacyChecks(runId, entries) : [];
         if (
-          (!known.legacy || this.#checksFit(runId, entries)) &&
-          await this.#commit(runId, known, entries, true, lease?.versionstamp)
+          checks !== null && await this.#commit(runId, known, entries, checks, lease?.versionstamp)
         ) return entries;
       } else if (holder === undefined) {
         this.#known.remember(runId, known);
@@ -227,14 +227,14 @@ export class KvEvents implements RunEventStore {
         ])
         : [new Set<string>(), new Set<string>()];
       const entries = {
-        events: numbered(group.events, known.head.seq, joined(known.events, events)),
-        native: numberedNative(group.native, known.head.native, joined(known.native, native)),
+        events: numbered(group.events, known.head.seq, heldIn(known.events, events)),
+        native: numberedNative(group.native, known.head.native, heldIn(known.native, native)),
       };
       if (entries.events.length === 0 && entries.native.length === 0) {
         if (known.versionstamp !== "") this.#known.remember(runId, known);
         return entries;
       }
-      return await this.#commit(runId, known, entries, false, fence) ? entries : AGAIN;
+      return await this.#commit(runId, known, entries, [], fence) ? entries : AGAIN;
     });
   }
 
@@ -336,12 +336,15 @@ export class KvEvents implements RunEventStore {
   /** The ids among `ids` with a key of the earlier index under `part`. */
   async #stored(runId: string, part: string, ids: readonly string[]): Promise<Set<string>> {
     const stored = new Set<string>();
-    const unique = [...new Set(ids)].filter((id) => this.#legacyKey(part, runId, id) !== null);
-    for (let i = 0; i < unique.length; i += 10) {
-      const slice = unique.slice(i, i + 10);
-      const found = await this.#kv.getMany(slice.map((id) => this.#key(part, runId, id)));
+    const keyed = [...new Set(ids)].flatMap((id) => {
+      const legacy = this.#legacyKey(part, runId, id);
+      return legacy === null ? [] : [{ id, key: legacy.key }];
+    });
+    for (let i = 0; i < keyed.length; i += 10) {
+      const slice = keyed.slice(i, i + 10);
+      const found = await this.#kv.getMany(slice.map((item) => item.key));
       found.forEach((entry, index) => {
-        if (entry.value !== null) stored.add(slice[index]);
+        if (entry.value !== null) stored.add(slice[index].id);
       });
     }
     return stored;
@@ -349,16 +352,15 @@ export class KvEvents implements RunEventStore {
 
   /**
    * Commits `entries` (at least one) after the head `known` has, checked against its
-   * versionstamp, the lease's when fenced (`leaseVersionstamp`) and, in a log with keys of the
-   * earlier index, when `checkLegacy` (the fast path, which looked none up), against the absence
-   * of each id's earlier key. Whether it committed; a commit makes `known` the new head's, and
-   * this store remembers it.
+   * versionstamp, the lease's when fenced (`leaseVersionstamp`) and the absence of each key in
+   * `absent` (the fast path's keys of the earlier index, `#legacyChecks`).
+   * Whether it committed; a commit makes `known` the new head's, and this store remembers it.
    */
   async #commit(
     runId: string,
     known: KnownLog,
     entries: Numbered,
-    checkLegacy: boolean,
+    absent: readonly Deno.KvKey[],
     leaseVersionstamp?: string,
   ): Promise<boolean> {
     const headKey = this.#key("run-event-head", runId);
@@ -373,17 +375,13 @@ export class KvEvents implements RunEventStore {
     if (leaseVersionstamp !== undefined) {
       operation.check({ key: this.#key("run-lease", runId), versionstamp: leaseVersionstamp });
     }
-    const checks = checkLegacy && known.legacy;
+    for (const key of absent) operation.check({ key, versionstamp: null });
     const chunk: SourcesChunk = { events: [], native: [] };
     for (const entry of entries.events) {
-      const legacy = checks ? this.#legacyKey("run-event-source", runId, entry.sourceId) : null;
-      if (legacy !== null) operation.check({ key: legacy, versionstamp: null });
       operation.set(this.#key("run-event", runId, entry.seq), entry);
       chunk.events.push(entry.sourceId);
     }
     for (const entry of entries.native) {
-      const legacy = checks ? this.#legacyKey("run-native-source", runId, entry.id) : null;
-      if (legacy !== null) operation.check({ key: legacy, versionstamp: null });
       const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
       operation.set(
         this.#key("run-native", runId, entry.seq, 0),
@@ -413,27 +411,33 @@ export class KvEvents implements RunEventStore {
   }
 
   /**
-   * The key of `id` in the earlier index under `part`, or null when it is longer than a KV key
-   * may be (2,048 bytes): such an id had no key there, and asking for one would fail.
+   * The key of `id` in the earlier index under `part` and its size, or null when it is longer
+   * than a KV key may be (2,048 bytes): such an id had no key there, and asking for one would fail.
    */
-  #legacyKey(part: string, runId: string, id: string): Deno.KvKey | null {
+  #legacyKey(part: string, runId: string, id: string): { key: Deno.KvKey; size: number } | null {
     const key = this.#key(part, runId, id);
-    return keySize(key) <= 2048 ? key : null;
+    const size = keySize(key);
+    return size <= 2048 ? { key, size } : null;
   }
 
-  /** Whether a fast-path commit of `entries` can check each one's key of the earlier index. */
-  #checksFit(runId: string, entries: Numbered): boolean {
-    if (entries.events.length + entries.native.length > MAX_CHECKED_GROUP) return false;
+  /**
+   * The keys of the earlier index a fast-path commit of `entries` checks the absence of, or null
+   * when they are more than one commit can check (the append then reads instead).
+   */
+  #legacyChecks(runId: string, entries: Numbered): Deno.KvKey[] | null {
+    if (entries.events.length + entries.native.length > MAX_CHECKED_GROUP) return null;
+    const keys: Deno.KvKey[] = [];
     let bytes = 0;
+    const add = (legacy: { key: Deno.KvKey; size: number } | null): void => {
+      if (legacy === null) return;
+      keys.push(legacy.key);
+      bytes += legacy.size;
+    };
     for (const entry of entries.events) {
-      const key = this.#legacyKey("run-event-source", runId, entry.sourceId);
-      if (key !== null) bytes += keySize(key);
+      add(this.#legacyKey("run-event-source", runId, entry.sourceId));
     }
-    for (const entry of entries.native) {
-      const key = this.#legacyKey("run-native-source", runId, entry.id);
-      if (key !== null) bytes += keySize(key);
-    }
-    return bytes <= MAX_CHECKED_KEY_BYTES;
+    for (const entry of entries.native) add(this.#legacyKey("run-native-source", runId, entry.id));
+    return bytes <= MAX_CHECKED_KEY_BYTES ? keys : null;
   }
 
   /** Remembers the lease a holder's take or renewal wrote, for the fence (bounded the same). */
