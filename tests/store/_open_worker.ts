@@ -7,13 +7,19 @@
  */
 import { openKvStore } from "../../server/store/mod.ts";
 
-self.onmessage = async (event: MessageEvent<string>) => {
+/** The worker's own scope: the project is checked with the window's types, not a worker's. */
+const scope = self as unknown as {
+  onmessage: ((event: MessageEvent<string>) => void) | null;
+  postMessage(message: string): void;
+};
+
+scope.onmessage = async (event: MessageEvent<string>) => {
   try {
     const store = await openKvStore({ path: event.data, namespace: "0".repeat(32) });
     await store.principals.get(crypto.randomUUID());
     await store.close();
-    self.postMessage("ok");
+    scope.postMessage("ok");
   } catch (error) {
-    self.postMessage(`${error}; cause: ${(error as Error).cause}`);
+    scope.postMessage(`${error}; cause: ${(error as Error).cause}`);
   }
 };
