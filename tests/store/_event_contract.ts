@@ -359,6 +359,32 @@ export function runEventContract(test: ContractCase): void {
     assert.deepEqual(whole.map((e) => e.seq), Array.from({ length: 132 }, (_, i) => i + 1));
   });
 
+  test("logs by page: every page of both logs, either way from anywhere, is the slice of the whole", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    // Entries of many sizes and widths (a store may pack small ones into one value and part large
+    // ones), appended in batches of several lengths.
+    const texts = ["a", "€".repeat(3_000), "b".repeat(9_000), "😀".repeat(2_000), "c".repeat(40)];
+    const sizes = [
+      10,
+      "é".repeat(5_000),
+      "x".repeat(20_000),
+      "d".repeat(30_000),
+      "€".repeat(9_000),
+    ];
+    let n = 0;
+    for (const count of [1, 17, 4, 30, 9]) {
+      const ids = Array.from({ length: count }, () => `i${++n}`);
+      await store.events.appendBatch(runId, {
+        events: ids.map((id, i) => input(id, texts[(n + i) % texts.length])),
+        native: ids.map((id, i) => {
+          const size = sizes[(n + 2 * i) % sizes.length];
+          return native(id, typeof size === "number" ? id : size);
+        }),
+      });
+    }
+    await assertEveryPage(store, runId, n);
+  });
+
   test(
     "native log: concurrent batches from two handles leave both logs gap-free and duplicate-free",
     async (store, openTwin) => {
@@ -463,4 +489,42 @@ export function runEventContract(test: ContractCase): void {
       }
     },
   );
+}
+
+/**
+ * Asserts that a run's logs hold `count` entries each, numbered from 1, and that every page of
+ * them (run events after any seq; native events after any seq, before any seq, or from the end),
+ * of 1, 7 or 40 entries, is the matching slice of the whole log.
+ */
+export async function assertEveryPage(store: Store, runId: string, count: number): Promise<void> {
+  const events = await store.events.list(runId, 0, 10_000);
+  const natives = await store.events.listNative(runId, { order: "asc", limit: 10_000 });
+  const seqs = Array.from({ length: count }, (_, i) => i + 1);
+  assert.deepEqual(events.map((entry) => entry.seq), seqs);
+  assert.deepEqual(natives.map((entry) => entry.seq), seqs);
+  for (const limit of [1, 7, 40]) {
+    for (let after = 0; after <= count; after++) {
+      assert.deepEqual(
+        await store.events.list(runId, after, limit),
+        events.slice(after, after + limit),
+        `run events after ${after}, ${limit}`,
+      );
+      assert.deepEqual(
+        await store.events.listNative(runId, { order: "asc", after, limit }),
+        natives.slice(after, after + limit),
+        `native events after ${after}, ${limit}`,
+      );
+    }
+    for (let before = 1; before <= count + 1; before++) {
+      assert.deepEqual(
+        await store.events.listNative(runId, { order: "desc", before, limit }),
+        natives.slice(Math.max(0, before - 1 - limit), before - 1).reverse(),
+        `native events before ${before}, ${limit}`,
+      );
+    }
+    assert.deepEqual(
+      await store.events.listNative(runId, { order: "desc", limit }),
+      natives.slice(-limit).reverse(),
+    );
+  }
 }

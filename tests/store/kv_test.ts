@@ -9,6 +9,7 @@ import { KvActivityLog } from "../../server/store/kv/_activity.ts";
 import { KvEvents } from "../../server/store/kv/_events.ts";
 import { runStoreContract, testPrincipal } from "./contract.ts";
 import { testRun } from "./_fixtures.ts";
+import { assertEveryPage } from "./_event_contract.ts";
 
 const directory = Deno.makeTempDirSync({ prefix: "automation-runtime-kv-" });
 const path = `${directory}/store.kv`;
@@ -333,6 +334,8 @@ Deno.test("kv store: an append to a log written with a key per id (the earlier i
       const many = Array.from({ length: 150 }, (_, i) => `q${i}`);
       const more = await other.events.appendBatch(runId, eventBatch(runId, many));
       assert.deepEqual(more.events.map((e) => e.sourceId), many);
+      // Read by page across the earlier layout (an entry a key) and packs, either way.
+      await assertEveryPage(other, runId, 163);
     } finally {
       await other.close();
     }

@@ -2,10 +2,12 @@
  * The events part of the KV store: run event logs, native logs and tail leases. Keys, below the
  * store's namespace root:
  *
- * - `["run-event", runId, seq]` → {@linkcode RunEventEntry}
- * - `["run-native", runId, seq, part]` → a native entry: part 0 holds `{id, type, parts, json}`
- *   with the first piece of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB,
- *   a provider event may hold more)
+ * - `["run-event", runId, seq]` → a pack of consecutive {@linkcode RunEventEntry}s ending at
+ *   `seq` (one entry, as logs written before packs hold)
+ * - `["run-native", runId, seq, part]` → a pack of whole native entries ending at `seq` (part 0),
+ *   or an entry too long for a pack: part 0 holds `{id, type, parts, json}` with the first piece
+ *   of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB, a provider event may
+ *   hold more); the layout and its reads are `_packs.ts`'s
  * - `["run-sources", runId, seq, native]` → {@linkcode SourcesChunk}: the source ids of the run
  *   entries and the ids of the native entries one commit wrote, keyed by the head it left (the
  *   dedupe index, a key per commit)
@@ -76,6 +78,15 @@ import { type RunEventStore, RunLeaseLostError } from "../events.ts";
 import { AGAIN, type KvCommits, storeFailure } from "./_commit.ts";
 import { watchKey } from "./_watch.ts";
 import { runsEndedBefore } from "./_runs.ts";
+import {
+  type NativeRow,
+  nativeRows,
+  readNative,
+  type RunEventRow,
+  runRows,
+  straddlingNative,
+  takeRunEntries,
+} from "./_packs.ts";
 import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from "./_known_logs.ts";
 import {
   type Group,
@@ -84,7 +95,6 @@ import {
   keySize,
   MAX_CHECKED_GROUP,
   MAX_CHECKED_KEY_BYTES,
-  NATIVE_PART,
   type Numbered,
   numbered,
   numberedNative,
@@ -121,13 +131,11 @@ function headOf(value: unknown): LogHead {
   return EMPTY_HEAD;
 }
 
-/** Part 0 of a native entry. */
-interface NativeFirstPart {
-  id: string;
-  type: string;
-  parts: number;
-  json: string;
-}
+/**
+ * Rows fetched per batch of a read: a pack holds up to 16 K characters, so a read fetches at most
+ * about 1.6 M of them beyond what it returns.
+ */
+const READ_BATCH = 100;
 
 /** Options of {@linkcode KvEvents}. */
 export interface KvEventsOptions {
@@ -376,30 +384,15 @@ export class KvEvents implements RunEventStore {
       operation.check({ key: this.#key("run-lease", runId), versionstamp: leaseVersionstamp });
     }
     for (const key of absent) operation.check({ key, versionstamp: null });
-    const chunk: SourcesChunk = { events: [], native: [] };
-    for (const entry of entries.events) {
-      operation.set(this.#key("run-event", runId, entry.seq), entry);
-      chunk.events.push(entry.sourceId);
-    }
-    for (const entry of entries.native) {
-      const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
-      operation.set(
-        this.#key("run-native", runId, entry.seq, 0),
-        {
-          id: entry.id,
-          type: entry.type,
-          parts,
-          json: entry.json.slice(0, NATIVE_PART),
-        } satisfies NativeFirstPart,
-      );
-      for (let part = 1; part < parts; part++) {
-        operation.set(
-          this.#key("run-native", runId, entry.seq, part),
-          entry.json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART),
-        );
-      }
-      chunk.native.push(entry.id);
-    }
+    const rows = [
+      ...runRows(entries.events, (seq) => this.#key("run-event", runId, seq)),
+      ...nativeRows(entries.native, (seq, part) => this.#key("run-native", runId, seq, part)),
+    ];
+    for (const [key, value] of rows) operation.set(key, value);
+    const chunk: SourcesChunk = {
+      events: entries.events.map((entry) => entry.sourceId),
+      native: entries.native.map((entry) => entry.id),
+    };
     operation.set(this.#key("run-sources", runId, next.seq, next.native), chunk);
     const result = await this.#commits.commit(operation);
     if (!result.ok) return false;
@@ -450,11 +443,15 @@ export class KvEvents implements RunEventStore {
     try {
       const prefix = this.#key("run-event", runId);
       const entries: RunEventEntry[] = [];
-      const iterator = this.#kv.list<RunEventEntry>(
+      // Each row from `after + 1` holds at least one later entry: `limit` rows are enough.
+      const iterator = this.#kv.list<RunEventRow>(
         { prefix, start: [...prefix, after + 1] },
-        { limit, batchSize: Math.min(limit, 500) },
+        { limit, batchSize: Math.min(limit, READ_BATCH) },
       );
-      for await (const entry of iterator) entries.push(entry.value);
+      for await (const row of iterator) {
+        takeRunEntries(row.value, after, entries, limit);
+        if (entries.length >= limit) break;
+      }
       return entries;
     } catch (error) {
       throw storeFailure(error);
@@ -464,40 +461,28 @@ export class KvEvents implements RunEventStore {
   async listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]> {
     try {
       const prefix = this.#key("run-native", runId);
-      const selector: Deno.KvListSelector = query.order === "asc"
-        ? { prefix, start: [...prefix, (query.after ?? 0) + 1] }
-        : query.before === undefined
-        ? { prefix }
-        : { prefix, end: [...prefix, query.before] };
-      const entries: NativeEventEntry[] = [];
-      // Parts arrive in key order: 0, 1, … ascending; …, 1, 0 descending.
-      let pieces: string[] = [];
-      const iterator = this.#kv.list<NativeFirstPart | string>(selector, {
-        reverse: query.order === "desc",
-        batchSize: Math.min(query.limit + 1, 500),
-      });
-      for await (const item of iterator) {
-        const value = item.value;
-        if (typeof value === "string") {
-          pieces.push(value);
-          continue;
-        }
-        const rest = query.order === "asc" ? pieces : pieces.reverse();
-        if (query.order === "asc" && entries.length > 0) {
-          entries[entries.length - 1].json += rest.join("");
-        }
-        pieces = [];
-        const seq = item.key[item.key.length - 2] as number;
-        const entry = { seq, id: value.id, type: value.type, json: value.json };
-        if (query.order === "desc") entry.json += rest.join("");
-        if (query.order === "asc" && entries.length === query.limit) break;
-        entries.push(entry);
-        if (query.order === "desc" && entries.length === query.limit) break;
+      const batchSize = Math.min(query.limit + 1, READ_BATCH);
+      if (query.order === "asc") {
+        const rows = this.#kv.list<NativeRow>(
+          { prefix, start: [...prefix, (query.after ?? 0) + 1] },
+          { batchSize },
+        );
+        return await readNative(rows, query);
       }
-      if (query.order === "asc" && entries.length > 0 && pieces.length > 0) {
-        entries[entries.length - 1].json += pieces.join("");
+      let first: NativeEventEntry[] = [];
+      if (query.before !== undefined) {
+        for await (
+          const row of this.#kv.list<NativeRow>(
+            { prefix, start: [...prefix, query.before] },
+            { limit: 1 },
+          )
+        ) first = straddlingNative(row.value, query.before);
       }
-      return entries;
+      const rows = this.#kv.list<NativeRow>(
+        query.before === undefined ? { prefix } : { prefix, end: [...prefix, query.before] },
+        { reverse: true, batchSize },
+      );
+      return await readNative(rows, query, first);
     } catch (error) {
       throw storeFailure(error);
     }
@@ -566,7 +551,7 @@ export class KvEvents implements RunEventStore {
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
             operation.delete(item.key);
-            if (part === "run-event") deleted++;
+            if (part === "run-event") deleted += Array.isArray(item.value) ? item.value.length : 1;
             if (++pending === 500) {
               await this.#commits.commit(operation);
               operation = this.#kv.atomic();

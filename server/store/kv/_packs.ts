@@ -1,0 +1,255 @@
+/**
+ * How the KV store's run logs (`_events.ts`) lay their entries out in rows, and read them back.
+ *
+ * - **Run events**: `["run-event", runId, seq]` holds a pack, the consecutive entries of one
+ *   commit up to `seq`, as an array. A log written before packs holds one entry (an object) per
+ *   key; both are read.
+ * - **Native events**: `["run-native", runId, seq, 0]` holds a pack of whole entries up to
+ *   `seq` (an array, each with its `seq`), or the first part of one entry too long for a pack
+ *   (`{id, type, parts, json}`), whose further parts are `["run-native", runId, seq, 1…]` (strings:
+ *   a KV value holds at most 64 KiB, a provider event may hold more). Logs written before packs
+ *   hold only the parted form.
+ *
+ * Why packs, and the number: Deno KV's thread spends most of an append per row, not per byte. A
+ * burst of 2,000 provider messages wrote three rows a message (the merged text delta, the
+ * completed message, the provider's own event); packed, it writes about one row per hundred
+ * entries. Its turn through `/provider` took 74 ms with a row per entry, 51 ms with run events
+ * packed and 38 ms with both logs packed (`bench/native_bench.ts`'s turn, medians of 30, three
+ * runs each, 2026-11-27).
+ *
+ * A pack is keyed by its last entry, so a read that starts after `seq` starts at the key
+ * `seq + 1` and finds every pack holding a later entry (dropping the earlier entries of the first
+ * one). A read going down from `before` also reads the one row keyed at or after `before`
+ * ({@linkcode straddlingNative}), which may hold entries below it.
+ *
+ * @module
+ */
+import type { NativeEventEntry, NativeEventQuery, RunEventEntry } from "../run_event_types.ts";
+import { NATIVE_PART } from "./_append_groups.ts";
+
+/**
+ * Characters of JSON one pack holds at most (an entry larger than that alone is a pack, or a
+ * parted native entry, of its own). V8 serializes a JSON character into at most about 2.5 bytes
+ * (two-byte text is 2; a short number or an empty array in a list a little more), so a pack stays
+ * under 41 KiB, inside KV's 64 KiB a value.
+ */
+export const MAX_PACK_CHARS = 16_384;
+
+/** What a run-event row holds: a pack, or one entry as written before packs. */
+export type RunEventRow = RunEventEntry[] | RunEventEntry;
+
+/** Part 0 of a native entry too long for a pack. */
+export interface NativeFirstPart {
+  /** The provider event's id. */
+  id: string;
+  /** Its type. */
+  type: string;
+  /** How many parts its JSON is cut into. */
+  parts: number;
+  /** The first part of its JSON. */
+  json: string;
+}
+
+/** What a native row holds: a pack, an entry's first part, or a further part of its JSON. */
+export type NativeRow = NativeEventEntry[] | NativeFirstPart | string;
+
+/** A row to write: its key and value. */
+export type Row = [key: Deno.KvKey, value: unknown];
+
+/**
+ * The rows of consecutive run `entries`: packs of at most {@linkcode MAX_PACK_CHARS}, each keyed
+ * (by `keyOf`) with its last entry's seq.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runRows } from "./_packs.ts";
+ * const entry = (seq: number) => ({
+ *   seq,
+ *   sourceId: `e${seq}`,
+ *   at: "2026-11-27T00:00:00.000Z",
+ *   event: { type: "run.started" as const, runId: "r" },
+ * });
+ * const rows = runRows([entry(1), entry(2)], (seq) => ["run-event", "r", seq]);
+ * assert.deepEqual(rows.map(([key]) => key), [["run-event", "r", 2]]);
+ * ```
+ */
+export function runRows(
+  entries: readonly RunEventEntry[],
+  keyOf: (seq: number) => Deno.KvKey,
+): Row[] {
+  const rows: Row[] = [];
+  let pack: RunEventEntry[] = [];
+  let chars = 0;
+  for (const entry of entries) {
+    const size = JSON.stringify(entry).length;
+    if (pack.length > 0 && chars + size > MAX_PACK_CHARS) {
+      rows.push([keyOf(pack[pack.length - 1].seq), pack]);
+      pack = [];
+      chars = 0;
+    }
+    pack.push(entry);
+    chars += size;
+  }
+  if (pack.length > 0) rows.push([keyOf(pack[pack.length - 1].seq), pack]);
+  return rows;
+}
+
+/**
+ * The rows of consecutive native `entries`: packs of whole entries keyed (by `keyOf`) with their
+ * last seq and part 0, and an entry too long for a pack in parts of its own.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nativeRows } from "./_packs.ts";
+ * const entry = (seq: number, json: string) => ({ seq, id: `n${seq}`, type: "agent.message", json });
+ * const rows = nativeRows(
+ *   [entry(1, "{}"), entry(2, "{}"), entry(3, `"${"x".repeat(30_000)}"`)],
+ *   (seq, part) => ["run-native", "r", seq, part],
+ * );
+ * assert.deepEqual(rows.map(([key]) => key), [
+ *   ["run-native", "r", 2, 0],
+ *   ["run-native", "r", 3, 0],
+ *   ["run-native", "r", 3, 1],
+ * ]);
+ * ```
+ */
+export function nativeRows(
+  entries: readonly NativeEventEntry[],
+  keyOf: (seq: number, part: number) => Deno.KvKey,
+): Row[] {
+  const rows: Row[] = [];
+  let pack: NativeEventEntry[] = [];
+  let chars = 0;
+  const flush = () => {
+    if (pack.length === 0) return;
+    rows.push([keyOf(pack[pack.length - 1].seq, 0), pack]);
+    pack = [];
+    chars = 0;
+  };
+  for (const entry of entries) {
+    // The JSON, the id and the type, plus room for the names and the seq.
+    const size = entry.json.length + entry.id.length + entry.type.length + 48;
+    if (size > MAX_PACK_CHARS) {
+      flush();
+      const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
+      rows.push([
+        keyOf(entry.seq, 0),
+        {
+          id: entry.id,
+          type: entry.type,
+          parts,
+          json: entry.json.slice(0, NATIVE_PART),
+        } satisfies NativeFirstPart,
+      ]);
+      for (let part = 1; part < parts; part++) {
+        rows.push([
+          keyOf(entry.seq, part),
+          entry.json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART),
+        ]);
+      }
+      continue;
+    }
+    if (chars + size > MAX_PACK_CHARS) flush();
+    pack.push({ seq: entry.seq, id: entry.id, type: entry.type, json: entry.json });
+    chars += size;
+  }
+  flush();
+  return rows;
+}
+
+/**
+ * Adds the entries of a run-event row later than `after` to `into`, until it holds `limit`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { takeRunEntries } from "./_packs.ts";
+ * const entry = (seq: number) => ({
+ *   seq,
+ *   sourceId: `e${seq}`,
+ *   at: "2026-11-27T00:00:00.000Z",
+ *   event: { type: "run.started" as const, runId: "r" },
+ * });
+ * const into = [entry(1)];
+ * takeRunEntries([entry(2), entry(3), entry(4)], 2, into, 2);
+ * assert.deepEqual(into.map((entry) => entry.seq), [1, 3]);
+ * ```
+ */
+export function takeRunEntries(
+  row: RunEventRow,
+  after: number,
+  into: RunEventEntry[],
+  limit: number,
+): void {
+  if (!Array.isArray(row)) {
+    if (row.seq > after && into.length < limit) into.push(row);
+    return;
+  }
+  for (const entry of row) {
+    if (into.length >= limit) return;
+    if (entry.seq > after) into.push(entry);
+  }
+}
+
+/**
+ * The entries below `before` that the row keyed at or after it holds (`row`: the first row of the
+ * native log from the key `before` up, if any), newest first: only a pack can hold them.
+ */
+export function straddlingNative(row: NativeRow | undefined, before: number): NativeEventEntry[] {
+  if (!Array.isArray(row)) return [];
+  return row.filter((entry) => entry.seq < before).reverse();
+}
+
+/**
+ * The native entries of `rows` as `query` asks for them, up to its limit: `rows` are the native
+ * log's rows from after `query.after` up (`asc`), or from below `query.before` (or the end) down
+ * (`desc`), and `first` what comes before them (the entries of {@linkcode straddlingNative}).
+ */
+export async function readNative(
+  rows: AsyncIterable<Deno.KvEntry<NativeRow>>,
+  query: NativeEventQuery,
+  first: readonly NativeEventEntry[] = [],
+): Promise<NativeEventEntry[]> {
+  const entries = first.slice(0, query.limit);
+  const ascending = query.order === "asc";
+  const after = query.after ?? 0;
+  // Ascending, the parted entry whose further parts come next; descending, the further parts
+  // read before their first part (highest first).
+  let open: NativeEventEntry | null = null;
+  let pieces: string[] = [];
+  for await (const { key, value } of rows) {
+    if (typeof value === "string") {
+      if (ascending) {
+        if (open !== null) open.json += value;
+      } else pieces.push(value);
+      continue;
+    }
+    // Every entry is whole once the next one's row comes (its parts come before it).
+    if (entries.length >= query.limit) break;
+    open = null;
+    if (Array.isArray(value)) {
+      pieces = [];
+      const pack = ascending ? value : value.reverse();
+      for (const entry of pack) {
+        if (entries.length >= query.limit) break;
+        if (!ascending || entry.seq > after) entries.push(entry);
+      }
+      continue;
+    }
+    const entry: NativeEventEntry = {
+      seq: key[key.length - 2] as number,
+      id: value.id,
+      type: value.type,
+      json: value.json,
+    };
+    if (ascending) open = entry;
+    else {
+      entry.json += pieces.reverse().join("");
+      pieces = [];
+    }
+    entries.push(entry);
+  }
+  return entries;
+}
