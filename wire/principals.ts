@@ -28,6 +28,20 @@ export const CAPABILITIES = [
 export type Capability = typeof CAPABILITIES[number];
 
 /**
+ * What a principal id is: a lower-case UUID (8-4-4-4-12 hexadecimal digits, any version).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { PRINCIPAL_ID_PATTERN } from "./principals.ts";
+ * assert.ok(PRINCIPAL_ID_PATTERN.test(crypto.randomUUID()));
+ * assert.ok(!PRINCIPAL_ID_PATTERN.test(crypto.randomUUID().toUpperCase()));
+ * ```
+ */
+export const PRINCIPAL_ID_PATTERN: RegExp =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
  * The bounds of a principal's `name` and `metadata`: a name of 1 to 64 characters, at most 16
  * metadata pairs, each key 1 to 64 printable ASCII characters without spaces, each value a string
  * of at most 512 characters. Neither may hold a control character.

@@ -7,6 +7,7 @@
 import { hmacSha256 } from "../digest.ts";
 import { CAPABILITIES, type Capability } from "../store/types.ts";
 import { parseRfc3339 } from "../time.ts";
+import { PRINCIPAL_ID_PATTERN } from "../../wire/mod.ts";
 import { BootstrapError } from "./errors.ts";
 
 /** Prefix shared by every bootstrap variable. */
@@ -78,8 +79,6 @@ export interface BootstrapValues {
    */
   generation: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Checks a bootstrap bearer: 32 to 512 characters, each 0x21 to 0x7E except `,`. Returns a reason
@@ -174,7 +173,9 @@ export function parseBootstrapValues(
   if (tokenProblem !== null) fail(BOOTSTRAP_VARIABLES.token, tokenProblem);
 
   const principalId = raw[BOOTSTRAP_VARIABLES.principal];
-  if (!UUID.test(principalId)) fail(BOOTSTRAP_VARIABLES.principal, "is not a lower-case UUID");
+  if (!PRINCIPAL_ID_PATTERN.test(principalId)) {
+    fail(BOOTSTRAP_VARIABLES.principal, "is not a lower-case UUID");
+  }
 
   const capabilities = parseCapabilityList(raw[BOOTSTRAP_VARIABLES.capabilities]);
   if (typeof capabilities === "string") fail(BOOTSTRAP_VARIABLES.capabilities, capabilities);

@@ -20,6 +20,7 @@ import {
   NOTIFICATION_EVENTS,
   NOTIFICATION_FORMATS,
   type PendingToolRequestList,
+  PRINCIPAL_ID_PATTERN,
   type PrincipalPage,
   type PrincipalSummary,
   type RecordedToolAnswerList,
@@ -55,7 +56,7 @@ const name = z.string().describe("the principal's name, when it was given one");
 const metadata = z.record(z.string(), z.string()).describe(
   "the principal's metadata pairs, when it was given some",
 );
-const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+const uuid = z.string().regex(PRINCIPAL_ID_PATTERN)
   .describe("lower-case UUID");
 
 /** `GET /healthz`. */

@@ -38,7 +38,7 @@ import { invalidRequest, type ValidationDetail } from "../rules/json.ts";
 import { type LazyBodySchema, lazyBodySchema } from "../schemas/lazy.ts";
 import type { RuntimeServices } from "../services.ts";
 import type { CreatePrincipalResult, PrincipalPosition } from "../store/types.ts";
-import type { CreatePrincipalBody } from "../../wire/mod.ts";
+import { type CreatePrincipalBody, PRINCIPAL_ID_PATTERN } from "../../wire/mod.ts";
 import { parseRfc3339 } from "../time.ts";
 import { auditEntry } from "../runs/audit.ts";
 import { grantRunPolicy, policyAnswer, runPolicyOf } from "../runs/policy.ts";
@@ -51,8 +51,6 @@ export { derivePrincipalBearer, MAX_PRINCIPAL_TTL_MS } from "../issuance.ts";
 export const DEFAULT_PAGE_SIZE = 100;
 /** Most principals in one page of `GET /v1/principals`. */
 export const MAX_PAGE_SIZE = 500;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Body schema of {@linkcode CreatePrincipalBody} (`createPrincipalBody` in
@@ -131,7 +129,8 @@ function decodeCursor(cursor: string): PrincipalPosition | null {
     const pair = JSON.parse(binary);
     if (
       !Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" ||
-      parseRfc3339(pair[0]) === null || typeof pair[1] !== "string" || !UUID.test(pair[1])
+      parseRfc3339(pair[0]) === null || typeof pair[1] !== "string" ||
+      !PRINCIPAL_ID_PATTERN.test(pair[1])
     ) {
       return null;
     }
@@ -204,7 +203,7 @@ export function principalRoutes(services: RuntimeServices): RouteDefinition[] {
 
   async function revoke(context: RequestContext): Promise<Response> {
     const principalId = context.params.principalId;
-    if (!UUID.test(principalId)) throw principalNotFound();
+    if (!PRINCIPAL_ID_PATTERN.test(principalId)) throw principalNotFound();
     if (principalId === bootstrap.principalId) {
       throw invalidRequest([{
         path: "principalId",

@@ -23,6 +23,7 @@ import {
   type CreatePrincipalBody,
   CURRENCIES,
   type MonetaryAmount,
+  PRINCIPAL_ID_PATTERN,
   PRINCIPAL_LABEL_LIMITS,
   type PrincipalPolicy,
   type PrincipalSpend,
@@ -240,7 +241,7 @@ export const principalSpendSchema = z.strictObject({
 /** Body of `POST /v1/principals`. */
 export const createPrincipalBody = z.strictObject({
   principalId: z.string().regex(
-    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    PRINCIPAL_ID_PATTERN,
     "Must be a lower-case UUID",
   ).describe("Lower-case UUID of the new principal, chosen by the caller"),
   capabilities: grantedCapabilities,
