@@ -219,7 +219,9 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   if (bin === undefined) throw unavailable("a private cluster");
   const root = await Deno.makeTempDir({ prefix: "automation-runtime-pg-" });
   const data = `${root}/data`;
-  const port = freePort();
+  // Chosen again should the first start fail: between `freePort` and the server's bind, another
+  // process of the suite may take the port (initdb runs in between).
+  let port = freePort();
   const pgCtl = `${bin}/pg_ctl`;
   const stopSync = () => {
     runSync(pgCtl, ["-D", data, "-m", "immediate", "-w", "stop"], runAs);
@@ -265,7 +267,15 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       "UTF8",
       "--no-sync",
     ], runAs);
-    await start();
+    for (let attempt = 1;; attempt++) {
+      try {
+        await start();
+        break;
+      } catch (error) {
+        if (attempt === 3) throw error;
+        port = freePort();
+      }
+    }
   } catch (error) {
     globalThis.removeEventListener("unload", stopSync);
     stopSync();
