@@ -359,6 +359,38 @@ export function runEventContract(test: ContractCase): void {
     assert.deepEqual(whole.map((e) => e.seq), Array.from({ length: 132 }, (_, i) => i + 1));
   });
 
+  test("events: tool inputs as parsed from the provider's JSON (decimals, fields left undefined) append in one batch and read back as JSON keeps them", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    // A decimal makes every number of its array a double; undefined fields are not JSON's.
+    const inputs: unknown[] = [
+      ...Array.from({ length: 6 }, () => JSON.parse(`[0.5${",1".repeat(1_500)}]`)),
+      ...Array.from({ length: 6 }, () => JSON.parse(`[${Array(1_500).fill("-0").join(",")}]`)),
+      ...Array.from({ length: 20 }, () =>
+        Object.fromEntries(
+          Array.from({ length: 300 }, (_, i) => [`field_${i}_of_the_input`, undefined]),
+        )),
+    ];
+    const events: RunEventInput[] = inputs.map((toolInput, i) => ({
+      sourceId: `t${i}`,
+      at: new Date().toISOString(),
+      event: {
+        type: "tool.call",
+        runId,
+        id: `toolu_${i}`,
+        name: "lookup",
+        input: toolInput,
+        needsConfirmation: false,
+      },
+    }));
+    const appended = await store.events.appendBatch(runId, { events });
+    assert.equal(appended.events.length, inputs.length);
+    const log = await store.events.list(runId, 0, 100);
+    assert.deepEqual(
+      log.map((entry) => entry.event),
+      events.map((event) => JSON.parse(JSON.stringify(event.event))),
+    );
+  });
+
   test("logs by page: every page of both logs, either way from anywhere, is the slice of the whole", async (store) => {
     const runId = `sesn_${crypto.randomUUID()}`;
     // Entries of many sizes and widths (a store may pack small ones into one value and part large

@@ -747,3 +747,25 @@ Deno.test("kv store: an append cut off between its commits is finished by the ne
     await store.close();
   }
 });
+
+Deno.test("kv store: a page read down the native log reads no part of an entry it does not return", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const counting = countingKv(raw);
+  const root = ["automation-runtime", "ns"];
+  const events = new KvEvents(new KvCommits(counting.kv, auditNumbering(root)), root);
+  const runId = `sesn_${crypto.randomUUID()}`;
+  // 13 parts, then a small event.
+  const big = { id: "big", type: "agent.message", json: `{"text":"${"x".repeat(300_000)}"}` };
+  const small = { id: "small", type: "agent.message", json: "{}" };
+  try {
+    await events.appendBatch(runId, { events: [], native: [big, small] });
+    const reads = counting.reads();
+    const newest = await events.listNative(runId, { order: "desc", limit: 1 });
+    assert.deepEqual(newest.map((entry) => entry.id), ["small"]);
+    assert.ok(counting.reads() - reads <= 2, `${counting.reads() - reads} rows read`);
+    const next = await events.listNative(runId, { order: "desc", before: 2, limit: 1 });
+    assert.equal(next[0].json, big.json);
+  } finally {
+    raw.close();
+  }
+});

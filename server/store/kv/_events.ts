@@ -3,7 +3,7 @@
  * store's namespace root:
  *
  * - `["run-event", runId, seq]` → a pack of consecutive {@linkcode RunEventEntry}s ending at
- *   `seq` (one entry, as logs written before packs hold)
+ *   `seq`, as JSON text (one entry, as logs written before packs hold)
  * - `["run-native", runId, seq, part]` → a pack of whole native entries ending at `seq` (part 0),
  *   or an entry too long for a pack: part 0 holds `{id, type, parts, json}` with the first piece
  *   of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB, a provider event may
@@ -477,6 +477,7 @@ export class KvEvents implements RunEventStore {
             { limit: 1 },
           )
         ) first = straddlingNative(row.value, query.before);
+        if (first.length >= query.limit) return first.slice(0, query.limit);
       }
       const rows = this.#kv.list<NativeRow>(
         query.before === undefined ? { prefix } : { prefix, end: [...prefix, query.before] },
@@ -551,7 +552,11 @@ export class KvEvents implements RunEventStore {
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
             operation.delete(item.key);
-            if (part === "run-event") deleted += Array.isArray(item.value) ? item.value.length : 1;
+            if (part === "run-event") {
+              deleted += typeof item.value === "string"
+                ? (JSON.parse(item.value) as unknown[]).length
+                : 1;
+            }
             if (++pending === 500) {
               await this.#commits.commit(operation);
               operation = this.#kv.atomic();

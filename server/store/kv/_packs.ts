@@ -2,8 +2,8 @@
  * How the KV store's run logs (`_events.ts`) lay their entries out in rows, and read them back.
  *
  * - **Run events**: `["run-event", runId, seq]` holds a pack, the consecutive entries of one
- *   commit up to `seq`, as an array. A log written before packs holds one entry (an object) per
- *   key; both are read.
+ *   commit up to `seq`, as the JSON text of an array (what PostgreSQL's `jsonb` keeps of an entry
+ *   too). A log written before packs holds one entry (an object) per key; both are read.
  * - **Native events**: `["run-native", runId, seq, 0]` holds a pack of whole entries up to
  *   `seq` (an array, each with its `seq`), or the first part of one entry too long for a pack
  *   (`{id, type, parts, json}`), whose further parts are `["run-native", runId, seq, 1…]` (strings:
@@ -28,15 +28,16 @@ import type { NativeEventEntry, NativeEventQuery, RunEventEntry } from "../run_e
 import { NATIVE_PART } from "./_append_groups.ts";
 
 /**
- * Characters of JSON one pack holds at most (an entry larger than that alone is a pack, or a
- * parted native entry, of its own). V8 serializes a JSON character into at most about 2.5 bytes
- * (two-byte text is 2; a short number or an empty array in a list a little more), so a pack stays
- * under 41 KiB, inside KV's 64 KiB a value.
+ * Characters one pack holds at most (an entry larger than that alone is a pack, or a parted native
+ * entry, of its own): a run-event pack is JSON text, a native pack strings and a few small fields
+ * (48 characters' room an entry), so KV stores a character in at most 2 bytes and a pack stays
+ * under 44 KiB, inside KV's 64 KiB a value. (Run entries are not packed as objects: V8 serializes
+ * `[0.5,1,1]` parsed from a tool's input as 9 bytes a number, and keeps fields JSON drops.)
  */
 export const MAX_PACK_CHARS = 16_384;
 
-/** What a run-event row holds: a pack, or one entry as written before packs. */
-export type RunEventRow = RunEventEntry[] | RunEventEntry;
+/** What a run-event row holds: a pack (JSON text of an array), or one entry as written before packs. */
+export type RunEventRow = string | RunEventEntry;
 
 /** Part 0 of a native entry too long for a pack. */
 export interface NativeFirstPart {
@@ -79,19 +80,23 @@ export function runRows(
   keyOf: (seq: number) => Deno.KvKey,
 ): Row[] {
   const rows: Row[] = [];
-  let pack: RunEventEntry[] = [];
+  let pack: string[] = [];
   let chars = 0;
+  let last = 0;
+  const flush = () => {
+    if (pack.length === 0) return;
+    rows.push([keyOf(last), `[${pack.join(",")}]`]);
+    pack = [];
+    chars = 0;
+  };
   for (const entry of entries) {
-    const size = JSON.stringify(entry).length;
-    if (pack.length > 0 && chars + size > MAX_PACK_CHARS) {
-      rows.push([keyOf(pack[pack.length - 1].seq), pack]);
-      pack = [];
-      chars = 0;
-    }
-    pack.push(entry);
-    chars += size;
+    const json = JSON.stringify(entry);
+    if (chars + json.length > MAX_PACK_CHARS) flush();
+    pack.push(json);
+    chars += json.length;
+    last = entry.seq;
   }
-  if (pack.length > 0) rows.push([keyOf(pack[pack.length - 1].seq), pack]);
+  flush();
   return rows;
 }
 
@@ -173,7 +178,7 @@ export function nativeRows(
  *   event: { type: "run.started" as const, runId: "r" },
  * });
  * const into = [entry(1)];
- * takeRunEntries([entry(2), entry(3), entry(4)], 2, into, 2);
+ * takeRunEntries(JSON.stringify([entry(2), entry(3), entry(4)]), 2, into, 2);
  * assert.deepEqual(into.map((entry) => entry.seq), [1, 3]);
  * ```
  */
@@ -183,11 +188,11 @@ export function takeRunEntries(
   into: RunEventEntry[],
   limit: number,
 ): void {
-  if (!Array.isArray(row)) {
+  if (typeof row !== "string") {
     if (row.seq > after && into.length < limit) into.push(row);
     return;
   }
-  for (const entry of row) {
+  for (const entry of JSON.parse(row) as RunEventEntry[]) {
     if (into.length >= limit) return;
     if (entry.seq > after) into.push(entry);
   }
@@ -220,6 +225,8 @@ export async function readNative(
   let open: NativeEventEntry | null = null;
   let pieces: string[] = [];
   for await (const { key, value } of rows) {
+    // Descending, the parts of an entry come before it: none is read once the page is full.
+    if (!ascending && entries.length >= query.limit) break;
     if (typeof value === "string") {
       if (ascending) {
         if (open !== null) open.json += value;
