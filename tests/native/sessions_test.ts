@@ -84,6 +84,46 @@ Deno.test("provider API: a session created with the SDK streams to its end and l
   }
 });
 
+Deno.test("provider API: a reply longer than a store value (77,000 characters) is logged whole and its turn ends", async () => {
+  const native = await startNative();
+  const { gateway } = native;
+  try {
+    const text = "a long reply ".repeat(5_000) + "中".repeat(12_000);
+    gateway.fake.managedAgents!.script = () => [
+      { type: "agent.message", content: [{ type: "text", text }] },
+    ];
+    const { bearer, sdk, session } = await writerSession(native, {
+      initial_events: [userMessage("Write at length")],
+    });
+    const listed = async (): Promise<Json[]> => {
+      const events: Json[] = [];
+      for await (const event of sdk.beta.sessions.events.list(session.id)) events.push(event);
+      return events;
+    };
+    await until(
+      async () => (await listed()).some((event) => event.type === "session.status_idle"),
+      "the turn ends in the gateway's log",
+      10_000,
+    );
+    const message = (await listed()).find((event) => event.type === "agent.message");
+    assert.equal(message.content[0].text, text);
+    // The run's own log holds the whole reply too.
+    const page = await gateway.request("GET", `/v1/runs/${session.id}/events?limit=100`, {
+      bearer,
+    });
+    assert.equal(page.status, 200, page.text);
+    const events: Json[] = page.json.events;
+    assert.equal(events.find((event) => event.type === "message.completed").text, text);
+    assert.equal(
+      events.filter((event) => event.type === "message.delta").map((event) => event.text).join(""),
+      text,
+    );
+    assert.equal(events.at(-1).type, "run.completed");
+  } finally {
+    await native.close();
+  }
+});
+
 Deno.test("provider API: a follow-up and an interrupt go through the gateway's run", async () => {
   const native = await startNative();
   const { gateway } = native;

@@ -279,19 +279,20 @@ export function runEventContract(test: ContractCase): void {
       );
       await store.runs.create(run, slot);
       await store.events.appendBatch(run.runId, {
-        events: [input("a"), input("b")],
+        // A long reply among them: a store may keep it in pieces.
+        events: [input("a"), input("b", "x".repeat(100_000)), input("c")],
         native: [native("n")],
       });
     }
-    assert.ok(await store.events.purge("2026-02-01T00:00:00.000Z") >= 2);
+    assert.ok(await store.events.purge("2026-02-01T00:00:00.000Z") >= 3);
     assert.deepEqual(await store.events.list(old.runId, 0, 10), []);
     assert.deepEqual(await store.events.listNative(old.runId, { order: "asc", limit: 10 }), []);
     assert.equal(
       (await store.events.listNative(recent.runId, { order: "asc", limit: 10 })).length,
       1,
     );
-    assert.equal((await store.events.list(recent.runId, 0, 10)).length, 2);
-    assert.equal((await store.events.list(active.runId, 0, 10)).length, 2);
+    assert.equal((await store.events.list(recent.runId, 0, 10)).length, 3);
+    assert.equal((await store.events.list(active.runId, 0, 10)).length, 3);
   });
 
   test("native log: appended with the run events in one batch, numbered and deduplicated apart", async (store) => {
@@ -389,6 +390,28 @@ export function runEventContract(test: ContractCase): void {
       log.map((entry) => entry.event),
       events.map((event) => JSON.parse(JSON.stringify(event.event))),
     );
+  });
+
+  test("events: a long reply (a message of 200,000 characters, or 100,000 of two bytes) is logged whole among short ones and read back by page", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    const texts = ["a", "x".repeat(200_000), "b", "中😀".repeat(50_000), "c", "d"];
+    await store.events.appendBatch(runId, {
+      events: texts.map((text, i) => input(`m${i}`, text)),
+    });
+    const whole = await store.events.list(runId, 0, 100);
+    assert.deepEqual(
+      whole.map((entry) => (entry.event as { text: string }).text),
+      texts,
+    );
+    for (const limit of [1, 2, 10]) {
+      for (let after = 0; after <= texts.length; after++) {
+        assert.deepEqual(
+          await store.events.list(runId, after, limit),
+          whole.slice(after, after + limit),
+          `after ${after}, ${limit}`,
+        );
+      }
+    }
   });
 
   test("logs by page: every page of both logs, either way from anywhere, is the slice of the whole", async (store) => {

@@ -3,7 +3,9 @@
  * store's namespace root:
  *
  * - `["run-event", runId, seq]` → a pack of consecutive {@linkcode RunEventEntry}s ending at
- *   `seq`, as JSON text (one entry, as logs written before packs hold)
+ *   `seq`, as JSON text; a pack longer than a value holds (one long reply) is `{parts, json}` with
+ *   its first piece, and `["run-event", runId, seq, 1…]` the others (one entry, as an object, in
+ *   logs written before packs)
  * - `["run-native", runId, seq, part]` → a pack of whole native entries ending at `seq` (part 0),
  *   or an entry too long for a pack: part 0 holds `{id, type, parts, json}` with the first piece
  *   of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB, a provider event may
@@ -82,10 +84,10 @@ import {
   type NativeRow,
   nativeRows,
   readNative,
+  readRunEntries,
   type RunEventRow,
   runRows,
   straddlingNative,
-  takeRunEntries,
 } from "./_packs.ts";
 import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from "./_known_logs.ts";
 import {
@@ -385,7 +387,13 @@ export class KvEvents implements RunEventStore {
     }
     for (const key of absent) operation.check({ key, versionstamp: null });
     const rows = [
-      ...runRows(entries.events, (seq) => this.#key("run-event", runId, seq)),
+      ...runRows(
+        entries.events,
+        (seq, part) =>
+          part === undefined
+            ? this.#key("run-event", runId, seq)
+            : this.#key("run-event", runId, seq, part),
+      ),
       ...nativeRows(entries.native, (seq, part) => this.#key("run-native", runId, seq, part)),
     ];
     for (const [key, value] of rows) operation.set(key, value);
@@ -442,17 +450,11 @@ export class KvEvents implements RunEventStore {
   async list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
     try {
       const prefix = this.#key("run-event", runId);
-      const entries: RunEventEntry[] = [];
-      // Each row from `after + 1` holds at least one later entry: `limit` rows are enough.
-      const iterator = this.#kv.list<RunEventRow>(
+      const rows = this.#kv.list<RunEventRow>(
         { prefix, start: [...prefix, after + 1] },
-        { limit, batchSize: Math.min(limit, READ_BATCH) },
+        { batchSize: Math.min(limit, READ_BATCH) },
       );
-      for await (const row of iterator) {
-        takeRunEntries(row.value, after, entries, limit);
-        if (entries.length >= limit) break;
-      }
-      return entries;
+      return await readRunEntries(rows, after, limit);
     } catch (error) {
       throw storeFailure(error);
     }
@@ -539,6 +541,7 @@ export class KvEvents implements RunEventStore {
       let deleted = 0;
       for await (const runId of runsEndedBefore(this.#kv, this.#root, endedBefore)) {
         this.#known.take(runId);
+        let lastSeq = 0;
         for (
           const part of [
             "run-event",
@@ -552,10 +555,11 @@ export class KvEvents implements RunEventStore {
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
             operation.delete(item.key);
-            if (part === "run-event") {
-              deleted += typeof item.value === "string"
-                ? (JSON.parse(item.value) as unknown[]).length
-                : 1;
+            // A pack holds the entries after the one before it (pieces of a long one add none).
+            if (part === "run-event" && typeof item.key[item.key.length - 2] !== "number") {
+              const seq = item.key[item.key.length - 1] as number;
+              deleted += seq - lastSeq;
+              lastSeq = seq;
             }
             if (++pending === 500) {
               await this.#commits.commit(operation);

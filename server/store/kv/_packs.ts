@@ -3,7 +3,9 @@
  *
  * - **Run events**: `["run-event", runId, seq]` holds a pack, the consecutive entries of one
  *   commit up to `seq`, as the JSON text of an array (what PostgreSQL's `jsonb` keeps of an entry
- *   too). A log written before packs holds one entry (an object) per key; both are read.
+ *   too). A pack longer than a value holds (one entry: a long reply's `message.completed`) is cut
+ *   in pieces: `{parts, json}` under the seq, the further pieces under `[…, seq, 1…]`. A log
+ *   written before packs holds one entry (an object) per key; all are read.
  * - **Native events**: `["run-native", runId, seq, 0]` holds a pack of whole entries up to
  *   `seq` (an array, each with its `seq`), or the first part of one entry too long for a pack
  *   (`{id, type, parts, json}`), whose further parts are `["run-native", runId, seq, 1…]` (strings:
@@ -36,8 +38,22 @@ import { NATIVE_PART } from "./_append_groups.ts";
  */
 export const MAX_PACK_CHARS = 16_384;
 
-/** What a run-event row holds: a pack (JSON text of an array), or one entry as written before packs. */
-export type RunEventRow = string | RunEventEntry;
+/**
+ * The first row of a run-event pack too long for one value: how many pieces its JSON text is cut
+ * into, and the first.
+ */
+export interface LongPack {
+  /** Pieces of the JSON text, this one included. */
+  parts: number;
+  /** The first piece. */
+  json: string;
+}
+
+/**
+ * What a run-event row holds: a pack (JSON text of an array of entries), the first piece of a long
+ * one, a further piece (under a key one part longer), or one entry as written before packs.
+ */
+export type RunEventRow = string | LongPack | RunEventEntry;
 
 /** Part 0 of a native entry too long for a pack. */
 export interface NativeFirstPart {
@@ -59,25 +75,33 @@ export type Row = [key: Deno.KvKey, value: unknown];
 
 /**
  * The rows of consecutive run `entries`: packs of at most {@linkcode MAX_PACK_CHARS}, each keyed
- * (by `keyOf`) with its last entry's seq.
+ * (by `keyOf`) with its last entry's seq. A pack of one entry longer than a value holds (a long
+ * reply's `message.completed`) is cut into pieces: `{parts, json}` with the first piece under the
+ * seq, the others under `keyOf(seq, 1…)`.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { runRows } from "./_packs.ts";
- * const entry = (seq: number) => ({
+ * const entry = (seq: number, text = "") => ({
  *   seq,
  *   sourceId: `e${seq}`,
  *   at: "2026-11-27T00:00:00.000Z",
- *   event: { type: "run.started" as const, runId: "r" },
+ *   event: { type: "message.completed" as const, runId: "r", text },
  * });
- * const rows = runRows([entry(1), entry(2)], (seq) => ["run-event", "r", seq]);
- * assert.deepEqual(rows.map(([key]) => key), [["run-event", "r", 2]]);
+ * const keyOf = (seq: number, part?: number) =>
+ *   part === undefined ? ["run-event", "r", seq] : ["run-event", "r", seq, part];
+ * const rows = runRows([entry(1), entry(2), entry(3, "x".repeat(30_000))], keyOf);
+ * assert.deepEqual(rows.map(([key]) => key), [
+ *   ["run-event", "r", 2],
+ *   ["run-event", "r", 3],
+ *   ["run-event", "r", 3, 1],
+ * ]);
  * ```
  */
 export function runRows(
   entries: readonly RunEventEntry[],
-  keyOf: (seq: number) => Deno.KvKey,
+  keyOf: (seq: number, part?: number) => Deno.KvKey,
 ): Row[] {
   const rows: Row[] = [];
   let pack: string[] = [];
@@ -85,7 +109,15 @@ export function runRows(
   let last = 0;
   const flush = () => {
     if (pack.length === 0) return;
-    rows.push([keyOf(last), `[${pack.join(",")}]`]);
+    const json = `[${pack.join(",")}]`;
+    if (json.length <= NATIVE_PART) rows.push([keyOf(last), json]);
+    else {
+      const parts = Math.ceil(json.length / NATIVE_PART);
+      rows.push([keyOf(last), { parts, json: json.slice(0, NATIVE_PART) } satisfies LongPack]);
+      for (let part = 1; part < parts; part++) {
+        rows.push([keyOf(last, part), json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART)]);
+      }
+    }
     pack = [];
     chars = 0;
   };
@@ -165,37 +197,65 @@ export function nativeRows(
 }
 
 /**
- * Adds the entries of a run-event row later than `after` to `into`, until it holds `limit`.
+ * The run entries of `rows` later than `after`, up to `limit`: `rows` are the run-event log's
+ * rows from the key `after + 1` up.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { takeRunEntries } from "./_packs.ts";
+ * import { readRunEntries } from "./_packs.ts";
  * const entry = (seq: number) => ({
  *   seq,
  *   sourceId: `e${seq}`,
  *   at: "2026-11-27T00:00:00.000Z",
  *   event: { type: "run.started" as const, runId: "r" },
  * });
- * const into = [entry(1)];
- * takeRunEntries(JSON.stringify([entry(2), entry(3), entry(4)]), 2, into, 2);
- * assert.deepEqual(into.map((entry) => entry.seq), [1, 3]);
+ * async function* rows() {
+ *   yield { key: ["r", 4], value: JSON.stringify([entry(2), entry(3), entry(4)]), versionstamp: "" };
+ *   yield { key: ["r", 5], value: entry(5), versionstamp: "" };
+ * }
+ * const page = await readRunEntries(rows(), 2, 2);
+ * assert.deepEqual(page.map((entry) => entry.seq), [3, 4]);
  * ```
  */
-export function takeRunEntries(
-  row: RunEventRow,
+export async function readRunEntries(
+  rows: AsyncIterable<Deno.KvEntry<RunEventRow>>,
   after: number,
-  into: RunEventEntry[],
   limit: number,
-): void {
-  if (typeof row !== "string") {
-    if (row.seq > after && into.length < limit) into.push(row);
-    return;
+): Promise<RunEventEntry[]> {
+  const entries: RunEventEntry[] = [];
+  const take = (json: string) => {
+    for (const entry of JSON.parse(json) as RunEventEntry[]) {
+      if (entries.length >= limit) return;
+      if (entry.seq > after) entries.push(entry);
+    }
+  };
+  // The pieces of a long pack read so far, and how many it has.
+  let pieces: string[] = [];
+  let parts = 0;
+  for await (const { key, value } of rows) {
+    // A further piece: its key ends with the seq and the part.
+    if (typeof key[key.length - 2] === "number") {
+      if (pieces.length === 0) continue;
+      pieces.push(value as string);
+      if (pieces.length === parts) {
+        take(pieces.join(""));
+        pieces = [];
+      }
+      continue;
+    }
+    if (entries.length >= limit) break;
+    pieces = [];
+    if (typeof value === "string") take(value);
+    else if ("sourceId" in value) {
+      if (value.seq > after) entries.push(value);
+    } else if (value.parts === 1) take(value.json);
+    else {
+      pieces = [value.json];
+      parts = value.parts;
+    }
   }
-  for (const entry of JSON.parse(row) as RunEventEntry[]) {
-    if (into.length >= limit) return;
-    if (entry.seq > after) into.push(entry);
-  }
+  return entries;
 }
 
 /**
