@@ -769,3 +769,87 @@ Deno.test("kv store: a page read down the native log reads no part of an entry i
     raw.close();
   }
 });
+
+Deno.test("kv store: a page read while a purge takes the log's rows returns whole entries only, and a full page reads no row past it", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const root = ["automation-runtime", "ns"];
+  // Once the read has yielded the row `when` picks, another process's purge commits (between two
+  // batches of the read), deleting the rows `gone` picks.
+  let purge: { when: (key: Deno.KvKey) => boolean; gone: (key: Deno.KvKey) => boolean } | null =
+    null;
+  let read = 0;
+  const kv = new Proxy(raw, {
+    get(target, property) {
+      if (property === "list") {
+        return async function* (selector: Deno.KvListSelector, options?: Deno.KvListOptions) {
+          for await (const entry of target.list(selector, options)) {
+            read++;
+            yield entry;
+            if (purge?.when(entry.key)) {
+              const { gone } = purge;
+              purge = null;
+              const operation = target.atomic();
+              for await (const row of target.list({ prefix: root })) {
+                if (gone(row.key)) operation.delete(row.key);
+              }
+              await operation.commit();
+            }
+          }
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const events = new KvEvents(new KvCommits(kv, auditNumbering(root)), root);
+  const runId = `sesn_${crypto.randomUUID()}`;
+  // Run events: "a", then two replies of 5 pieces each (seqs 2 and 3); native events: two of 4
+  // parts each (seqs 1 and 2).
+  const texts = ["a", "x".repeat(110_000), "y".repeat(110_000)];
+  const batch = {
+    ...eventBatch(runId, ["a", "x", "y"]),
+    native: ["p", "q"].map((fill) => ({
+      id: fill,
+      type: "agent.message",
+      json: `{"text":"${fill.repeat(80_000)}"}`,
+    })),
+  };
+  batch.events.forEach((event, i) => event.event.text = texts[i]);
+  const place = (key: Deno.KvKey) => [key.at(-2), key.at(-1)];
+  const run = (key: Deno.KvKey) => key.includes(runId);
+  try {
+    await events.appendBatch(runId, batch);
+    // A full page reads no row past it.
+    read = 0;
+    assert.deepEqual((await events.list(runId, 0, 1)).map((e) => e.sourceId), ["a"]);
+    assert.equal(read, 1);
+    // Run events, 3 rows a batch: the purge takes "a" and the first reply, and the second's
+    // head, after the first reply's first piece was read.
+    purge = {
+      when: (key) => key.includes("run-event") && place(key).join() === "2,1",
+      gone: (key) =>
+        run(key) && key.includes("run-event") &&
+        (typeof key.at(-2) !== "number" ? key.at(-1) !== 3 : key.at(-2) === 2),
+    };
+    assert.deepEqual((await events.list(runId, 0, 3)).map((e) => e.sourceId), ["a"]);
+    // Native events up, 3 rows a batch: the purge takes the first event and the second's first
+    // part after the first event's part 1 was read.
+    purge = {
+      when: (key) => key.includes("run-native") && place(key).join() === "1,1",
+      gone: (key) => key.includes("run-native") && (key.at(-2) === 1 || key.at(-1) === 0),
+    };
+    assert.deepEqual(await events.listNative(runId, { order: "asc", limit: 2 }), []);
+    // Native events down: the purge takes the second event after its part 2 was read.
+    await events.appendBatch(`${runId}-2`, { events: [], native: batch.native });
+    purge = {
+      when: (key) => key.includes("run-native") && place(key).join() === "2,2",
+      gone: (key) => key.includes("run-native") && key.at(-2) === 2,
+    };
+    assert.deepEqual(
+      await events.listNative(`${runId}-2`, { order: "desc", limit: 2 }),
+      [],
+    );
+  } finally {
+    raw.close();
+  }
+});

@@ -555,10 +555,16 @@ export class KvEvents implements RunEventStore {
           let pending = 0;
           for await (const item of this.#kv.list({ prefix: this.#key(part, runId) })) {
             operation.delete(item.key);
-            // A pack holds the entries after the one before it (pieces of a long one add none).
+            // Pieces of a long pack count none: its head counts its one entry.
             if (part === "run-event" && typeof item.key[item.key.length - 2] !== "number") {
               const seq = item.key[item.key.length - 1] as number;
-              deleted += seq - lastSeq;
+              // The first pack left counts its own (a purge cut short may have taken the ones
+              // before it); each later one holds the entries after the one before it.
+              deleted += lastSeq > 0
+                ? seq - lastSeq
+                : typeof item.value === "string"
+                ? (JSON.parse(item.value) as unknown[]).length
+                : 1;
               lastSeq = seq;
             }
             if (++pending === 500) {

@@ -230,32 +230,40 @@ export async function readRunEntries(
       if (entry.seq > after) entries.push(entry);
     }
   };
-  // The pieces of a long pack read so far, and how many it has.
-  let pieces: string[] = [];
-  let parts = 0;
+  // The long pack being read: its seq, its pieces so far, how many it has.
+  let long: { seq: number; pieces: string[]; parts: number } | null = null;
   for await (const { key, value } of rows) {
-    // A further piece: its key ends with the seq and the part.
-    if (typeof key[key.length - 2] === "number") {
-      if (pieces.length === 0) continue;
-      pieces.push(value as string);
-      if (pieces.length === parts) {
-        take(pieces.join(""));
-        pieces = [];
+    const [seq, part] = rowPlace(key);
+    if (part > 0) {
+      // Only the next piece of the pack being read; any other (a purge under way took rows
+      // between two batches of this read) ends the page before that pack.
+      if (long === null || seq !== long.seq || part !== long.pieces.length) break;
+      long.pieces.push(value as string);
+      if (long.pieces.length === long.parts) {
+        take(long.pieces.join(""));
+        long = null;
       }
-      continue;
+    } else {
+      if (long !== null) break;
+      if (typeof value === "string") take(value);
+      else if ("sourceId" in value) {
+        if (value.seq > after) entries.push(value);
+      } else if (value.parts === 1) take(value.json);
+      else long = { seq, pieces: [value.json], parts: value.parts };
     }
-    if (entries.length >= limit) break;
-    pieces = [];
-    if (typeof value === "string") take(value);
-    else if ("sourceId" in value) {
-      if (value.seq > after) entries.push(value);
-    } else if (value.parts === 1) take(value.json);
-    else {
-      pieces = [value.json];
-      parts = value.parts;
-    }
+    if (entries.length >= limit && long === null) break;
   }
   return entries;
+}
+
+/**
+ * Where a log row sits: its seq and its part, from its key (`[…, seq]` or `[…, seq, part]`: a
+ * run-event row without a part is part 0).
+ */
+function rowPlace(key: Deno.KvKey): [seq: number, part: number] {
+  const last = key[key.length - 1] as number;
+  const before = key[key.length - 2];
+  return typeof before === "number" ? [before, last] : [last, 0];
 }
 
 /**
@@ -280,43 +288,65 @@ export async function readNative(
   const entries = first.slice(0, query.limit);
   const ascending = query.order === "asc";
   const after = query.after ?? 0;
-  // Ascending, the parted entry whose further parts come next; descending, the further parts
-  // read before their first part (highest first).
+  // Ascending: the parted entry whose further parts come next, and how many it has. Descending:
+  // the further parts read before their first part (highest first), and their entry's seq.
   let open: NativeEventEntry | null = null;
+  let openParts = 0;
+  let nextPart = 0;
   let pieces: string[] = [];
+  let piecesSeq = 0;
+  let lastPart = 0;
+  let whole = true;
+  if (entries.length >= query.limit) return entries;
   for await (const { key, value } of rows) {
-    // Descending, the parts of an entry come before it: none is read once the page is full.
-    if (!ascending && entries.length >= query.limit) break;
+    const [seq, part] = rowPlace(key);
     if (typeof value === "string") {
+      // Only the next part of the entry being read; any other (a purge under way took rows
+      // between two batches of this read) ends the page before that entry.
       if (ascending) {
-        if (open !== null) open.json += value;
-      } else pieces.push(value);
-      continue;
-    }
-    // Every entry is whole once the next one's row comes (its parts come before it).
-    if (entries.length >= query.limit) break;
-    open = null;
-    if (Array.isArray(value)) {
-      pieces = [];
-      const pack = ascending ? value : value.reverse();
-      for (const entry of pack) {
-        if (entries.length >= query.limit) break;
-        if (!ascending || entry.seq > after) entries.push(entry);
+        if (open === null || seq !== open.seq || part !== nextPart) break;
+        open.json += value;
+        if (++nextPart === openParts) open = null;
+      } else {
+        if (pieces.length > 0 && (seq !== piecesSeq || part !== lastPart - 1)) break;
+        piecesSeq = seq;
+        lastPart = part;
+        pieces.push(value);
+        whole = false;
       }
-      continue;
+    } else {
+      if (open !== null) break;
+      if (Array.isArray(value)) {
+        if (pieces.length > 0) break;
+        const pack = ascending ? value : value.reverse();
+        for (const entry of pack) {
+          if (entries.length >= query.limit) break;
+          if (!ascending || entry.seq > after) entries.push(entry);
+        }
+      } else {
+        const entry: NativeEventEntry = { seq, id: value.id, type: value.type, json: value.json };
+        if (ascending) {
+          if (value.parts > 1) {
+            open = entry;
+            openParts = value.parts;
+            nextPart = 1;
+          }
+        } else {
+          // Its parts, read highest first, are parts - 1 down to 1 of this entry.
+          if (
+            pieces.length !== value.parts - 1 ||
+            (pieces.length > 0 && (piecesSeq !== seq || lastPart !== 1))
+          ) break;
+          entry.json += pieces.reverse().join("");
+          pieces = [];
+          whole = true;
+        }
+        entries.push(entry);
+      }
     }
-    const entry: NativeEventEntry = {
-      seq: key[key.length - 2] as number,
-      id: value.id,
-      type: value.type,
-      json: value.json,
-    };
-    if (ascending) open = entry;
-    else {
-      entry.json += pieces.reverse().join("");
-      pieces = [];
-    }
-    entries.push(entry);
+    if (entries.length >= query.limit && open === null && whole) break;
   }
+  // An entry whose parts stopped short is not returned.
+  if (open !== null) entries.pop();
   return entries;
 }
