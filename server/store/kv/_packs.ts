@@ -22,7 +22,9 @@
  * A pack is keyed by its last entry, so a read that starts after `seq` starts at the key
  * `seq + 1` and finds every pack holding a later entry (dropping the earlier entries of the first
  * one). A read going down from `before` also reads the one row keyed at or after `before`
- * ({@linkcode straddlingNative}), which may hold entries below it.
+ * ({@linkcode straddlingNative}), which may hold entries below it. A read joins an entry's parts
+ * only in order and under its own seq: when a purge took rows between two batches of a read, the
+ * page ends before the torn entry rather than join the parts of two.
  *
  * @module
  */
