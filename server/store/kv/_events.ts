@@ -134,8 +134,8 @@ function headOf(value: unknown): LogHead {
 }
 
 /**
- * Rows fetched per batch of a read: a pack holds up to 16 K characters, so a read fetches at most
- * about 1.6 M of them beyond what it returns.
+ * Rows fetched per batch of a read: a row holds at most 24 K characters (a piece of a long entry;
+ * a pack 16 K), so a read fetches at most about 2.4 M characters beyond what it returns.
  */
 const READ_BATCH = 100;
 
