@@ -35,8 +35,30 @@ export const MAX_CHECKED_KEY_BYTES = 24 * 1024;
 const MAX_GROUP_BYTES = 500 * 1024;
 /** Characters of ids per index chunk: at most 40 KiB even as two-byte text, inside 64 KiB. */
 const MAX_CHUNK_CHARS = 20_000;
-/** Characters of native JSON per value: at most 48 KiB even as two-byte text, inside 64 KiB. */
-export const NATIVE_PART = 24_000;
+/**
+ * Characters of JSON per part of a value cut in parts (a provider event, or a run-event pack, too
+ * long for one value): at most 48 KiB even as two-byte text, inside 64 KiB.
+ */
+export const PART_CHARS = 24_000;
+
+/**
+ * `json` cut in parts of {@linkcode PART_CHARS} (one part when it fits, also when empty).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { cutInParts } from "./_append_groups.ts";
+ * assert.deepEqual(cutInParts("{}"), ["{}"]);
+ * assert.equal(cutInParts("x".repeat(50_000)).length, 3);
+ * ```
+ */
+export function cutInParts(json: string): string[] {
+  const parts = [json.slice(0, PART_CHARS)];
+  for (let at = PART_CHARS; at < json.length; at += PART_CHARS) {
+    parts.push(json.slice(at, at + PART_CHARS));
+  }
+  return parts;
+}
 
 /**
  * The bytes Deno KV encodes `key` in: a string part is a type byte, its UTF-8 bytes (a NUL as two)
@@ -104,16 +126,16 @@ export function groupsOf(batch: EventBatch, keyBytes: number): Group[] {
     ids += id.length;
     mutations += parts;
   };
+  // Rows: one an entry at most (packs share them), or its parts when it alone is too long for a
+  // value (an entry's JSON is its event's, its source id and room for the rest).
+  const rows = (chars: number) => Math.max(1, Math.ceil(chars / PART_CHARS));
   for (const event of batch.events) {
-    add(2 * JSON.stringify(event.event).length + 256, event.sourceId, 1);
+    const chars = JSON.stringify(event.event).length + event.sourceId.length + 128;
+    add(2 * chars, event.sourceId, rows(chars));
     group.events.push(event);
   }
   for (const event of batch.native ?? []) {
-    add(
-      2 * event.json.length + 256,
-      event.id,
-      Math.max(1, Math.ceil(event.json.length / NATIVE_PART)),
-    );
+    add(2 * event.json.length + 256, event.id, rows(event.json.length));
     group.native.push(event);
   }
   if (count > 0) groups.push(group);

@@ -82,16 +82,18 @@ export function emptyLog(head: LogHead, versionstamp: string): KnownLog {
  * ```
  */
 export function addChunk(known: KnownLog, chunk: SourcesChunk): void {
-  for (const id of chunk.events) {
-    if (known.events.has(id)) continue;
-    known.events.add(id);
-    known.bytes += id.length + ID_BYTES;
+  known.bytes += addIds(known.events, chunk.events) + addIds(known.native, chunk.native);
+}
+
+/** Adds the ids `set` lacks; the bytes they count. */
+function addIds(set: Set<string>, ids: readonly string[]): number {
+  let bytes = 0;
+  for (const id of ids) {
+    if (set.has(id)) continue;
+    set.add(id);
+    bytes += id.length + ID_BYTES;
   }
-  for (const id of chunk.native) {
-    if (known.native.has(id)) continue;
-    known.native.add(id);
-    known.bytes += id.length + ID_BYTES;
-  }
+  return bytes;
 }
 
 /** The known logs of a store's runs, bounded (see the module doc). */

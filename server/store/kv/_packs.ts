@@ -29,7 +29,7 @@
  * @module
  */
 import type { NativeEventEntry, NativeEventQuery, RunEventEntry } from "../run_event_types.ts";
-import { NATIVE_PART } from "./_append_groups.ts";
+import { cutInParts } from "./_append_groups.ts";
 
 /**
  * Characters one pack holds at most (an entry larger than that alone is a pack, or a parted native
@@ -111,14 +111,11 @@ export function runRows(
   let last = 0;
   const flush = () => {
     if (pack.length === 0) return;
-    const json = `[${pack.join(",")}]`;
-    if (json.length <= NATIVE_PART) rows.push([keyOf(last), json]);
+    const parts = cutInParts(`[${pack.join(",")}]`);
+    if (parts.length === 1) rows.push([keyOf(last), parts[0]]);
     else {
-      const parts = Math.ceil(json.length / NATIVE_PART);
-      rows.push([keyOf(last), { parts, json: json.slice(0, NATIVE_PART) } satisfies LongPack]);
-      for (let part = 1; part < parts; part++) {
-        rows.push([keyOf(last, part), json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART)]);
-      }
+      rows.push([keyOf(last), { parts: parts.length, json: parts[0] } satisfies LongPack]);
+      for (let part = 1; part < parts.length; part++) rows.push([keyOf(last, part), parts[part]]);
     }
     pack = [];
     chars = 0;
@@ -172,21 +169,18 @@ export function nativeRows(
     const size = entry.json.length + entry.id.length + entry.type.length + 48;
     if (size > MAX_PACK_CHARS) {
       flush();
-      const parts = Math.max(1, Math.ceil(entry.json.length / NATIVE_PART));
+      const parts = cutInParts(entry.json);
       rows.push([
         keyOf(entry.seq, 0),
         {
           id: entry.id,
           type: entry.type,
-          parts,
-          json: entry.json.slice(0, NATIVE_PART),
+          parts: parts.length,
+          json: parts[0],
         } satisfies NativeFirstPart,
       ]);
-      for (let part = 1; part < parts; part++) {
-        rows.push([
-          keyOf(entry.seq, part),
-          entry.json.slice(part * NATIVE_PART, (part + 1) * NATIVE_PART),
-        ]);
+      for (let part = 1; part < parts.length; part++) {
+        rows.push([keyOf(entry.seq, part), parts[part]]);
       }
       continue;
     }
@@ -298,7 +292,6 @@ export async function readNative(
   let pieces: string[] = [];
   let piecesSeq = 0;
   let lastPart = 0;
-  let whole = true;
   if (entries.length >= query.limit) return entries;
   for await (const { key, value } of rows) {
     const [seq, part] = rowPlace(key);
@@ -314,7 +307,6 @@ export async function readNative(
         piecesSeq = seq;
         lastPart = part;
         pieces.push(value);
-        whole = false;
       }
     } else {
       if (open !== null) break;
@@ -341,12 +333,12 @@ export async function readNative(
           ) break;
           entry.json += pieces.reverse().join("");
           pieces = [];
-          whole = true;
         }
         entries.push(entry);
       }
     }
-    if (entries.length >= query.limit && open === null && whole) break;
+    // Full once no entry is part-read (descending, parts read without their first part yet).
+    if (entries.length >= query.limit && open === null && pieces.length === 0) break;
   }
   // An entry whose parts stopped short is not returned.
   if (open !== null) entries.pop();
