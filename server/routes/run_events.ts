@@ -150,8 +150,8 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
     const request = context.request;
     const query = resumePoint(context, { max: MAX_EVENT_PAGE, fallback: DEFAULT_EVENT_PAGE });
     const after = query.after ?? 0;
-    const record = await gateway.readableRun(runCallOf(context), context.params.runId);
     if (!wantsStream(request.headers.get("accept"))) {
+      const record = await gateway.readableRun(runCallOf(context), context.params.runId);
       const page = await readEventPage({
         store,
         runId: record.runId,
@@ -164,12 +164,14 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
     // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,
     // which would break the one-JSON-object-a-line log. A client that goes cancels the body.
     // Bytes when the whole answer is known already, else a stream: the hub decides.
+    // A subscriber of a run this replica read lately is let in with no store read.
+    const record = await gateway.streamableRun(context.principal!, context.params.runId);
     const body = await hub.stream({
-      runId: record.runId,
+      runId: context.params.runId,
       after,
       authorization: context.authorization,
       principalId: context.principal!.principalId,
-      record,
+      ...(record !== undefined ? { record } : {}),
     });
     return sseResponse(body);
   }

@@ -126,7 +126,8 @@ export interface EventStreamOptions {
   principalId?: string;
   /**
    * The run's record as read for this request (its visibility check): saves the hub reading it
-   * again. Without it, the hub reads the record when it needs it.
+   * again. Without it, the hub reads the record when it needs it (to start a new feed's window,
+   * to tell whether a resume point ends the run).
    */
   record?: StoredRunRecord;
   /**
@@ -237,7 +238,11 @@ export class RunEventHub {
         return body;
       }
     }
-    const feed = this.#join(runId, options.record);
+    // A new feed starts its window from the record's end: read it when the caller had none
+    // (its visibility was known without a read: `RunGateway.streamableRun`).
+    const record = options.record ??
+      (known === undefined ? await this.#store.runs.get(runId) ?? undefined : undefined);
+    const feed = this.#join(runId, record);
     if (!checked) {
       try {
         await feed.firstRead();

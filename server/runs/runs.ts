@@ -40,7 +40,7 @@ import type { ProviderSettings } from "./provider.ts";
 import { ProviderFailures } from "./provider_failure.ts";
 import { ProviderReads } from "./_provider_reads.ts";
 import { Reservations } from "./_reservations.ts";
-import { visibleRun } from "./_run_access.ts";
+import { KnownOwners, runNotFound, visibleRun } from "./_run_access.ts";
 import { followUp, interrupt, type SentToRun } from "./_run_messages.ts";
 import { listRuns, readRun, refreshRun } from "./_run_reads.ts";
 import { holdsMoney } from "./spend.ts";
@@ -97,6 +97,8 @@ export class RunGateway {
   readonly #reads: ProviderReads;
   /** What the parts (start, messages, reads, admission) share (`_gateway_context.ts`). */
   readonly #context: GatewayContext;
+  /** The owners of the runs read lately, for streams of their events (`_run_access.ts`). */
+  readonly #owners: KnownOwners = new KnownOwners();
 
   /** Creates the gateway. */
   constructor(options: RunGatewayOptions) {
@@ -156,12 +158,14 @@ export class RunGateway {
    * its owner, admins and approvers; `write` for its owner and admins (`_run_access.ts`). No
    * provider call.
    */
-  visibleRun(
+  async visibleRun(
     caller: AuthenticatedPrincipal,
     runId: string,
     access: "read" | "write",
   ): Promise<StoredRunRecord> {
-    return visibleRun(this.#store, caller, runId, access);
+    const record = await visibleRun(this.#store, caller, runId, access);
+    this.#owners.remember(record, this.#context.now());
+    return record;
   }
 
   /**
@@ -171,6 +175,24 @@ export class RunGateway {
   readableRun(call: RunCall, runId: string): Promise<StoredRunRecord> {
     this.requireEnabled();
     return this.visibleRun(call.principal, runId, "read");
+  }
+
+  /**
+   * Checks, for a stream of a run's events, that the caller may read the run, as
+   * {@linkcode RunGateway.readableRun} does (404 `runNotFound`, 503 `providerNotConfigured`), but
+   * by the run's owner when this replica read its record within the last minute
+   * (`KnownOwners` in `_run_access.ts`): then with no store read, and answering undefined;
+   * else the record read.
+   */
+  async streamableRun(
+    caller: AuthenticatedPrincipal,
+    runId: string,
+  ): Promise<StoredRunRecord | undefined> {
+    this.requireEnabled();
+    const known = this.#owners.visible(caller, runId, this.#context.now());
+    if (known === false) throw runNotFound();
+    if (known === true) return undefined;
+    return await this.visibleRun(caller, runId, "read");
   }
 
   /**

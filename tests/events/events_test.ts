@@ -391,3 +391,60 @@ Deno.test("events: a stream resumed past the end of a finished run ends at once"
     await gateway.close();
   }
 });
+
+Deno.test("events: a stream let in by the run's remembered owner reads no record, and still refuses everyone else on both interfaces", async () => {
+  const gateway = await startGateway();
+  try {
+    const alice = await gateway.issue(["session:read", "session:write"]);
+    const bob = await gateway.issue(["session:read", "session:write"]);
+    const approver = await gateway.issue(["session:read", "session:approve"]);
+    const runId = await startRun(gateway, alice.bearer, "hello");
+    // The first stream reads the record (and this replica remembers its owner).
+    const first =
+      await (await openEvents(answerer(gateway), "http://127.0.0.1", alice.bearer, runId))
+        .rest();
+    assert.equal(first.at(-1)?.event, "run.completed");
+    const runs = gateway.store.runs;
+    const get = runs.get.bind(runs);
+    let reads = 0;
+    // Reads made for the event routes' requests (the run's tail reads the record for itself).
+    runs.get = (id: string) => {
+      if (/routes\/run_events\.ts|native\/events\.ts/.test(new Error().stack ?? "")) reads++;
+      return get(id);
+    };
+    const again =
+      await (await openEvents(answerer(gateway), "http://127.0.0.1", alice.bearer, runId))
+        .rest();
+    assert.deepEqual(seqs(again), seqs(first));
+    assert.equal(reads, 0, "the owner's second stream read no record");
+    // Everyone else is decided as before: another principal gets 404, an approver and an admin
+    // read every run, an unknown run is 404.
+    const bobs = await openEvents(answerer(gateway), "http://127.0.0.1", bob.bearer, runId);
+    assert.equal(bobs.response.status, 404);
+    assert.equal((await bobs.response.json()).error.code, "runNotFound");
+    const native = await gateway.server.handler(
+      new Request(`http://127.0.0.1/provider/v1/sessions/${runId}/events/stream`, {
+        headers: { "x-api-key": bob.bearer, "anthropic-version": "2023-06-01" },
+      }),
+    );
+    assert.equal(native.status, 404);
+    assert.equal((await native.json()).error.type, "not_found_error");
+    const approvers = await openEvents(
+      answerer(gateway),
+      "http://127.0.0.1",
+      approver.bearer,
+      runId,
+    );
+    assert.equal(approvers.response.status, 200);
+    assert.deepEqual(seqs(await approvers.rest()), seqs(first));
+    const admins = await openEvents(answerer(gateway), "http://127.0.0.1", gateway.admin, runId);
+    assert.equal(admins.response.status, 200);
+    await admins.cancel();
+    const unknown = await openEvents(answerer(gateway), "http://127.0.0.1", alice.bearer, "sesn_0");
+    assert.equal(unknown.response.status, 404);
+    await unknown.response.body?.cancel();
+    assert.equal(reads, 1, "only the unknown run was read");
+  } finally {
+    await gateway.close();
+  }
+});
