@@ -14,7 +14,9 @@
  *    150 frames (target: p99 < 10 ms); and, in rounds interleaved with those, the same from the
  *    peer writing each frame straight to 100 streams (the floor), and from the peer committing
  *    each frame to Deno KV first, as the runtime appends it to the run's log before anyone gets
- *    it (the floor of a durable log). The fake streams each message's preview too, so for each
+ *    it (the floor of a durable log), and from a relay reading the fake provider's stream as the
+ *    runtime does and committing each chunk's frames before writing them (a durable relay's
+ *    floor: the same provider hop as the runtime's). The fake streams each message's preview too, so for each
  *    message the runtime's subscribers get two frames, the preview's `message.delta` and the
  *    `message.completed`; the floors write the same two (in one write, committed in one commit
  *    of two entries: the cheapest way to send and to keep them). Both ends are stamped with {@linkcode preciseNow}, to a
@@ -32,6 +34,7 @@
  */
 import { type BenchProviderAddress, serveBenchGateway, startBenchProvider } from "./_gateway.ts";
 import { cpuPer, readThreadCpu, THREAD_GROUPS, type ThreadCpu } from "./_thread_cpu.ts";
+import { SIMULATOR_MANAGED_AGENTS_BETA } from "../testing/mod.ts";
 
 /** Latency percentiles of one live round, in ms, and its CPU per frame by thread. */
 interface RoundFigures {
@@ -98,6 +101,13 @@ export interface EventsRatios {
   delivery?: number;
   /** CPU per frame on the child's JavaScript thread, runtime / durable floor (target ≤ 1.3). */
   cpu?: number;
+  /**
+   * The runtime's p99 added latency / the relay floor's (context, no target): both read the
+   * fake provider's stream over HTTP, which the durable floor, making its own frames, does not.
+   */
+  relayLatency?: number;
+  /** CPU per frame on the child's JavaScript thread, runtime / relay floor (context). */
+  relayCpu?: number;
 }
 
 /** Targets of the three ratios. */
@@ -122,6 +132,11 @@ export function eventsRatios(result: EventsBenchResult): EventsRatios {
   if (runtime !== undefined && commit !== undefined) {
     ratios.latency = runtime.p99 / commit.p99;
     ratios.cpu = runtime.cpu.js.ran / commit.cpu.js.ran;
+  }
+  const relay = result.latency?.relay;
+  if (runtime !== undefined && relay !== undefined) {
+    ratios.relayLatency = runtime.p99 / relay.p99;
+    ratios.relayCpu = runtime.cpu.js.ran / relay.cpu.js.ran;
   }
   return ratios;
 }
@@ -207,6 +222,98 @@ async function serveProvider(): Promise<void> {
   }));
 }
 
+const relayEncoder = new TextEncoder();
+
+/** What {@linkcode relayRound} does with the messages it relays. */
+interface RelayTarget {
+  /** The relay's store. */
+  kv: Deno.Kv;
+  /** Called once the session's stream is open, before the turn starts. */
+  started(): void;
+  /** Writes the `seq`th message (0-based) to every subscriber; `last` ends their streams. */
+  write(seq: number, text: string, last: boolean): void;
+}
+
+/**
+ * Starts a session of `n` messages 20 ms apart at the fake provider (the script the runtime's
+ * rounds run), opens its event stream with message previews as the runtime's tail does, and
+ * relays it in the background: each chunk's complete frames committed to `kv`, then each
+ * `agent.message` in them written. Returns the session's id (the fake's `/made` key).
+ */
+async function relayRound(
+  provider: BenchProviderAddress,
+  n: number,
+  target: RelayTarget,
+): Promise<string> {
+  const headers = {
+    "x-api-key": provider.apiKey,
+    "provider-beta": SIMULATOR_MANAGED_AGENTS_BETA,
+    "content-type": "application/json",
+  };
+  const created = await fetch(`${provider.baseUrl}/v1/sessions`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ agent: provider.agentId, environment_id: provider.environmentId }),
+  });
+  const session = (await created.json()).id as string;
+  const stream = await fetch(
+    `${provider.baseUrl}/v1/sessions/${session}/events/stream?event_deltas%5B%5D=agent.message`,
+    { headers: { ...headers, accept: "text/event-stream" } },
+  );
+  const reader = stream.body!.getReader();
+  target.started();
+  const sent = await fetch(`${provider.baseUrl}/v1/sessions/${session}/events`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      events: [{ type: "user.message", content: [{ type: "text", text: `burst:${n}:20` }] }],
+    }),
+  });
+  await sent.body?.cancel();
+  const log = `relay-${session}`;
+  let key = 0;
+  let messages = 0;
+  // Complete frames read and not yet committed; the commit under way, if any.
+  let pending = "";
+  let committing: Promise<void> | undefined;
+  const flush = async (): Promise<void> => {
+    while (pending !== "") {
+      const frames = pending.split("\n\n");
+      pending = "";
+      frames.pop();
+      const operation = target.kv.atomic();
+      for (const frame of frames) operation.set([log, ++key], frame);
+      if (!(await operation.commit()).ok) throw new Error("the relay's commit failed");
+      for (const frame of frames) {
+        const data = frame.indexOf("data: ");
+        if (data === -1) continue;
+        const event = JSON.parse(frame.slice(data + 6));
+        if (event.type !== "agent.message") continue;
+        const seq = messages++;
+        target.write(seq, event.content[0].text, messages === n);
+        // The round's last message: the rest of the session's stream is not the round's.
+        if (messages === n) await reader.cancel();
+      }
+    }
+    committing = undefined;
+  };
+  (async () => {
+    const decoder = new TextDecoder();
+    let text = "";
+    while (messages < n) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const end = text.lastIndexOf("\n\n");
+      if (end === -1) continue;
+      pending += text.slice(0, end + 2);
+      text = text.slice(end + 2);
+      committing ??= flush();
+    }
+  })().catch((error) => console.error("relay floor:", error));
+  return session;
+}
+
 async function serveChild(): Promise<void> {
   // The parent's folder for this child, removed by the parent (the child is killed, not closed).
   const dir = Deno.env.get("EVENTS_BENCH_DIR");
@@ -229,6 +336,8 @@ async function serveChild(): Promise<void> {
   // started, as `performance.now()`), by who made its frames, so a profile reads round by round.
   const roundsLog = Deno.env.get("EVENTS_BENCH_ROUNDS_LOG");
   let round = { source: "", start: 0 };
+  // Who reads the fake's stream in the current live round: the runtime, or the relay floor.
+  let providerSource: LiveSource = "runtime";
   const markRound = (source: LiveSource) => {
     cpuMark = readThreadCpu();
     round = { source, start: performance.now() };
@@ -246,7 +355,7 @@ async function serveChild(): Promise<void> {
     }
     if (path === "/mark") {
       // The fake provider made a live round's first frame.
-      markRound("runtime");
+      markRound(providerSource);
       return new Response(null, { status: 204 });
     }
     if (path === "/exit") {
@@ -327,6 +436,33 @@ async function serveChild(): Promise<void> {
         written = Promise.all([written, committed]).then(() => write(seq, frame));
       }, 20);
       return new Response(null, { status: 204 });
+    }
+    if (path === "/live/relay") {
+      // The floor of a durable gateway: a live round of the fake provider read as the runtime's
+      // tail reads it (its own session, the same script), each chunk's complete frames committed
+      // to Deno KV (raw text, one key each; what came during a commit waits for the next one),
+      // then each message written to every open stream as the other floors write it. What it
+      // leaves out of the runtime's work: auth, the run record, mapping to the public events.
+      const n = Number(new URL(request.url).searchParams.get("n"));
+      const session = await relayRound(provider, n, {
+        started: () => providerSource = "relay",
+        write(seq, text, last) {
+          const frame = relayEncoder.encode(
+            `id: ${2 * seq + 1}\nevent: message.delta\ndata: ${
+              JSON.stringify({ seq: 2 * seq + 1, type: "message.delta", runId: "relay", text })
+            }\n\nid: ${2 * seq + 2}\nevent: message.completed\ndata: ${
+              JSON.stringify({ text })
+            }\n\n`,
+          );
+          for (const controller of live) controller.enqueue(frame);
+          if (!last) return;
+          for (const controller of live) controller.close();
+          live.clear();
+          providerSource = "runtime";
+        },
+        kv,
+      });
+      return Response.json({ session });
     }
     if (path === "/idle") {
       // The floor of an idle subscriber: an open streaming response and nothing else.
@@ -623,7 +759,7 @@ async function measureDelivery(
 }
 
 /** Who makes the frames of a live round: the runtime, or one of the two floor peers. */
-export const LIVE_SOURCES = ["runtime", "bare", "commit"] as const;
+export const LIVE_SOURCES = ["runtime", "bare", "commit", "relay"] as const;
 
 /** Who makes the frames of a live round. */
 export type LiveSource = typeof LIVE_SOURCES[number];
@@ -648,7 +784,12 @@ async function measureLatency(
   // Then rounds of 150 frames, medians: like the delivery rounds, one round says as much about
   // the machine's moment (a stall of tens of ms on this 2-core VM, the floors' included) as
   // about the server. The worst round's p99 is reported beside them.
-  const rounds: Record<LiveSource, RoundFigures[]> = { runtime: [], bare: [], commit: [] };
+  const rounds: Record<LiveSource, RoundFigures[]> = {
+    runtime: [],
+    bare: [],
+    commit: [],
+    relay: [],
+  };
   for (let round = 0; round < options.rounds; round++) {
     for (let i = 0; i < sources.length; i++) {
       const source = sources[(round + i) % sources.length];
@@ -677,18 +818,24 @@ async function liveRound(
   messages: number,
   source: LiveSource,
 ): Promise<RoundFigures> {
-  const floor = source !== "runtime";
-  const live = floor ? "" : await start(`burst:${messages}:20`);
+  // The bare and commit floors make their frames and stamp them; the runtime and the relay read
+  // the fake provider's, stamped by the fake.
+  const floor = source === "bare" || source === "commit";
   const clientBefore = readThreadCpu();
   // Only the arrival times are taken while the streams run; parsing waits until every stream
   // ended, so one subscriber's parsing does not delay another's timestamp (the bench is one
   // thread): parsed as each stream ended, the floors' last frame reached the later subscribers
   // after the earlier ones' parsing.
+  let live = "";
+  if (source === "runtime") live = await start(`burst:${messages}:20`);
   const subscribers = Array.from(
     { length: 100 },
-    () => floor ? rawFollow(`${peer}/live`, {}) : follow(live),
+    () => source === "runtime" ? follow(live) : rawFollow(`${peer}/live`, {}),
   );
-  if (floor) {
+  if (source === "relay") {
+    // The fake's script pauses 300 ms before its first message, as for the runtime's rounds.
+    live = (await (await fetch(`${peer}/live/relay?n=${messages}`)).json()).session;
+  } else if (floor) {
     // The same head start the fake provider's script gives the runtime's subscribers.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await fetch(`${peer}/live/go?n=${messages}&commit=${source === "commit" ? 1 : 0}`);
@@ -829,8 +976,9 @@ function cpuTable(latency: Partial<Record<LiveSource, LatencyFigures>>): string[
     runtime: "ours",
     commit: "durable floor",
     bare: "bare floor",
+    relay: "relay floor",
   };
-  const sources = (["runtime", "commit", "bare"] as const).filter((source) =>
+  const sources = (["runtime", "commit", "bare", "relay"] as const).filter((source) =>
     latency[source] !== undefined
   ).map((source) => [source, names[source]] as const);
   const rows: [string, (figures: LatencyFigures) => { ran: number; waited: number }][] = [
@@ -900,7 +1048,7 @@ export function formatEventsBench(result: EventsBenchResult): string {
     }
   }
   if (result.latency !== undefined) {
-    const { runtime, bare, commit } = result.latency;
+    const { runtime, bare, commit, relay } = result.latency;
     const parts: string[] = [];
     if (runtime !== undefined) {
       parts.push(
@@ -914,6 +1062,12 @@ export function formatEventsBench(result: EventsBenchResult): string {
     if (commit !== undefined) {
       parts.push(
         `the same after one Deno KV commit per frame (a durable log's floor): ${floor(commit)}`,
+      );
+    }
+    if (relay !== undefined) {
+      parts.push(
+        `the fake provider's stream relayed, each chunk committed first (a durable relay's ` +
+          `floor): ${floor(relay)}`,
       );
     }
     lines.push(
@@ -936,7 +1090,7 @@ export function formatEventsBench(result: EventsBenchResult): string {
 }
 
 /** Whether a ratio meets its target. */
-function meets(name: keyof EventsRatios, ratio: number): boolean {
+function meets(name: keyof typeof EVENTS_TARGETS, ratio: number): boolean {
   return name === "delivery" ? ratio >= EVENTS_TARGETS[name] : ratio <= EVENTS_TARGETS[name];
 }
 
@@ -948,20 +1102,27 @@ function targetLines(runs: EventsRatios[]): string[] {
     ["latency", "run events: p99 added latency / the durable floor's p99"],
     ["delivery", "run events: delivery at 100 subscribers / precomputed SSE"],
     ["cpu", "run events: CPU per frame on the JavaScript thread / the durable floor's"],
+    ["relayLatency", "context: p99 added latency / the relay floor's p99"],
+    ["relayCpu", "context: CPU per frame on the JavaScript thread / the relay floor's"],
   ];
   const lines: string[] = [];
   for (const [name, label] of names) {
     const values = runs.map((run) => run[name]).filter((value) => value !== undefined);
     if (values.length === 0) continue;
     const value = median(values);
-    const operator = name === "delivery" ? ">=" : "<=";
     const spread = values.length > 1
-      ? `; ${values.length} runs: ${values.map((v) => v.toFixed(2)).join(", ")}`
+      ? `${values.length} runs: ${values.map((v) => v.toFixed(2)).join(", ")}`
       : "";
+    if (!(name in EVENTS_TARGETS)) {
+      lines.push(`${label} = ${value.toFixed(2)}x${spread === "" ? "" : ` (${spread})`}`);
+      continue;
+    }
+    const targeted = name as keyof typeof EVENTS_TARGETS;
+    const operator = targeted === "delivery" ? ">=" : "<=";
     lines.push(
-      `${label} = ${value.toFixed(2)}x (target ${operator} ${EVENTS_TARGETS[name]}x: ${
-        meets(name, value) ? "met" : "missed"
-      }${spread})`,
+      `${label} = ${value.toFixed(2)}x (target ${operator} ${EVENTS_TARGETS[targeted]}x: ${
+        meets(targeted, value) ? "met" : "missed"
+      }${spread === "" ? "" : `; ${spread}`})`,
     );
   }
   return lines;
