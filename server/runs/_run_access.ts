@@ -82,8 +82,9 @@ const CLOCK_MARGIN_MS = 3_600_000;
  *
  * What makes it safe: a run's owner never changes, and the only way a run stops existing is the
  * retention purge, which takes runs that ended at least 7 days ago (`RUN_EVENT_RETENTION_MS`). An
- * owner is remembered for {@linkcode KNOWN_OWNER_MS} from its record's read, and only when the
- * run cannot be purged in that time on any replica: it was active, or it ended recently enough
+ * owner is remembered for {@linkcode KNOWN_OWNER_MS} from its record's read, timed on the
+ * monotonic clock (a wall clock stepped back does not stretch it), and only when the run cannot be
+ * purged in that time on any replica: it was active, or it ended recently enough by the wall clock
  * (an hour of margin for replicas' clocks). Who may see the run is decided per request by the
  * caller's capabilities, as {@linkcode visibleRun} does; a revoked bearer never gets this far.
  *
@@ -91,31 +92,35 @@ const CLOCK_MARGIN_MS = 3_600_000;
  * ```ts
  * import assert from "node:assert/strict";
  * import { KnownOwners } from "./_run_access.ts";
- * const owners = new KnownOwners();
- * const now = Date.parse("2026-11-27T12:00:00Z");
- * owners.remember({ runId: "sesn_1", principalId: "p", state: "running" as const }, now);
+ * let monotonic = 0;
+ * const owners = new KnownOwners({ monotonic: () => monotonic });
+ * owners.remember({ runId: "sesn_1", principalId: "p", state: "running" as const }, Date.now());
  * const caller = { principalId: "p", capabilities: ["session:read"] as const };
- * assert.equal(owners.visible(caller, "sesn_1", now + 1_000), true);
- * assert.equal(owners.visible({ ...caller, principalId: "q" }, "sesn_1", now), false);
- * assert.equal(owners.visible(caller, "sesn_1", now + 60_000), undefined, "forgotten");
+ * assert.equal(owners.visible(caller, "sesn_1"), true);
+ * assert.equal(owners.visible({ ...caller, principalId: "q" }, "sesn_1"), false);
+ * monotonic += 60_000;
+ * assert.equal(owners.visible(caller, "sesn_1"), undefined, "forgotten");
  * ```
  */
 export class KnownOwners {
   readonly #owners = new Map<string, { principalId: string; until: number }>();
   readonly #max: number;
+  readonly #monotonic: () => number;
 
   /**
-   * Creates the memory, of at most `max` runs (default {@linkcode MAX_KNOWN_OWNERS}).
+   * Creates the memory, of at most `max` runs (default {@linkcode MAX_KNOWN_OWNERS}), timed on
+   * `monotonic` (default `performance.now`).
    *
    * @example
    * ```ts
    * import assert from "node:assert/strict";
    * import { KnownOwners } from "./_run_access.ts";
-   * assert.equal(new KnownOwners(2).size, 0);
+   * assert.equal(new KnownOwners({ max: 2 }).size, 0);
    * ```
    */
-  constructor(max: number = MAX_KNOWN_OWNERS) {
-    this.#max = max;
+  constructor(options: { max?: number; monotonic?: () => number } = {}) {
+    this.#max = options.max ?? MAX_KNOWN_OWNERS;
+    this.#monotonic = options.monotonic ?? (() => performance.now());
   }
 
   /** Runs remembered. */
@@ -124,36 +129,34 @@ export class KnownOwners {
   }
 
   /**
-   * Remembers the owner of a record read from the store at `now` (ms since the epoch), when the
-   * run cannot be purged within {@linkcode KNOWN_OWNER_MS}.
+   * Remembers the owner of a record just read from the store, when the run cannot be purged
+   * within {@linkcode KNOWN_OWNER_MS} of `now` (the wall clock, ms since the epoch).
    */
   remember(
     record: Pick<StoredRunRecord, "runId" | "principalId" | "state" | "endedAt">,
     now: number,
   ): void {
-    const until = now + KNOWN_OWNER_MS;
     if (record.endedAt !== undefined && !ACTIVE_RUN_STATES.has(record.state)) {
       const ended = Date.parse(record.endedAt);
-      if (!(until < ended + RUN_EVENT_RETENTION_MS - CLOCK_MARGIN_MS)) return;
+      if (!(now + KNOWN_OWNER_MS < ended + RUN_EVENT_RETENTION_MS - CLOCK_MARGIN_MS)) return;
     }
     const owners = this.#owners;
     owners.delete(record.runId);
     if (owners.size >= this.#max) owners.delete(owners.keys().next().value!);
-    owners.set(record.runId, { principalId: record.principalId, until });
+    owners.set(record.runId, {
+      principalId: record.principalId,
+      until: this.#monotonic() + KNOWN_OWNER_MS,
+    });
   }
 
   /**
    * Whether `caller` may read the run, by its remembered owner: undefined when the run is not
    * remembered (or no longer: read its record then).
    */
-  visible(
-    caller: Caller,
-    runId: string,
-    now: number,
-  ): boolean | undefined {
+  visible(caller: Caller, runId: string): boolean | undefined {
     const known = this.#owners.get(runId);
     if (known === undefined) return undefined;
-    if (now >= known.until) {
+    if (this.#monotonic() >= known.until) {
       this.#owners.delete(runId);
       return undefined;
     }

@@ -64,6 +64,7 @@ import { RelayedStream } from "./_relayed_stream.ts";
 import { RunFeed, WINDOW } from "./_run_feed.ts";
 import { type PreviewSource, RETRY_TEXT, RunSubscriber } from "./_run_subscriber.ts";
 import { endsFinishedRun } from "./event_page.ts";
+import { runNotFound } from "./_run_access.ts";
 import { nativeEventLog } from "./native_event.ts";
 
 export { POLL_MS } from "./_run_feed.ts";
@@ -238,15 +239,23 @@ export class RunEventHub {
         return body;
       }
     }
-    // A new feed starts its window from the record's end: read it when the caller had none
-    // (its visibility was known without a read: `RunGateway.streamableRun`).
-    const record = options.record ??
-      (known === undefined ? await this.#store.runs.get(runId) ?? undefined : undefined);
+    // A new feed starts its window from the record's end. When the caller had no record (the
+    // run's visibility was known without a read: `RunGateway.streamableRun`) and no feed is open,
+    // it is read here, right before the join: nothing runs between the two, so no feed made
+    // meanwhile goes without it. A run gone meanwhile (purged) is 404, as its read would be.
+    let record = options.record;
+    if (record === undefined && !this.#feeds.has(runId)) {
+      record = await this.#store.runs.get(runId) ?? undefined;
+      if (record === undefined) throw runNotFound();
+    }
     const feed = this.#join(runId, record);
     if (!checked) {
       try {
         await feed.firstRead();
-        const body = await this.#completeBody(feed, options);
+        const body = await this.#completeBody(
+          feed,
+          record === undefined ? options : { ...options, record },
+        );
         if (body !== null) {
           this.#leave(feed);
           return body;

@@ -189,7 +189,7 @@ export class RunGateway {
     runId: string,
   ): Promise<StoredRunRecord | undefined> {
     this.requireEnabled();
-    const known = this.#owners.visible(caller, runId, this.#context.now());
+    const known = this.#owners.visible(caller, runId);
     if (known === false) throw runNotFound();
     if (known === true) return undefined;
     return await this.visibleRun(caller, runId, "read");

@@ -391,3 +391,30 @@ Deno.test("hub: a reader that stops reading holds one queued chunk; the rest wai
     raw.close();
   }
 });
+
+Deno.test("hub: a stream without the run's record reads it once for a new feed, and answers 404 for a run gone", async () => {
+  const { store, raw, calls, replace } = await instrumented();
+  // No lingering: every request after the first finds no feed open.
+  const hub = hubOver(store, { linger: { ms: 0 } });
+  try {
+    await raw.events.append("run_a", turn("run_a", true));
+    const finished = { ...record("run_a", "completed"), lastEventSeq: 4 };
+    replace["runs.get"] = (runId: string) => Promise.resolve(runId === "run_a" ? finished : null);
+    // The caller's visibility was known without a read (`RunGateway.streamableRun`): no record.
+    const whole = await hub.stream({ runId: "run_a", after: 0, authorization: null });
+    assert.deepEqual(ids(whole as string), [1, 2, 3, 4]);
+    assert.equal(calls["runs.get"], 1, "read once, for the new feed's window");
+    // Resumed at the run's end: still one read of the record, the one the hub made.
+    const ended = await hub.stream({ runId: "run_a", after: 4, authorization: null });
+    assert.equal(ended, "retry: 2000\n\n");
+    assert.equal(calls["runs.get"], 2);
+    // A run gone meanwhile (purged) is 404 runNotFound, as the route's read would answer.
+    await assert.rejects(
+      () => hub.stream({ runId: "run_gone", after: 0, authorization: null }),
+      (error: unknown) => error instanceof InterfaceError && error.code === "runNotFound",
+    );
+  } finally {
+    hub.close();
+    raw.close();
+  }
+});

@@ -1,7 +1,7 @@
 /**
  * The run owners a replica remembers for streams of their events (`KnownOwners`): who they let
- * in, how long, which runs they never remember (ones the retention purge could take meanwhile),
- * and their bound.
+ * in, how long (on the monotonic clock), which runs they never remember (ones the retention purge
+ * could take meanwhile), and their bound.
  *
  * @module
  */
@@ -27,42 +27,60 @@ function run(runId: string, ended?: number) {
   };
 }
 
+/** A memory on a clock the test moves. */
+function owners(max?: number) {
+  const clock = { ms: 1_000 };
+  const memory = new KnownOwners({
+    ...(max !== undefined ? { max } : {}),
+    monotonic: () => clock.ms,
+  });
+  return { memory, clock };
+}
+
 Deno.test("known owners: the owner, approvers and admins are let in, anyone else refused, for a minute", () => {
-  const owners = new KnownOwners();
-  owners.remember(run("sesn_a"), NOW);
-  assert.equal(owners.visible(owner, "sesn_a", NOW), true);
-  assert.equal(owners.visible(approver, "sesn_a", NOW), true);
-  assert.equal(owners.visible(admin, "sesn_a", NOW), true);
-  assert.equal(owners.visible(stranger, "sesn_a", NOW), false);
-  assert.equal(owners.visible(owner, "sesn_b", NOW), undefined, "never read: read the record");
-  assert.equal(owners.visible(owner, "sesn_a", NOW + KNOWN_OWNER_MS - 1), true);
-  assert.equal(owners.visible(owner, "sesn_a", NOW + KNOWN_OWNER_MS), undefined);
-  assert.equal(owners.size, 0, "a forgotten owner's entry is gone");
+  const { memory, clock } = owners();
+  memory.remember(run("sesn_a"), NOW);
+  assert.equal(memory.visible(owner, "sesn_a"), true);
+  assert.equal(memory.visible(approver, "sesn_a"), true);
+  assert.equal(memory.visible(admin, "sesn_a"), true);
+  assert.equal(memory.visible(stranger, "sesn_a"), false);
+  assert.equal(memory.visible(owner, "sesn_b"), undefined, "never read: read the record");
+  clock.ms += KNOWN_OWNER_MS - 1;
+  assert.equal(memory.visible(owner, "sesn_a"), true);
+  clock.ms += 1;
+  assert.equal(memory.visible(owner, "sesn_a"), undefined);
+  assert.equal(memory.size, 0, "a forgotten owner's entry is gone");
+});
+
+Deno.test("known owners: the minute is timed on the monotonic clock, whatever the wall clock says", () => {
+  const { memory, clock } = owners();
+  // Remembered at a wall time an hour behind (a clock stepped back): still a minute only.
+  memory.remember(run("sesn_a"), NOW - HOUR);
+  clock.ms += KNOWN_OWNER_MS;
+  assert.equal(memory.visible(owner, "sesn_a"), undefined);
 });
 
 Deno.test("known owners: a run the retention purge could take within the minute is not remembered", () => {
-  const owners = new KnownOwners();
+  const { memory } = owners();
   // Ended six days ago: the purge (7 days after the end) is far.
-  owners.remember(run("sesn_recent", NOW - 6 * 24 * HOUR), NOW);
-  assert.equal(owners.visible(owner, "sesn_recent", NOW), true);
+  memory.remember(run("sesn_recent", NOW - 6 * 24 * HOUR), NOW);
+  assert.equal(memory.visible(owner, "sesn_recent"), true);
   // Ended 6 days and 23 hours ago: within the clocks' margin of the purge.
-  owners.remember(run("sesn_old", NOW - (7 * 24 - 1) * HOUR), NOW);
-  assert.equal(owners.visible(owner, "sesn_old", NOW), undefined);
-  owners.remember(run("sesn_older", NOW - 40 * 24 * HOUR), NOW);
-  assert.equal(owners.visible(owner, "sesn_older", NOW), undefined);
-  assert.equal(owners.size, 1);
+  memory.remember(run("sesn_old", NOW - (7 * 24 - 1) * HOUR), NOW);
+  assert.equal(memory.visible(owner, "sesn_old"), undefined);
+  memory.remember(run("sesn_older", NOW - 40 * 24 * HOUR), NOW);
+  assert.equal(memory.visible(owner, "sesn_older"), undefined);
+  assert.equal(memory.size, 1);
 });
 
 Deno.test("known owners: at most the bound, the oldest read going first", () => {
-  const owners = new KnownOwners(3);
-  for (const id of ["sesn_1", "sesn_2", "sesn_3"]) owners.remember(run(id), NOW);
+  const { memory } = owners(3);
+  for (const id of ["sesn_1", "sesn_2", "sesn_3"]) memory.remember(run(id), NOW);
   // Read again: the most recent now.
-  owners.remember(run("sesn_1"), NOW + 1);
-  owners.remember(run("sesn_4"), NOW + 2);
-  assert.equal(owners.size, 3);
-  assert.equal(owners.visible(owner, "sesn_2", NOW + 3), undefined, "the oldest went");
-  for (const id of ["sesn_1", "sesn_3", "sesn_4"]) {
-    assert.equal(owners.visible(owner, id, NOW + 3), true);
-  }
+  memory.remember(run("sesn_1"), NOW);
+  memory.remember(run("sesn_4"), NOW);
+  assert.equal(memory.size, 3);
+  assert.equal(memory.visible(owner, "sesn_2"), undefined, "the oldest went");
+  for (const id of ["sesn_1", "sesn_3", "sesn_4"]) assert.equal(memory.visible(owner, id), true);
   assert.ok(MAX_KNOWN_OWNERS >= 1_000);
 });
