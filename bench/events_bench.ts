@@ -35,6 +35,7 @@
 import { type BenchProviderAddress, serveBenchGateway, startBenchProvider } from "./_gateway.ts";
 import { cpuPer, readThreadCpu, THREAD_GROUPS, type ThreadCpu } from "./_thread_cpu.ts";
 import { SIMULATOR_MANAGED_AGENTS_BETA } from "../testing/mod.ts";
+import { completeFrames } from "./_complete_frames.ts";
 
 /** Latency percentiles of one live round, in ms, and its CPU per frame by thread. */
 interface RoundFigures {
@@ -298,16 +299,9 @@ async function relayRound(
     committing = undefined;
   };
   (async () => {
-    const decoder = new TextDecoder();
-    let text = "";
-    while (messages < n) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-      const end = text.lastIndexOf("\n\n");
-      if (end === -1) continue;
-      pending += text.slice(0, end + 2);
-      text = text.slice(end + 2);
+    // Ends when the round's last message cancels the reader.
+    for await (const complete of completeFrames(reader)) {
+      pending += complete;
       committing ??= flush();
     }
   })().catch((error) => console.error("relay floor:", error));

@@ -29,6 +29,7 @@
  * @module
  */
 import Vendor from "@anthropic-ai/sdk";
+import { completeFrames } from "./_complete_frames.ts";
 import { startBenchGateway } from "./_gateway.ts";
 
 type Client = InstanceType<typeof Vendor>;
@@ -106,7 +107,6 @@ async function startDurableRelay(
     if (!url.pathname.endsWith("/events/stream") || response.body === null) return response;
     const log = ++streams;
     const reader = response.body.getReader();
-    const decoder = new TextDecoder();
     const encoder = new TextEncoder();
     let seq = 0;
     // Complete frames read and not yet committed; the commit under way, if any.
@@ -133,15 +133,8 @@ async function startDurableRelay(
           committing = undefined;
         };
         (async () => {
-          let text = "";
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            text += decoder.decode(value, { stream: true });
-            const end = text.lastIndexOf("\n\n");
-            if (end === -1) continue;
-            pending += text.slice(0, end + 2);
-            text = text.slice(end + 2);
+          for await (const complete of completeFrames(reader)) {
+            pending += complete;
             committing ??= flush();
           }
           await committing;
