@@ -68,6 +68,11 @@ export function runEventContract(test: ContractCase): void {
     const page = await store.events.list(runId, 2, 3);
     assert.deepEqual(page.map((e) => e.seq), [3, 4, 5]);
     assert.deepEqual((await store.events.list(runId, 5, 100)).map((e) => e.seq), [6, 7]);
+    // A limit below 1 is an empty page, not a store failure.
+    assert.deepEqual(await store.events.list(runId, 0, 0), []);
+    assert.deepEqual(await store.events.list(runId, 0, -1), []);
+    assert.deepEqual(await store.events.listNative(runId, { order: "asc", limit: 0 }), []);
+    assert.deepEqual(await store.events.listNative(runId, { order: "desc", limit: -1 }), []);
     assert.deepEqual(await store.events.list(runId, 7, 100), []);
   });
 

@@ -448,6 +448,8 @@ export class KvEvents implements RunEventStore {
   }
 
   async list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    // A page of no entries is empty (Deno KV refuses a batch of none).
+    if (!(limit >= 1)) return [];
     try {
       const prefix = this.#key("run-event", runId);
       const rows = this.#kv.list<RunEventRow>(
@@ -461,6 +463,7 @@ export class KvEvents implements RunEventStore {
   }
 
   async listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]> {
+    if (!(query.limit >= 1)) return [];
     try {
       const prefix = this.#key("run-native", runId);
       const batchSize = Math.min(query.limit + 1, READ_BATCH);

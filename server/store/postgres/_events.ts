@@ -131,6 +131,8 @@ export class PostgresEvents implements RunEventStore {
   }
 
   list(runId: string, after: number, limit: number): Promise<RunEventEntry[]> {
+    // A page of no entries is empty (PostgreSQL refuses a negative LIMIT).
+    if (!(limit >= 1)) return Promise.resolve([]);
     return this.#pool.run(async (sql) => {
       const rows = await sql<EventRow[]>`
         SELECT seq, source_id, at, event FROM automation_runtime_run_events
@@ -141,6 +143,7 @@ export class PostgresEvents implements RunEventStore {
   }
 
   listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]> {
+    if (!(query.limit >= 1)) return Promise.resolve([]);
     return this.#pool.run(async (sql) => {
       const rows = query.order === "asc"
         ? await sql<NativeRow[]>`
