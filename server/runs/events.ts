@@ -176,6 +176,11 @@ export class RunEventHub {
   readonly #maxLingeringBytes: number;
   /** Every feed, with or without subscribers, by key (see `RunFeed.key`). */
   readonly #feeds = new Map<string, RunFeed<Sequenced>>();
+  /**
+   * The record reads under way for new feeds, by run: subscribers that arrive together share one
+   * (an entry lives until its read settles, so there are at most as many as runs being opened).
+   */
+  readonly #recordReads = new Map<string, Promise<StoredRunRecord | null>>();
   /** Feeds without subscribers, least recently used first, with when each expires. */
   readonly #lingering = new Map<RunFeed<Sequenced>, number>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
@@ -245,7 +250,7 @@ export class RunEventHub {
     // meanwhile goes without it. A run gone meanwhile (purged) is 404, as its read would be.
     let record = options.record;
     if (record === undefined && !this.#feeds.has(runId)) {
-      record = await this.#store.runs.get(runId) ?? undefined;
+      record = await this.#readRecord(runId) ?? undefined;
       if (record === undefined) throw runNotFound();
     }
     const feed = this.#join(runId, record);
@@ -371,6 +376,16 @@ export class RunEventHub {
       release,
       ...(options.previews !== undefined ? { previews: options.previews } : {}),
     }).body;
+  }
+
+  /** The run's record, read once for the subscribers that need it at the same time. */
+  #readRecord(runId: string): Promise<StoredRunRecord | null> {
+    let read = this.#recordReads.get(runId);
+    if (read === undefined) {
+      read = this.#store.runs.get(runId).finally(() => this.#recordReads.delete(runId));
+      this.#recordReads.set(runId, read);
+    }
+    return read;
   }
 
   /** The whole answer when the feed's window (or the resume point) settles it, else null. */

@@ -40,9 +40,12 @@ export interface RunEventStore {
    * {@linkcode RunLeaseLostError}, appending nothing, otherwise.
    */
   appendBatch(runId: string, batch: EventBatch, options?: AppendOptions): Promise<AppendedBatch>;
-  /** Up to `limit` entries of a run's log with `seq > after`, in order (none for a limit below 1). */
+  /**
+   * Up to `limit` (a whole number) entries of a run's log with `seq > after`, in order; none for
+   * a limit below 1.
+   */
   list(runId: string, after: number, limit: number): Promise<RunEventEntry[]>;
-  /** Up to `query.limit` entries of a run's native log, in the query's order (none below 1). */
+  /** Up to `query.limit` (a whole number) entries of a run's native log, in the query's order; none below 1. */
   listNative(runId: string, query: NativeEventQuery): Promise<NativeEventEntry[]>;
   /**
    * Takes or renews the tail lease of a run: succeeds when no lease exists, the lease lapsed

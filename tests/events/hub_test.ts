@@ -392,7 +392,7 @@ Deno.test("hub: a reader that stops reading holds one queued chunk; the rest wai
   }
 });
 
-Deno.test("hub: a stream without the run's record reads it once for a new feed, and answers 404 for a run gone", async () => {
+Deno.test("hub: streams without the run's record read it once for a new feed (once for those arriving together), and answer 404 for a run gone", async () => {
   const { store, raw, calls, replace } = await instrumented();
   // No lingering: every request after the first finds no feed open.
   const hub = hubOver(store, { linger: { ms: 0 } });
@@ -408,6 +408,15 @@ Deno.test("hub: a stream without the run's record reads it once for a new feed, 
     const ended = await hub.stream({ runId: "run_a", after: 4, authorization: null });
     assert.equal(ended, "retry: 2000\n\n");
     assert.equal(calls["runs.get"], 2);
+    // Twenty arriving together, no feed open: one read between them.
+    const together = await Promise.all(
+      Array.from(
+        { length: 20 },
+        () => hub.stream({ runId: "run_a", after: 0, authorization: null }),
+      ),
+    );
+    for (const body of together) assert.deepEqual(ids(body as string), [1, 2, 3, 4]);
+    assert.equal(calls["runs.get"], 3, "one read for the twenty");
     // A run gone meanwhile (purged) is 404 runNotFound, as the route's read would answer.
     await assert.rejects(
       () => hub.stream({ runId: "run_gone", after: 0, authorization: null }),
