@@ -16,12 +16,13 @@
  *    each frame to Deno KV first, as the runtime appends it to the run's log before anyone gets
  *    it (the floor of a durable log), and from a relay reading the fake provider's stream as the
  *    runtime does and committing each chunk's frames before writing them (a durable relay's
- *    floor: the same provider hop as the runtime's). The fake streams each message's preview too, so for each
- *    message the runtime's subscribers get two frames, the preview's `message.delta` and the
- *    `message.completed`; the floors write the same two (in one write, committed in one commit
- *    of two entries: the cheapest way to send and to keep them). Both ends are stamped with {@linkcode preciseNow}, to a
- *    microsecond, not with `Date.now()`: two stamps rounded down to the millisecond make each
- *    latency up to 1 ms off either way, and the p99 a whole number of ms.
+ *    floor: the same provider hop as the runtime's). The fake streams each message's preview
+ *    too, so for each message the runtime's subscribers get two frames, the preview's
+ *    `message.delta` and the `message.completed`; the floors write the same two (in one write,
+ *    committed in one commit of two entries: the cheapest way to send and to keep them). Both
+ *    ends are stamped with {@linkcode preciseNow}, to a microsecond, not with `Date.now()`: two
+ *    stamps rounded down to the millisecond make each latency up to 1 ms off either way, and the
+ *    p99 a whole number of ms.
  * 3. **Memory per idle subscriber**: what the child holds with 1,000 idle streams open, over what
  *    it held before, per stream, in a fresh child and after a full collection (the RSS growth
  *    less the heap room V8 keeps free after the burst); and the same for a bare `Deno.serve`
@@ -223,7 +224,19 @@ async function serveProvider(): Promise<void> {
   }));
 }
 
-const relayEncoder = new TextEncoder();
+const frameEncoder = new TextEncoder();
+
+/**
+ * The two frames the floors write for their `seq`th message (0-based), as the runtime sends the
+ * fake's messages: the preview's `message.delta` (`preview`, its data), then the
+ * `message.completed` (`data`).
+ */
+function messageFrames(seq: number, preview: string, data: string): Uint8Array {
+  return frameEncoder.encode(
+    `id: ${2 * seq + 1}\nevent: message.delta\ndata: ${preview}\n\n` +
+      `id: ${2 * seq + 2}\nevent: message.completed\ndata: ${data}\n\n`,
+  );
+}
 
 /** What {@linkcode relayRound} does with the messages it relays. */
 interface RelayTarget {
@@ -393,7 +406,6 @@ async function serveChild(): Promise<void> {
       const query = new URL(request.url).searchParams;
       const n = Number(query.get("n"));
       const commit = query.get("commit") === "1";
-      const encoder = new TextEncoder();
       let made = 0;
       let written = Promise.resolve();
       const write = (seq: number, frame: Uint8Array) => {
@@ -416,10 +428,7 @@ async function serveChild(): Promise<void> {
           text: `m${seq}`,
         });
         const data = JSON.stringify({ text: `m${seq}`, at: preciseNow() });
-        const frame = encoder.encode(
-          `id: ${2 * seq + 1}\nevent: message.delta\ndata: ${preview}\n\n` +
-            `id: ${2 * seq + 2}\nevent: message.completed\ndata: ${data}\n\n`,
-        );
+        const frame = messageFrames(seq, preview, data);
         if (++made === n) clearInterval(timer);
         if (!commit) return write(seq, frame);
         // The cheapest durable log of the two: one commit, an entry each.
@@ -441,12 +450,10 @@ async function serveChild(): Promise<void> {
       const session = await relayRound(provider, n, {
         started: () => providerSource = "relay",
         write(seq, text, last) {
-          const frame = relayEncoder.encode(
-            `id: ${2 * seq + 1}\nevent: message.delta\ndata: ${
-              JSON.stringify({ seq: 2 * seq + 1, type: "message.delta", runId: "relay", text })
-            }\n\nid: ${2 * seq + 2}\nevent: message.completed\ndata: ${
-              JSON.stringify({ text })
-            }\n\n`,
+          const frame = messageFrames(
+            seq,
+            JSON.stringify({ seq: 2 * seq + 1, type: "message.delta", runId: "relay", text }),
+            JSON.stringify({ text }),
           );
           for (const controller of live) controller.enqueue(frame);
           if (!last) return;
