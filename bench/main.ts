@@ -215,7 +215,20 @@ export function parseClientTargets(script: string, text: string): ClientTarget[]
   return targets;
 }
 
-function formatClientTargets(targets: ClientTarget[]): string {
+/**
+ * The client targets as a table: each script's ratio (and median, when it printed one) beside its
+ * target, written to two decimals as the script's own line states it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { formatClientTargets, parseClientTargets } from "./main.ts";
+ * const text = "p99 / floor = 1.43x (target <= 1.25x: missed)";
+ * const table = formatClientTargets(parseClientTargets("x_bench.ts", text));
+ * assert.match(table, /x_bench: p99 \/ floor +1\.43x +- +<= 1\.25x  MISSED/);
+ * ```
+ */
+export function formatClientTargets(targets: ClientTarget[]): string {
   const names = targets.map((target) => `${target.script.replace(/\.ts$/, "")}: ${target.name}`);
   const width = Math.max(42, ...names.map((name) => name.length + 2));
   const lines = [
@@ -226,7 +239,7 @@ function formatClientTargets(targets: ClientTarget[]): string {
     lines.push(
       names[index].padEnd(width) + `${target.ratio.toFixed(2)}x`.padStart(8) +
         (target.median === undefined ? "-" : `${target.median.toFixed(2)}x`).padStart(8) +
-        `${target.kind === "min" ? ">=" : "<="} ${target.bound.toFixed(1)}x`.padStart(10) +
+        `${target.kind === "min" ? ">=" : "<="} ${target.bound.toFixed(2)}x`.padStart(10) +
         `  ${passes(target) ? "ok" : "MISSED"}`,
     );
   }
