@@ -5,7 +5,7 @@
  * fed until it starts. So an event that comes alone is appended at once, and the events that come
  * while an append (a durable commit) is in flight go together in the next one: a burst costs a
  * commit per batch, not per event, and the tail reads and maps the next events while the store
- * commits the last ones. Measured (`bench/native_bench.ts`, `bench/README.md`): 2,000 messages
+ * commits the last ones. Measured (`bench/native_bench.ts`, `bench/HISTORY.md`): 2,000 messages
  * read from the provider's stream reach a `/provider` client at 0.11× to 0.15× the rate straight
  * from the provider, against 0.02× with one append per read (medians of alternating runs).
  *

@@ -219,7 +219,7 @@ export class RunFeed<E extends Sequenced = RunEventEntry> {
    * record showed it. And the firing was work for nothing otherwise (a store read per commit):
    * CPU per frame 1.96 against 2.15 ms on the JavaScript thread and 0.68 against 0.79 ms on
    * Deno KV's (medians of four alternating runs of `bench/events_bench.ts`; in five runs on an
-   * earlier `main`, 1.76 against 1.78 ms: `bench/README.md`).
+   * earlier `main`, 1.76 against 1.78 ms: `bench/HISTORY.md`).
    */
   set local(local: boolean) {
     if (this.#local === local) return;
