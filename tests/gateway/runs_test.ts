@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { openPostgresStore } from "../../server/store/postgres/mod.ts";
 import { createTestDatabase, ignorePostgresTests, skipNote } from "../support/postgres.ts";
-import { assertCode, type Gateway, startGateway } from "./_harness.ts";
+import { assertCode, type Gateway, startGateway, waitFor } from "./_harness.ts";
 
 const BETA = "managed-agents-2026-04-01";
 
@@ -706,4 +706,48 @@ Deno.test({
       await first.close();
     }
   },
+});
+
+Deno.test("runs: a message longer than one Deno KV commit holds (900 KiB, echoed back as long) reaches both logs whole, and the turn after it follows", async () => {
+  const gateway = await startGateway();
+  try {
+    const started = await gateway.request("POST", "/v1/runs", { body: { input: "hi" } });
+    assert.equal(started.status, 201, started.text);
+    const runId = started.json.runId as string;
+    const events = async () =>
+      (await gateway.request("GET", `/v1/runs/${runId}/events?limit=100`)).json.events as {
+        type: string;
+        text?: string;
+      }[];
+    const completed = (n: number) => async () => {
+      const log = await events();
+      return log.filter((event) => event.type === "run.completed").length >= n ? log : undefined;
+    };
+    await waitFor(completed(1));
+    const text = "x".repeat(900 * 1024);
+    const sent = await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+      body: { input: text },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    await waitFor(completed(2), 15_000);
+    // The turn after it is not held up behind it either.
+    const after = await gateway.request("POST", `/v1/runs/${runId}/messages`, {
+      body: { input: "after" },
+    });
+    assert.equal(after.status, 202, after.text);
+    const log = await waitFor(completed(3), 15_000);
+    // The simulator echoes each message back as the agent's reply.
+    const replies = log.filter((event) => event.type === "message.completed");
+    assert.deepEqual(replies.map((event) => event.text?.length), [8, text.length + 6, 11]);
+    assert.ok(replies[1].text === `Echo: ${text}`);
+    const native = await gateway.request("GET", `/provider/v1/sessions/${runId}/events?limit=100`);
+    assert.equal(native.status, 200, native.text);
+    const users = (native.json.data as { type: string; content: { text: string }[] }[])
+      .filter((event) => event.type === "user.message")
+      .map((event) => event.content[0].text);
+    assert.deepEqual(users, ["hi", text, "after"]);
+    assert.equal(gateway.logs.filter((line) => line.includes("run tail reconnecting")).length, 0);
+  } finally {
+    await gateway.close();
+  }
 });

@@ -419,6 +419,31 @@ export function runEventContract(test: ContractCase): void {
     }
   });
 
+  test("events: an entry longer than one store write may hold (1.1 MB, or 520,000 two-byte characters) is appended to both logs in one batch and every page reads it whole", async (store) => {
+    const runId = `sesn_${crypto.randomUUID()}`;
+    const texts = ["a", "x".repeat(1_100_000), "b", "中".repeat(520_000), "c"];
+    const appended = await store.events.appendBatch(runId, {
+      events: texts.map((text, i) => input(`m${i}`, text)),
+      native: texts.map((text, i) => native(`m${i}`, text)),
+    });
+    assert.deepEqual(appended.events.map((entry) => entry.seq), [1, 2, 3, 4, 5]);
+    assert.deepEqual(appended.native.map((entry) => entry.seq), [1, 2, 3, 4, 5]);
+    const events = await store.events.list(runId, 0, 10);
+    assert.deepEqual(events.map((entry) => (entry.event as { text: string }).text), texts);
+    const natives = await store.events.listNative(runId, { order: "asc", limit: 10 });
+    assert.deepEqual(
+      natives.map((entry) => entry.json),
+      texts.map((text, i) => native(`m${i}`, text).json),
+    );
+    await assertEveryPage(store, runId, texts.length);
+    // Appended again (a tail that reconnected), nothing is added.
+    const again = await store.events.appendBatch(runId, {
+      events: texts.map((text, i) => input(`m${i}`, text)),
+      native: texts.map((text, i) => native(`m${i}`, text)),
+    });
+    assert.deepEqual([again.events.length, again.native.length], [0, 0]);
+  });
+
   test("logs by page: every page of both logs, either way from anywhere, is the slice of the whole", async (store) => {
     const runId = `sesn_${crypto.randomUUID()}`;
     // Entries of many sizes and widths (a store may pack small ones into one value and part large

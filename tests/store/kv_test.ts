@@ -803,9 +803,10 @@ Deno.test("kv store: a page read while a purge takes the log's rows returns whol
   });
   const events = new KvEvents(new KvCommits(kv, auditNumbering(root)), root);
   const runId = `sesn_${crypto.randomUUID()}`;
-  // Run events: "a", then two replies of 5 pieces each (seqs 2 and 3); native events: two of 4
-  // parts each (seqs 1 and 2).
-  const texts = ["a", "x".repeat(110_000), "y".repeat(110_000)];
+  // Run events: "a", then two replies of 4 pieces each (seqs 2 and 3); native events: two of 4
+  // parts each (seqs 1 and 2). (Four: an entry in more parts keeps only its first in the log's
+  // rows, the spilled entries' test below.)
+  const texts = ["a", "x".repeat(90_000), "y".repeat(90_000)];
   const batch = {
     ...eventBatch(runId, ["a", "x", "y"]),
     native: ["p", "q"].map((fill) => ({
@@ -851,5 +852,63 @@ Deno.test("kv store: a page read while a purge takes the log's rows returns whol
     );
   } finally {
     raw.close();
+  }
+});
+
+Deno.test("kv store: an entry longer than one commit holds keeps one part in the log's rows and the rest under spill keys; a page ends before it when a part is gone, and the purge takes them all", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const root = ["automation-runtime", "ns"];
+  const events = new KvEvents(new KvCommits(kv, auditNumbering(root)), root);
+  const run = testRun({ state: "completed", endedAt: "2026-01-01T00:00:00.000Z" });
+  const runId = run.runId;
+  const rows = async (part: string) => {
+    const found: Deno.KvEntry<unknown>[] = [];
+    for await (const row of kv.list({ prefix: [...root, part, runId] })) found.push(row);
+    return found;
+  };
+  try {
+    await kv.set([...root, "run", runId], run);
+    const batch = eventBatch(runId, ["a", "big", "c"]);
+    batch.events[1].event.text = "x".repeat(900_000);
+    batch.native[1].json = `{"id":"big","text":"${"y".repeat(900_000)}"}`;
+    await events.appendBatch(runId, batch);
+    // Each log keeps the long entry's first part in its rows (no further part there); its other
+    // 37 parts (24,000 characters each) are under one spill token per log.
+    assert.equal((await rows("run-event")).length, 3);
+    assert.deepEqual((await rows("run-native")).map((row) => row.key.slice(-2)), [
+      [1, 0],
+      [2, 0],
+      [3, 0],
+    ]);
+    const spilled = await rows("run-spill");
+    const tokens = [...new Set(spilled.map((row) => row.key.at(-2)))];
+    assert.equal(tokens.length, 2);
+    assert.equal(spilled.length, 2 * 37);
+    assert.equal(
+      ((await events.list(runId, 0, 10))[1].event as { text: string }).text,
+      batch.events[1].event.text,
+    );
+    // A part gone (never written, or a purge under way): each log's pages end before the entry,
+    // and no page holds a cut one.
+    for (const token of tokens) {
+      await kv.delete(
+        spilled.find((row) => row.key.at(-2) === token && row.key.at(-1) === 20)!.key,
+      );
+    }
+    assert.deepEqual((await events.list(runId, 0, 10)).map((e) => e.sourceId), ["a"]);
+    assert.deepEqual(
+      (await events.listNative(runId, { order: "asc", limit: 10 })).map((e) => e.id),
+      ["a"],
+    );
+    assert.deepEqual(
+      (await events.listNative(runId, { order: "desc", limit: 10 })).map((e) => e.id),
+      ["c"],
+    );
+    // The retention purge takes the spilled parts with the logs.
+    await events.purge("2026-02-01T00:00:00.000Z");
+    assert.deepEqual(await rows("run-spill"), []);
+    assert.deepEqual(await rows("run-event"), []);
+  } finally {
+    kv.close();
   }
 });

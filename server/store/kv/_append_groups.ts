@@ -40,6 +40,30 @@ const MAX_CHUNK_CHARS = 20_000;
  * long for one value): at most 48 KiB even as two-byte text, inside 64 KiB.
  */
 export const PART_CHARS = 24_000;
+/**
+ * Parts an entry keeps in its commit at most. An entry cut in more parts keeps only its first
+ * there; the others are written beforehand, in commits of their own, under a key of their own
+ * (`_spill.ts`): one entry's parts all in one commit made an entry longer than a commit holds
+ * (800 KiB: a 795 KiB message) fail every append of its run, forever.
+ */
+export const INLINE_PARTS = 4;
+
+/**
+ * Whether an entry of `chars` characters of JSON goes out of its commit (more than
+ * {@linkcode INLINE_PARTS} parts): the one rule the rows (`_packs.ts`) and the commit budget
+ * ({@linkcode groupsOf}) share.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { INLINE_PARTS, PART_CHARS, spills } from "./_append_groups.ts";
+ * assert.equal(spills(INLINE_PARTS * PART_CHARS), false);
+ * assert.equal(spills(INLINE_PARTS * PART_CHARS + 1), true);
+ * ```
+ */
+export function spills(chars: number): boolean {
+  return chars > INLINE_PARTS * PART_CHARS;
+}
 
 /**
  * `json` cut in parts of {@linkcode PART_CHARS} (one part when it fits, also when empty).
@@ -127,15 +151,20 @@ export function groupsOf(batch: EventBatch, keyBytes: number): Group[] {
     mutations += parts;
   };
   // Rows: one an entry at most (packs share them), or its parts when it alone is too long for a
-  // value (an entry's JSON is its event's, its source id and room for the rest).
+  // value (an entry's JSON is its event's, its source id and room for the rest); an entry that
+  // goes out of its commit (`spills`) leaves one part in it. A run entry's JSON is at least its
+  // event's and its source id, and at most that and 128: counted as going out only when it
+  // surely does, and whole when it may not.
   const rows = (chars: number) => Math.max(1, Math.ceil(chars / PART_CHARS));
   for (const event of batch.events) {
-    const chars = JSON.stringify(event.event).length + event.sourceId.length + 128;
+    const least = JSON.stringify(event.event).length + event.sourceId.length;
+    const chars = spills(least) ? PART_CHARS : least + 128;
     add(2 * chars, event.sourceId, rows(chars));
     group.events.push(event);
   }
   for (const event of batch.native ?? []) {
-    add(2 * event.json.length + 256, event.id, rows(event.json.length));
+    const chars = spills(event.json.length) ? PART_CHARS : event.json.length;
+    add(2 * chars + 256, event.id, rows(chars));
     group.native.push(event);
   }
   if (count > 0) groups.push(group);

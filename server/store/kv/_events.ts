@@ -10,6 +10,8 @@
  *   or an entry too long for a pack: part 0 holds `{id, type, parts, json}` with the first piece
  *   of its JSON text, parts 1… the rest (a KV value holds at most 64 KiB, a provider event may
  *   hold more); the layout and its reads are `_packs.ts`'s
+ * - `["run-spill", runId, token, part]` → parts 1… of an entry too long for one commit, written
+ *   before the commit that numbers it, whose first part names the token (`_spill.ts`)
  * - `["run-sources", runId, seq, native]` → {@linkcode SourcesChunk}: the source ids of the run
  *   entries and the ids of the native entries one commit wrote, keyed by the head it left (the
  *   dedupe index, a key per commit)
@@ -89,6 +91,7 @@ import {
   runRows,
   straddlingNative,
 } from "./_packs.ts";
+import { spillReader, Spills } from "./_spill.ts";
 import { addChunk, emptyLog, type KnownLog, KnownLogs, type SourcesChunk } from "./_known_logs.ts";
 import {
   type Group,
@@ -169,6 +172,11 @@ export class KvEvents implements RunEventStore {
     return [...this.#root, ...parts];
   }
 
+  /** Where the parts of a run's entries too long for their commit are (`_spill.ts`). */
+  #spilled(runId: string): (token: string) => Deno.KvKey {
+    return (token) => this.#key("run-spill", runId, token);
+  }
+
   async append(runId: string, events: readonly RunEventInput[]): Promise<RunEventEntry[]> {
     return (await this.appendBatch(runId, { events })).events;
   }
@@ -200,6 +208,7 @@ export class KvEvents implements RunEventStore {
   async #appendGroup(runId: string, group: Group, holder?: string): Promise<Numbered> {
     // Taken at once, so a concurrent append of this process goes the checked, reading way.
     let known = this.#known.take(runId);
+    const spills = new Spills(this.#commits, this.#spilled(runId));
     const lease = holder === undefined ? undefined : this.#leases.get(runId);
     if (known !== undefined && (holder === undefined || lease?.holder === holder)) {
       const entries = {
@@ -210,7 +219,8 @@ export class KvEvents implements RunEventStore {
         // In a log with keys of the earlier index, too many to check go the reading way.
         const checks = known.legacy ? this.#legacyChecks(runId, entries) : [];
         if (
-          checks !== null && await this.#commit(runId, known, entries, checks, lease?.versionstamp)
+          checks !== null &&
+          await this.#commit(runId, known, entries, spills, checks, lease?.versionstamp)
         ) return entries;
       } else if (holder === undefined) {
         this.#known.remember(runId, known);
@@ -244,7 +254,7 @@ export class KvEvents implements RunEventStore {
         if (known.versionstamp !== "") this.#known.remember(runId, known);
         return entries;
       }
-      return await this.#commit(runId, known, entries, [], fence) ? entries : AGAIN;
+      return await this.#commit(runId, known, entries, spills, [], fence) ? entries : AGAIN;
     });
   }
 
@@ -370,6 +380,7 @@ export class KvEvents implements RunEventStore {
     runId: string,
     known: KnownLog,
     entries: Numbered,
+    spills: Spills,
     absent: readonly Deno.KvKey[],
     leaseVersionstamp?: string,
   ): Promise<boolean> {
@@ -393,8 +404,13 @@ export class KvEvents implements RunEventStore {
           part === undefined
             ? this.#key("run-event", runId, seq)
             : this.#key("run-event", runId, seq, part),
+        spills.spill,
       ),
-      ...nativeRows(entries.native, (seq, part) => this.#key("run-native", runId, seq, part)),
+      ...nativeRows(
+        entries.native,
+        (seq, part) => this.#key("run-native", runId, seq, part),
+        spills.spill,
+      ),
     ];
     for (const [key, value] of rows) operation.set(key, value);
     const chunk: SourcesChunk = {
@@ -402,6 +418,8 @@ export class KvEvents implements RunEventStore {
       native: entries.native.map((entry) => entry.id),
     };
     operation.set(this.#key("run-sources", runId, next.seq, next.native), chunk);
+    // The parts of entries too long for this commit first: it refers to them.
+    await spills.write();
     const result = await this.#commits.commit(operation);
     if (!result.ok) return false;
     addChunk(known, chunk);
@@ -456,7 +474,7 @@ export class KvEvents implements RunEventStore {
         { prefix, start: [...prefix, after + 1] },
         { batchSize: Math.min(limit, READ_BATCH) },
       );
-      return await readRunEntries(rows, after, limit);
+      return await readRunEntries(rows, after, limit, spillReader(this.#kv, this.#spilled(runId)));
     } catch (error) {
       throw storeFailure(error);
     }
@@ -472,7 +490,7 @@ export class KvEvents implements RunEventStore {
           { prefix, start: [...prefix, (query.after ?? 0) + 1] },
           { batchSize },
         );
-        return await readNative(rows, query);
+        return await readNative(rows, query, [], spillReader(this.#kv, this.#spilled(runId)));
       }
       let first: NativeEventEntry[] = [];
       if (query.before !== undefined) {
@@ -488,7 +506,7 @@ export class KvEvents implements RunEventStore {
         query.before === undefined ? { prefix } : { prefix, end: [...prefix, query.before] },
         { reverse: true, batchSize },
       );
-      return await readNative(rows, query, first);
+      return await readNative(rows, query, first, spillReader(this.#kv, this.#spilled(runId)));
     } catch (error) {
       throw storeFailure(error);
     }
@@ -552,6 +570,7 @@ export class KvEvents implements RunEventStore {
             "run-sources",
             "run-event-source",
             "run-native-source",
+            "run-spill",
           ]
         ) {
           let operation = this.#kv.atomic();

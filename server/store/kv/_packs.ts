@@ -11,6 +11,10 @@
  *   (`{id, type, parts, json}`), whose further parts are `["run-native", runId, seq, 1…]` (strings:
  *   a KV value holds at most 64 KiB, a provider event may hold more). Logs written before packs
  *   hold only the parted form.
+ * - **Spilled**: an entry cut in more parts than one commit keeps (`INLINE_PARTS`) has only its
+ *   first part in its row (either log), which names (`spill`) where the others are: written before
+ *   the commit, outside the log's rows (`_spill.ts`); readers join them through a {@linkcode
+ *   Spilled}.
  *
  * Why packs, and the number: Deno KV's thread spends most of an append per row, not per byte. A
  * burst of 2,000 provider messages wrote three rows a message (the merged text delta, the
@@ -29,7 +33,7 @@
  * @module
  */
 import type { NativeEventEntry, NativeEventQuery, RunEventEntry } from "../run_event_types.ts";
-import { cutInParts } from "./_append_groups.ts";
+import { cutInParts, spills } from "./_append_groups.ts";
 
 /**
  * Characters one pack holds at most (an entry larger than that alone is a pack, or a parted native
@@ -49,6 +53,11 @@ export interface LongPack {
   parts: number;
   /** The first piece. */
   json: string;
+  /**
+   * Where the other pieces are when they went out of the pack's commit (an entry longer than
+   * one commit may hold: `_spill.ts`); absent, they are under the pack's key, pieces 1….
+   */
+  spill?: string;
 }
 
 /**
@@ -67,6 +76,8 @@ export interface NativeFirstPart {
   parts: number;
   /** The first part of its JSON. */
   json: string;
+  /** Where the other parts are when they went out of the entry's commit (see {@linkcode LongPack}). */
+  spill?: string;
 }
 
 /** What a native row holds: a pack, an entry's first part, or a further part of its JSON. */
@@ -74,6 +85,19 @@ export type NativeRow = NativeEventEntry[] | NativeFirstPart | string;
 
 /** A row to write: its key and value. */
 export type Row = [key: Deno.KvKey, value: unknown];
+
+/**
+ * Takes parts 1… of one entry's JSON (`parts`, all of them) out of its commit, to be written
+ * before it (`_spill.ts`), and says where: what the first part's `spill` holds.
+ */
+export type Spill = (parts: readonly string[]) => string;
+
+/**
+ * Reads parts 1… of an entry whose first part says `spill` and `parts`, in order; null when they
+ * are not all there (a purge under way took them, or they were never written): the page then ends
+ * before the entry, as for any torn one.
+ */
+export type Spilled = (spill: string, parts: number) => Promise<string[] | null>;
 
 /**
  * The rows of consecutive run `entries`: packs of at most {@linkcode MAX_PACK_CHARS}, each keyed
@@ -104,6 +128,7 @@ export type Row = [key: Deno.KvKey, value: unknown];
 export function runRows(
   entries: readonly RunEventEntry[],
   keyOf: (seq: number, part?: number) => Deno.KvKey,
+  spill?: Spill,
 ): Row[] {
   const rows: Row[] = [];
   let pack: string[] = [];
@@ -111,9 +136,13 @@ export function runRows(
   let last = 0;
   const flush = () => {
     if (pack.length === 0) return;
-    const parts = cutInParts(`[${pack.join(",")}]`);
+    const json = `[${pack.join(",")}]`;
+    const parts = cutInParts(json);
     if (parts.length === 1) rows.push([keyOf(last), parts[0]]);
-    else {
+    else if (spill !== undefined && spills(json.length)) {
+      const first: LongPack = { parts: parts.length, json: parts[0], spill: spill(parts) };
+      rows.push([keyOf(last), first]);
+    } else {
       rows.push([keyOf(last), { parts: parts.length, json: parts[0] } satisfies LongPack]);
       for (let part = 1; part < parts.length; part++) rows.push([keyOf(last, part), parts[part]]);
     }
@@ -154,6 +183,7 @@ export function runRows(
 export function nativeRows(
   entries: readonly NativeEventEntry[],
   keyOf: (seq: number, part: number) => Deno.KvKey,
+  spill?: Spill,
 ): Row[] {
   const rows: Row[] = [];
   let pack: NativeEventEntry[] = [];
@@ -170,6 +200,7 @@ export function nativeRows(
     if (size > MAX_PACK_CHARS) {
       flush();
       const parts = cutInParts(entry.json);
+      const out = spill !== undefined && spills(entry.json.length);
       rows.push([
         keyOf(entry.seq, 0),
         {
@@ -177,9 +208,10 @@ export function nativeRows(
           type: entry.type,
           parts: parts.length,
           json: parts[0],
+          ...(out ? { spill: spill(parts) } : {}),
         } satisfies NativeFirstPart,
       ]);
-      for (let part = 1; part < parts.length; part++) {
+      for (let part = 1; part < parts.length && !out; part++) {
         rows.push([keyOf(entry.seq, part), parts[part]]);
       }
       continue;
@@ -218,6 +250,7 @@ export async function readRunEntries(
   rows: AsyncIterable<Deno.KvEntry<RunEventRow>>,
   after: number,
   limit: number,
+  spilled?: Spilled,
 ): Promise<RunEventEntry[]> {
   const entries: RunEventEntry[] = [];
   const take = (json: string) => {
@@ -245,7 +278,11 @@ export async function readRunEntries(
       else if ("sourceId" in value) {
         if (value.seq > after) entries.push(value);
       } else if (value.parts === 1) take(value.json);
-      else long = { seq, pieces: [value.json], parts: value.parts };
+      else if (value.spill !== undefined) {
+        const rest = spilled === undefined ? null : await spilled(value.spill, value.parts);
+        if (rest === null) break;
+        take(value.json + rest.join(""));
+      } else long = { seq, pieces: [value.json], parts: value.parts };
     }
     if (entries.length >= limit && long === null) break;
   }
@@ -280,6 +317,7 @@ export async function readNative(
   rows: AsyncIterable<Deno.KvEntry<NativeRow>>,
   query: NativeEventQuery,
   first: readonly NativeEventEntry[] = [],
+  spilled?: Spilled,
 ): Promise<NativeEventEntry[]> {
   const entries = first.slice(0, query.limit);
   const ascending = query.order === "asc";
@@ -319,7 +357,13 @@ export async function readNative(
         }
       } else {
         const entry: NativeEventEntry = { seq, id: value.id, type: value.type, json: value.json };
-        if (ascending) {
+        if (value.spill !== undefined) {
+          // Its other parts are out of the log's rows: none of them may have been read here.
+          if (pieces.length > 0) break;
+          const rest = spilled === undefined ? null : await spilled(value.spill, value.parts);
+          if (rest === null) break;
+          entry.json += rest.join("");
+        } else if (ascending) {
           if (value.parts > 1) {
             open = entry;
             openParts = value.parts;
