@@ -912,3 +912,64 @@ Deno.test("kv store: an entry longer than one commit holds keeps one part in the
     kv.close();
   }
 });
+
+Deno.test("kv store: an append of a long entry whose commit fails, again and again, leaves one copy of its spilled pieces, which the append that lands uses", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const root = ["automation-runtime", "ns"];
+  // The commits that move a log's head fail while `failing` is above 0.
+  let failing = 3;
+  const kv = new Proxy(raw, {
+    get(target, property) {
+      if (property === "atomic") {
+        return () => {
+          const operation = target.atomic();
+          let head = false;
+          const wrapped: Deno.AtomicOperation = new Proxy(operation, {
+            get(op, name) {
+              if (name === "commit") {
+                return () =>
+                  head && failing-- > 0
+                    ? Promise.reject(new Error("injected: the commit failed"))
+                    : op.commit();
+              }
+              const value = Reflect.get(op, name, op);
+              if (typeof value !== "function") return value;
+              return (...args: unknown[]) => {
+                if (name === "set") head ||= (args[0] as Deno.KvKey).includes("run-event-head");
+                const result = value.apply(op, args);
+                return result === op ? wrapped : result;
+              };
+            },
+          });
+          return wrapped;
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const events = new KvEvents(new KvCommits(kv, auditNumbering(root)), root);
+  const runId = `sesn_${crypto.randomUUID()}`;
+  const batch = eventBatch(runId, ["big"]);
+  batch.native[0].json = `{"id":"big","text":"${"中".repeat(300_000)}"}`;
+  batch.events[0].event.text = "x".repeat(300_000);
+  try {
+    for (let i = 0; i < 3; i++) await assert.rejects(events.appendBatch(runId, batch));
+    const appended = await events.appendBatch(runId, batch);
+    assert.deepEqual([appended.events.length, appended.native.length], [1, 1]);
+    let spilled = 0;
+    for await (const _ of raw.list({ prefix: [...root, "run-spill", runId] })) spilled++;
+    // Two entries of 13 pieces each: 12 spilled pieces each, written once.
+    assert.equal(spilled, 2 * 12);
+    assert.equal(
+      (await events.listNative(runId, { order: "asc", limit: 1 }))[0].json,
+      batch.native[0].json,
+    );
+    assert.equal(
+      ((await events.list(runId, 0, 1))[0].event as { text: string }).text,
+      batch.events[0].event.text,
+    );
+  } finally {
+    raw.close();
+  }
+});

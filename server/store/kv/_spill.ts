@@ -8,17 +8,23 @@
  * So the parts of an entry cut in more than `INLINE_PARTS` (`_append_groups.ts`) after its first
  * are written first, in commits of their own, under a key no reader lists:
  *
- * - `["run-spill", runId, token, part]` → the part's text (parts 1…), `token` a random id;
+ * - `["run-spill", runId, token, part]` → the part's text (parts 1…), `token` the first 128 bits
+ *   of the SHA-256 of the entry's whole text, base64url;
  *
  * and the entry's first part, in the commit that numbers it, names the token (`spill`). Until that
  * commit lands nothing refers to the parts, so an append that fails after writing them (a moved
- * head, a lost lease, a crash) leaves parts nobody reads: an append retried in the same call
- * reuses them, and the run's purge deletes every one with its logs. A reader joins an entry's
- * parts only when all are there ({@linkcode spillReader}); else its page ends before the entry,
- * as for an entry a purge tore.
+ * head, a lost lease, a crash) leaves parts nobody reads. The token names the text, not the
+ * attempt: an append tried again writes the same text under the same keys, however often its
+ * commit fails, and two replicas appending the same entry write the same values. (A random token
+ * left a new copy, about 550 KB for a 300,000-character entry, at each try of an append whose
+ * commit kept failing.) A run entry renumbered by a retry is another text (its seq is in it), so
+ * that copy stays behind; the run's purge deletes every part with its logs. A reader joins an
+ * entry's parts only when all are there ({@linkcode spillReader}); else its page ends before the
+ * entry, as for an entry a purge tore.
  *
  * @module
  */
+import { sha256, toBase64Url } from "../../digest.ts";
 import type { KvCommits } from "./_commit.ts";
 import type { Spill, Spilled } from "./_packs.ts";
 
@@ -35,10 +41,10 @@ const PARTS_PER_COMMIT = 12;
 export class Spills {
   readonly #commits: KvCommits;
   readonly #prefixOf: (token: string) => Deno.KvKey;
-  /** Token of each entry's text taken out, whether written yet or not. */
-  readonly #tokens = new Map<string, string>();
-  /** Taken out and not written yet. */
-  #pending: { token: string; parts: readonly string[] }[] = [];
+  /** The tokens of the texts this append wrote out. */
+  readonly #written = new Set<string>();
+  /** Taken out and not written yet, by token. */
+  readonly #pending = new Map<string, readonly string[]>();
 
   /** Writes through `commits`, each part under `[...prefixOf(token), part]`. */
   constructor(commits: KvCommits, prefixOf: (token: string) => Deno.KvKey) {
@@ -48,13 +54,8 @@ export class Spills {
 
   /** The {@linkcode Spill} of the rows (`runRows`, `nativeRows`). */
   readonly spill: Spill = (parts) => {
-    const text = parts.join("");
-    let token = this.#tokens.get(text);
-    if (token === undefined) {
-      token = crypto.randomUUID();
-      this.#tokens.set(text, token);
-      this.#pending.push({ token, parts });
-    }
+    const token = toBase64Url(sha256(parts.join("")).subarray(0, 16));
+    if (!this.#written.has(token)) this.#pending.set(token, parts);
     return token;
   };
 
@@ -64,8 +65,7 @@ export class Spills {
    * and values), so no commit ever refers to parts that are not all there.
    */
   async write(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const { token, parts } = this.#pending[0];
+    for (const [token, parts] of this.#pending) {
       for (let from = 1; from < parts.length; from += PARTS_PER_COMMIT) {
         const operation = this.#commits.kv.atomic();
         for (let part = from; part < Math.min(from + PARTS_PER_COMMIT, parts.length); part++) {
@@ -73,7 +73,8 @@ export class Spills {
         }
         await this.#commits.commit(operation);
       }
-      this.#pending.shift();
+      this.#pending.delete(token);
+      this.#written.add(token);
     }
   }
 }
