@@ -21,7 +21,7 @@ import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../errors.ts";
-import { readEventPage } from "../runs/event_page.ts";
+import { readEventPageText } from "../runs/event_page.ts";
 import type { RunEventHub } from "../runs/events.ts";
 import type { RunGateway } from "../runs/runs.ts";
 import type { Store } from "../store/types.ts";
@@ -152,14 +152,14 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
     const after = query.after ?? 0;
     if (!wantsStream(request.headers.get("accept"))) {
       const record = await gateway.readableRun(runCallOf(context), context.params.runId);
-      const page = await readEventPage({
+      const page = await readEventPageText({
         store,
         runId: record.runId,
         after,
         limit: query.limit,
         record,
       });
-      return context.json(JSON.stringify(page), 200);
+      return context.json(page, 200);
     }
     // Not `request.signal`: reading it makes Deno.serve print a legacy-abort notice on stderr,
     // which would break the one-JSON-object-a-line log. A client that goes cancels the body.

@@ -9,7 +9,9 @@
 import assert from "node:assert/strict";
 import {
   endsFinishedRun,
+  MAX_EVENT_PAGE_CHARS,
   readEventPage,
+  readEventPageText,
   RECORD_CATCH_UP_MS,
 } from "../../server/runs/event_page.ts";
 import type { RunEventEntry, Store, StoredRunRecord } from "../../server/store/types.ts";
@@ -94,4 +96,58 @@ Deno.test("event page: a record that never catches up is answered as it stands a
   assert.ok(took >= RECORD_CATCH_UP_MS - 5, `gave up after ${took.toFixed(0)} ms`);
   assert.ok(took < RECORD_CATCH_UP_MS + 1_000, `waited ${took.toFixed(0)} ms`);
   assert.ok(reads() <= 10, `${reads()} record reads`);
+});
+
+Deno.test("event page: a page of long entries stops at MAX_EVENT_PAGE_CHARS of JSON (one entry at least), is not terminal where it stops, and the pages after it hold the rest", async () => {
+  // Two turns, the first ending (terminal) right where a page is cut: a reader must read on.
+  const text = (fill: string, n: number) => fill.repeat(n);
+  const log: RunEventEntry[] = [
+    { seq: 1, at: "t", sourceId: "s1", event: { type: "run.started", runId: RUN } },
+    ...[2, 3, 4].map((seq): RunEventEntry => ({
+      seq,
+      at: "t",
+      sourceId: `s${seq}`,
+      event: { type: "message.completed", runId: RUN, text: text("x", 1_500_000) },
+    })),
+    { seq: 5, at: "t", sourceId: "s5", event: { type: "run.completed", runId: RUN } },
+    {
+      seq: 6,
+      at: "t",
+      sourceId: "s6",
+      event: { type: "message.completed", runId: RUN, text: text("中", 5_000_000) },
+    },
+    { seq: 7, at: "t", sourceId: "s7", event: { type: "run.completed", runId: RUN } },
+  ];
+  let listed = 0;
+  const store = {
+    events: {
+      list: (_: string, after: number, limit: number) => {
+        listed = Math.max(listed, limit);
+        return Promise.resolve(log.filter((entry) => entry.seq > after).slice(0, limit));
+      },
+    },
+    runs: { get: () => Promise.resolve(record("completed", 7)) },
+  } as unknown as Store;
+  const pages: { seqs: number[]; terminal: boolean }[] = [];
+  for (let after = 0;;) {
+    const page = await readEventPage({ store, runId: RUN, after, limit: 500 });
+    pages.push({ seqs: page.events.map((event) => event.seq), terminal: page.terminal });
+    // The text a response carries is the same page.
+    const text = await readEventPageText({ store, runId: RUN, after, limit: 500 });
+    assert.ok(text === JSON.stringify(page), `the page after ${after} as text`);
+    assert.ok(
+      page.events.length === 1 || JSON.stringify(page.events).length <= MAX_EVENT_PAGE_CHARS + 2,
+    );
+    if (page.terminal || page.events.length === 0) break;
+    after = page.nextAfter;
+  }
+  assert.deepEqual(pages, [
+    { seqs: [1, 2, 3], terminal: false },
+    { seqs: [4, 5], terminal: false },
+    // Longer than a page alone: a page of its own.
+    { seqs: [6], terminal: false },
+    { seqs: [7], terminal: true },
+  ]);
+  // The store is asked for 100 entries at a time, not the 500 the page may hold.
+  assert.equal(listed, 100);
 });
