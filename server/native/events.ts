@@ -25,6 +25,8 @@ import type { ManagedAgentEvent } from "../../client/mod.ts";
 import type { IdempotencyRecord } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import { isAnswerEvent } from "../runs/answers.ts";
+import { EVENT_PAGE_READ, MAX_EVENT_PAGE_CHARS } from "../runs/event_page.ts";
+import type { NativeEventEntry } from "../store/types.ts";
 import type { PreviewSource } from "../runs/events.ts";
 import { sseResponse } from "../routes/run_events.ts";
 import { nativeErrorResponse } from "../runs/native_error.ts";
@@ -188,21 +190,45 @@ export function eventHandlers(parts: NativeParts): {
       gateway.requireEnabled();
       const query = eventQuery(queryOf(context) ?? "");
       const record = await gateway.visibleRun(call.run.principal, context.params.sessionId, "read");
-      const entries = await store.events.listNative(record.runId, {
-        order: query.order,
-        limit: query.limit,
-        ...(query.from === undefined
-          ? {}
-          : query.order === "asc"
-          ? { after: query.from }
-          : { before: query.from }),
-      });
-      const data = entries.filter((entry) =>
-        (query.types.size === 0 || query.types.has(entry.type)) &&
-        processedIn(entry.json, query.createdAt)
-      ).map((entry) => entry.json);
-      const last = entries.at(-1);
-      const next = entries.length < query.limit || last === undefined
+      // At most MAX_EVENT_PAGE_CHARS of events past the first (as `/v1` pages), read 100 at a
+      // time: a page cut there ends at the last event it holds, and its cursor goes on from it.
+      const data: string[] = [];
+      let chars = 0;
+      let read = 0;
+      let last: NativeEventEntry | undefined;
+      let cursor = query.from;
+      let cut = false;
+      let ended = false;
+      while (read < query.limit && !cut && !ended) {
+        const want = Math.min(query.limit - read, EVENT_PAGE_READ);
+        const entries = await store.events.listNative(record.runId, {
+          order: query.order,
+          limit: want,
+          ...(cursor === undefined
+            ? {}
+            : query.order === "asc"
+            ? { after: cursor }
+            : { before: cursor }),
+        });
+        ended = entries.length < want;
+        for (const entry of entries) {
+          if (
+            (query.types.size === 0 || query.types.has(entry.type)) &&
+            processedIn(entry.json, query.createdAt)
+          ) {
+            if (data.length > 0 && chars + entry.json.length > MAX_EVENT_PAGE_CHARS) {
+              cut = true;
+              break;
+            }
+            data.push(entry.json);
+            chars += entry.json.length;
+          }
+          read++;
+          last = entry;
+        }
+        cursor = last?.seq ?? cursor;
+      }
+      const next = (ended && !cut) || last === undefined
         ? "null"
         : `"${query.order === "asc" ? "a" : "d"}${last.seq}"`;
       return new Response(`{"data":[${data.join(",")}],"next_page":${next}}`, {

@@ -42,10 +42,11 @@ const CATCH_UP_FIRST_MS = 5;
  */
 export const MAX_EVENT_PAGE_CHARS = 4 * 1024 * 1024;
 /**
- * Entries a page reads from the store at a time, so that a page cut by its size holds at most
- * this many more in memory than it answers with.
+ * Entries a page reads from the store at a time (here and in the provider interface's event
+ * lists), so that a page cut by its size holds at most this many more in memory than it answers
+ * with.
  */
-const PAGE_READ = 100;
+export const EVENT_PAGE_READ = 100;
 
 /** Options of {@linkcode readEventPage}. */
 export interface EventPageOptions {
@@ -147,7 +148,7 @@ async function collectPage(
   let ended = false;
   let cut = false;
   while (events.length < limit && !cut && !ended) {
-    const want = Math.min(limit - events.length, PAGE_READ);
+    const want = Math.min(limit - events.length, EVENT_PAGE_READ);
     const entries = await store.events.list(runId, last?.seq ?? after, want);
     ended = entries.length < want;
     const mapped = entries.map(publicEvent);

@@ -260,3 +260,53 @@ Deno.test("provider API: a session's tool request waits in the /v1 inbox until i
     await native.close();
   }
 });
+
+Deno.test("provider API: an event list page holds at most 4 MiB of events past its first, and the SDK's pages go on from where one was cut", async () => {
+  const native = await startNative();
+  try {
+    const { sdk, session } = await writerSession(native);
+    // Six events of 1.5 MB (one of 5 M characters, longer than a page alone), among short ones,
+    // logged as the tail logs what the provider sends.
+    const big = (i: number, text: string) => ({
+      id: `sevt_big_${i}`,
+      type: "agent.message",
+      json: JSON.stringify({
+        type: "agent.message",
+        id: `sevt_big_${i}`,
+        content: [{ type: "text", text }],
+        processed_at: "2026-01-01T00:00:00Z",
+      }),
+    });
+    const logged = [
+      ...[0, 1, 2, 3, 4].map((i) => big(i, "x".repeat(1_500_000))),
+      big(5, "中".repeat(5_000_000)),
+    ];
+    await native.gateway.store.events.appendBatch(session.id, { events: [], native: logged });
+    for (const order of ["asc", "desc"]) {
+      const ids: string[] = [];
+      const sizes: number[] = [];
+      for (let page: string | undefined;;) {
+        const answer = await sdk.beta.sessions.events.list(session.id, {
+          limit: 1000,
+          order,
+          ...(page === undefined ? {} : { page }),
+        } as never) as unknown as Json;
+        const data = answer.data as { id: string }[];
+        ids.push(...data.map((event) => event.id));
+        sizes.push(data.length === 1 ? 0 : JSON.stringify(data).length);
+        if (answer.next_page === null || answer.next_page === undefined) break;
+        page = answer.next_page as string;
+      }
+      const bigIds = logged.map((event) => event.id);
+      assert.deepEqual(
+        ids.filter((id) => id.startsWith("sevt_big_")),
+        order === "asc" ? bigIds : bigIds.reverse(),
+      );
+      assert.equal(new Set(ids).size, ids.length);
+      assert.ok(sizes.length >= 3, `${order}: ${sizes.length} pages`);
+      assert.ok(sizes.every((size) => size <= 4 * 1024 * 1024 + 2), `${order}: ${sizes}`);
+    }
+  } finally {
+    await native.close();
+  }
+});
