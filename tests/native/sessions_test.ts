@@ -285,7 +285,8 @@ Deno.test("provider API: an event list page holds at most 4 MiB of events past i
     for (const order of ["asc", "desc"]) {
       const ids: string[] = [];
       const sizes: number[] = [];
-      for (let page: string | undefined;;) {
+      let page: string | undefined;
+      for (;;) {
         const answer = await sdk.beta.sessions.events.list(session.id, {
           limit: 1000,
           order,
