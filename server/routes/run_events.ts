@@ -21,7 +21,7 @@ import type { RequestContext } from "../context.ts";
 import { InterfaceError } from "../errors.ts";
 import type { RouteDefinition } from "../router.ts";
 import { invalidRequest, type ValidationDetail } from "../errors.ts";
-import { readEventPageText } from "../runs/event_page.ts";
+import { readEventPage } from "../runs/event_page.ts";
 import type { RunEventHub } from "../runs/events.ts";
 import type { RunGateway } from "../runs/runs.ts";
 import type { Store } from "../store/types.ts";
@@ -152,7 +152,7 @@ export function runEventRoutes(options: RunEventRoutesOptions): RouteDefinition[
     const after = query.after ?? 0;
     if (!wantsStream(request.headers.get("accept"))) {
       const record = await gateway.readableRun(runCallOf(context), context.params.runId);
-      const page = await readEventPageText({
+      const page = await readEventPage({
         store,
         runId: record.runId,
         after,

@@ -21,7 +21,6 @@
  * @module
  */
 import type { RunEventEntry, Store, StoredRunRecord } from "../store/types.ts";
-import type { RunEventPage } from "../../wire/mod.ts";
 import { ACTIVE_RUN_STATES } from "../store/types.ts";
 import { isTerminalEntry, publicEvent } from "./public_event.ts";
 
@@ -65,8 +64,10 @@ export interface EventPageOptions {
 }
 
 /**
- * Up to `limit` entries after `after`, and whether the run has ended where they end; fewer when
- * their JSON would pass `maxChars` (never none when the log has one after `after`).
+ * Up to `limit` entries after `after`, and whether the run has ended where they end, as the JSON
+ * text of a page, `{events, nextAfter, terminal}` (what the response carries: each event is
+ * serialized once); fewer entries when their JSON would pass `maxChars` (never none when the log
+ * has one after `after`).
  *
  * @example
  * ```ts
@@ -85,93 +86,55 @@ export interface EventPageOptions {
  *   },
  *   runs: { get: () => Promise.resolve({ state: "cancelled" }) },
  * } as unknown as Store;
- * const first = await readEventPage({ store, runId: "sesn_1", after: 0, limit: 1 });
- * assert.deepEqual(first, {
+ * const page = async (after: number, limit: number) =>
+ *   JSON.parse(await readEventPage({ store, runId: "sesn_1", after, limit }));
+ * assert.deepEqual(await page(0, 1), {
  *   events: [{ seq: 1, at: "2026-01-01T00:00:00Z", type: "run.started", runId: "sesn_1" }],
  *   nextAfter: 1,
  *   terminal: false,
  * });
- * const rest = await readEventPage({ store, runId: "sesn_1", after: 1, limit: 100 });
- * assert.deepEqual(rest.events.map((event) => event.type), ["run.cancelled"]);
+ * const rest = await page(1, 100);
+ * assert.deepEqual(rest.events.map((event: { type: string }) => event.type), ["run.cancelled"]);
  * assert.equal(rest.terminal, true, "the log ends at a terminal entry of a finished run");
- * const past = await readEventPage({ store, runId: "sesn_1", after: 2, limit: 100 });
- * assert.deepEqual(past, { events: [], nextAfter: 2, terminal: true });
+ * assert.deepEqual(await page(2, 100), { events: [], nextAfter: 2, terminal: true });
  * ```
  */
-export async function readEventPage(options: EventPageOptions): Promise<RunEventPage> {
-  const { events, nextAfter, terminal } = await collectPage(options);
-  return { events, nextAfter, terminal };
-}
-
-/**
- * {@linkcode readEventPage}'s page as the JSON text a response carries, each event serialized
- * once: the size bound measures each event's JSON, and the page is those texts joined.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import type { Store } from "../store/types.ts";
- * import { readEventPageText } from "./event_page.ts";
- * const store = {
- *   events: {
- *     list: (_runId: string, after: number) =>
- *       Promise.resolve(after >= 1 ? [] : [
- *         { seq: 1, at: "t", sourceId: "s", event: { type: "run.started", runId: "sesn_1" } },
- *       ]),
- *   },
- *   runs: { get: () => Promise.resolve({ state: "running" }) },
- * } as unknown as Store;
- * const text = await readEventPageText({ store, runId: "sesn_1", after: 0, limit: 10 });
- * assert.deepEqual(JSON.parse(text), {
- *   events: [{ seq: 1, at: "t", type: "run.started", runId: "sesn_1" }],
- *   nextAfter: 1,
- *   terminal: false,
- * });
- * ```
- */
-export async function readEventPageText(options: EventPageOptions): Promise<string> {
-  const { texts, nextAfter, terminal } = await collectPage(options);
-  return `{"events":[${texts.join(",")}],"nextAfter":${nextAfter},"terminal":${terminal}}`;
-}
-
-/** A page's events, their JSON texts, where it ends, and whether the log ends there. */
-async function collectPage(
-  options: EventPageOptions,
-): Promise<RunEventPage & { texts: string[] }> {
+export async function readEventPage(options: EventPageOptions): Promise<string> {
   const { store, runId, after, limit, record } = options;
   const maxChars = options.maxChars ?? MAX_EVENT_PAGE_CHARS;
-  const events: RunEventPage["events"] = [];
+  // Each event's JSON, or several events' joined by commas.
   const texts: string[] = [];
+  let count = 0;
   let last: RunEventEntry | undefined;
   let chars = 0;
   // Whether the log ends where the page does: a read came back short.
   let ended = false;
   let cut = false;
-  while (events.length < limit && !cut && !ended) {
-    const want = Math.min(limit - events.length, EVENT_PAGE_READ);
+  while (count < limit && !cut && !ended) {
+    const want = Math.min(limit - count, EVENT_PAGE_READ);
     const entries = await store.events.list(runId, last?.seq ?? after, want);
     ended = entries.length < want;
-    const mapped = entries.map(publicEvent);
+    const events = entries.map(publicEvent);
     // Speed trick: the read's events serialized in one call, and one by one only when they do
     // not all fit. A call per event made a page of 100 short events 11 % slower to read and
-    // serialize than before the size bound (145 against 131 µs, `readEventPageText` over an
-    // in-memory Deno KV store, pinned); one call a read, 132 µs.
-    const whole = JSON.stringify(mapped);
+    // serialize than before the size bound (145 against 131 µs over an in-memory Deno KV store,
+    // pinned); one call a read, 132 µs.
+    const whole = JSON.stringify(events);
     if (chars + whole.length <= maxChars) {
-      if (mapped.length > 0) texts.push(whole.slice(1, -1));
-      events.push(...mapped);
+      if (events.length > 0) texts.push(whole.slice(1, -1));
+      count += events.length;
       chars += whole.length;
       last = entries.at(-1) ?? last;
       continue;
     }
-    for (let i = 0; i < mapped.length; i++) {
-      const text = JSON.stringify(mapped[i]);
-      if (events.length > 0 && chars + text.length > maxChars) {
+    for (let i = 0; i < events.length; i++) {
+      const text = JSON.stringify(events[i]);
+      if (count > 0 && chars + text.length > maxChars) {
         cut = true;
         break;
       }
-      events.push(mapped[i]);
       texts.push(text);
+      count++;
       chars += text.length;
       last = entries[i];
     }
@@ -182,7 +145,8 @@ async function collectPage(
       ? await endsFinishedRun({ store, runId, seq: after, record })
       : isTerminalEntry(last) && await runFinished(store, runId, last.seq, record);
   }
-  return { events, texts, nextAfter: last?.seq ?? after, terminal };
+  const nextAfter = last?.seq ?? after;
+  return `{"events":[${texts.join(",")}],"nextAfter":${nextAfter},"terminal":${terminal}}`;
 }
 
 /** Options of {@linkcode endsFinishedRun}. */

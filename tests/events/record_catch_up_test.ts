@@ -8,6 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import type { RunEventPage } from "../../wire/mod.ts";
 import { readEventPage } from "../../server/runs/event_page.ts";
 import { openKvStore, wrapStore } from "../../server/store/mod.ts";
 import {
@@ -16,6 +17,11 @@ import {
   StoreUnavailableError,
 } from "../../server/store/types.ts";
 import { type Gateway, startGateway } from "../gateway/_harness.ts";
+
+/** A page as a caller reads it: the JSON text `readEventPage` answers, parsed. */
+async function pageOf(options: Parameters<typeof readEventPage>[0]): Promise<RunEventPage> {
+  return JSON.parse(await readEventPage(options));
+}
 
 /** Which run record writes a test refuses: by the record written and the one it replaces. */
 type Refusal = (record: StoredRunRecord, expected: StoredRunRecord | undefined) => boolean;
@@ -90,7 +96,7 @@ async function assertCaughtUp(store: Store, runId: string, principalId: string):
   assert.equal(record.stopReason, "end_turn");
   assert.equal(await store.runs.countSlots(principalId, Date.now()), 0, "the slot is freed");
   const began = performance.now();
-  const page = await readEventPage({ store, runId, after: 0, limit: 1_000 });
+  const page = await pageOf({ store, runId, after: 0, limit: 1_000 });
   assert.equal(page.terminal, true);
   assert.ok(performance.now() - began < 500, "the page did not wait for the record");
 }

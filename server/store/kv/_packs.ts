@@ -87,10 +87,10 @@ export type NativeRow = NativeEventEntry[] | NativeFirstPart | string;
 export type Row = [key: Deno.KvKey, value: unknown];
 
 /**
- * Takes parts 1… of one entry's JSON (`parts`, all of them) out of its commit, to be written
+ * Takes parts 1… of one entry's JSON (`json`, cut in `parts`) out of its commit, to be written
  * before it (`_spill.ts`), and says where: what the first part's `spill` holds.
  */
-export type Spill = (parts: readonly string[]) => string;
+export type Spill = (json: string, parts: readonly string[]) => string;
 
 /**
  * Reads parts 1… of an entry whose first part says `spill` and `parts`, in order; null when they
@@ -140,7 +140,7 @@ export function runRows(
     const parts = cutInParts(json);
     if (parts.length === 1) rows.push([keyOf(last), parts[0]]);
     else if (spill !== undefined && spills(json.length)) {
-      const first: LongPack = { parts: parts.length, json: parts[0], spill: spill(parts) };
+      const first: LongPack = { parts: parts.length, json: parts[0], spill: spill(json, parts) };
       rows.push([keyOf(last), first]);
     } else {
       rows.push([keyOf(last), { parts: parts.length, json: parts[0] } satisfies LongPack]);
@@ -208,7 +208,7 @@ export function nativeRows(
           type: entry.type,
           parts: parts.length,
           json: parts[0],
-          ...(out ? { spill: spill(parts) } : {}),
+          ...(out ? { spill: spill(entry.json, parts) } : {}),
         } satisfies NativeFirstPart,
       ]);
       for (let part = 1; part < parts.length && !out; part++) {

@@ -53,8 +53,8 @@ export class Spills {
   }
 
   /** The {@linkcode Spill} of the rows (`runRows`, `nativeRows`). */
-  readonly spill: Spill = (parts) => {
-    const token = toBase64Url(sha256(parts.join("")).subarray(0, 16));
+  readonly spill: Spill = (json, parts) => {
+    const token = toBase64Url(sha256(json).subarray(0, 16));
     if (!this.#written.has(token)) this.#pending.set(token, parts);
     return token;
   };
